@@ -1,0 +1,61 @@
+/**
+ * The database handle every part of the system uses. One SQL dialect (PostgreSQL's) runs on two
+ * backends: PGlite in-process for the embedded default, a `pg` pool when `DATABASE_URL` is set.
+ * Both return int8 as `bigint`, timestamptz as `Date`, jsonb as objects; numeric stays a string
+ * so no precision is lost (cast sums of bigints with `::bigint`).
+ */
+
+import { openPglite } from "./pglite.ts";
+import { openPostgres } from "./postgres.ts";
+
+export type DbKind = "pglite" | "postgres";
+
+export interface Db {
+  readonly kind: DbKind;
+  /** One statement, `$1`-style parameters. */
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** Several statements separated by `;`, no parameters (the simple query protocol). */
+  exec(sql: string): Promise<void>;
+  /**
+   * Runs `fn` in a transaction and commits when it resolves, rolls back when it throws.
+   * Called on a transaction handle it opens a savepoint instead, so a failed inner step is undone
+   * without aborting the caller's transaction. A handle is used by one step at a time: do not run
+   * queries on it concurrently, and inside `fn` use `tx`, never the Db it came from.
+   */
+  transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface OpenDbOptions {
+  /** `postgres://...`: use PostgreSQL; otherwise PGlite. */
+  databaseUrl?: string;
+  /** PGlite keeps its files under `<dataDir>/pgdata`; without it the database lives in memory. */
+  dataDir?: string;
+  /** PostgreSQL only: the schema to work in (search_path). It must already exist to be written to. */
+  schema?: string;
+  /** PostgreSQL only: connections in the pool (default 10). */
+  poolSize?: number;
+}
+
+export async function openDb(options: OpenDbOptions = {}): Promise<Db> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
+  return openPglite(options.dataDir);
+}
+
+/** The SQLSTATE of a database error from either backend (e.g. "23505" unique violation). */
+export function sqlState(err: unknown): string | undefined {
+  if (typeof err === "object" && err !== null && "code" in err) {
+    const code = (err as { code: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/** The constraint a database error names, when it names one. */
+export function violatedConstraint(err: unknown): string | undefined {
+  if (typeof err === "object" && err !== null && "constraint" in err) {
+    const name = (err as { constraint: unknown }).constraint;
+    if (typeof name === "string") return name;
+  }
+  return undefined;
+}

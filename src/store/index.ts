@@ -1,0 +1,4 @@
+export { openDb, sqlState, violatedConstraint } from "./db.ts";
+export type { Db, DbKind, OpenDbOptions } from "./db.ts";
+export { migrate, MigrationChangedError } from "./migrate.ts";
+export type { Migration } from "./migrate.ts";

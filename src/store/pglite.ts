@@ -1,0 +1,98 @@
+/**
+ * PGlite backend: PostgreSQL compiled to WebAssembly, in this process, over one connection.
+ *
+ * PGlite runs one transaction at a time and makes a plain `query` wait while a transaction is
+ * open, so nothing interleaves into another caller's transaction. The flip side: a transaction
+ * callback that awaits a query on the root Db instead of on its `tx` waits for itself forever,
+ * so that is refused with an error (see `insideOwnTransaction`).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { PGlite, types } from "@electric-sql/pglite";
+import type { Db } from "./db.ts";
+import { TxHandle } from "./tx.ts";
+
+/**
+ * `image` (in memory only) starts from a data directory saved by `pgliteImage` instead of running
+ * initdb, which takes seconds here; tests use it to get a fresh database quickly.
+ */
+export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
+  let dir: string | undefined;
+  if (dataDir) {
+    dir = join(dataDir, "pgdata");
+    await mkdir(dir, { recursive: true });
+  }
+  // int8 (and int8[] through it) as bigint: money amounts exceed 2^53 in base units only in
+  // theory, but a number that silently rounds is not acceptable for a ledger.
+  const pg = await PGlite.create(dir, {
+    parsers: { [types.INT8]: (v: string) => BigInt(v) },
+    ...(image && !dir ? { loadDataDir: image } : {}),
+  });
+  return new PgliteDb(pg);
+}
+
+/** The data directory of a new, empty database, as an uncompressed tar image. */
+export async function pgliteImage(): Promise<Blob> {
+  const pg = await PGlite.create();
+  try {
+    return await pg.dumpDataDir("none");
+  } finally {
+    await pg.close();
+  }
+}
+
+interface OpenTransaction {
+  db: PgliteDb;
+  open: boolean;
+}
+
+const currentTransaction = new AsyncLocalStorage<OpenTransaction>();
+
+class PgliteDb implements Db {
+  readonly kind = "pglite" as const;
+
+  constructor(private readonly pg: PGlite) {}
+
+  async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
+    this.#refuseInsideOwnTransaction();
+    return (await this.pg.query<T>(sql, params)).rows;
+  }
+
+  async exec(sql: string): Promise<void> {
+    this.#refuseInsideOwnTransaction();
+    await this.pg.exec(sql);
+  }
+
+  async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    this.#refuseInsideOwnTransaction();
+    const state: OpenTransaction = { db: this, open: true };
+    return currentTransaction.run(state, () =>
+      this.pg.transaction(async (raw) => {
+        const handle = new TxHandle("pglite", {
+          query: async (sql, params) => (await raw.query(sql, params)).rows,
+          exec: async (sql) => {
+            await raw.exec(sql);
+          },
+        });
+        try {
+          return await fn(handle);
+        } finally {
+          handle.end();
+          state.open = false;
+        }
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.pg.close();
+  }
+
+  #refuseInsideOwnTransaction(): void {
+    const state = currentTransaction.getStore();
+    if (state?.open && state.db === this) {
+      throw new Error("query on the Db inside its own transaction: use the `tx` handle (PGlite would wait forever)");
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * PostgreSQL backend: a `pg` pool. A transaction checks out one client and runs BEGIN/COMMIT on
+ * it; plain queries go to whichever client is free.
+ */
+import pg from "pg";
+import type { Db, OpenDbOptions } from "./db.ts";
+import { TxHandle } from "./tx.ts";
+
+const INT8 = 20;
+const INT8_ARRAY = 1016;
+
+function parseInt8(value: string): bigint {
+  return BigInt(value);
+}
+
+/** `{1,{2,NULL}}` -> [1n, [2n, null]]; int8 array elements are never quoted. */
+function parseInt8Array(value: string): unknown {
+  const json = value.replace(/[{}]/g, (b) => (b === "{" ? "[" : "]")).replace(/NULL/g, "null").replace(/-?\d+/g, '"$&"');
+  const toBigInt = (v: unknown): unknown => (Array.isArray(v) ? v.map(toBigInt) : v === null ? null : BigInt(v as string));
+  return toBigInt(JSON.parse(json));
+}
+
+// Per pool, not pg.types.setTypeParser: that would change how every other pg user in the
+// process reads int8.
+const typeParsers: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => {
+    if (format !== "binary" && oid === INT8) return parseInt8;
+    if (format !== "binary" && oid === INT8_ARRAY) return parseInt8Array;
+    return pg.types.getTypeParser(oid, format);
+  }) as pg.CustomTypesConfig["getTypeParser"],
+};
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export async function openPostgres(url: string, options: Pick<OpenDbOptions, "schema" | "poolSize"> = {}): Promise<Db> {
+  if (options.schema !== undefined && !SCHEMA_NAME.test(options.schema)) {
+    throw new Error(`schema name must match ${SCHEMA_NAME}: ${options.schema}`);
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types: typeParsers,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  // An idle client losing its connection must not crash the process; the next checkout reconnects.
+  pool.on("error", () => {});
+  try {
+    await pool.query("SELECT 1");
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return new PostgresDb(pool);
+}
+
+class PostgresDb implements Db {
+  readonly kind = "postgres" as const;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
+    return (await this.pool.query(sql, params)).rows as T[];
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pool.query(sql);
+  }
+
+  async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    const handle = new TxHandle("postgres", {
+      query: async (sql, params) => (await client.query(sql, params)).rows,
+      exec: async (sql) => {
+        await client.query(sql);
+      },
+    });
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      const result = await fn(handle);
+      handle.end();
+      const commit = await client.query("COMMIT");
+      // COMMIT of a transaction that hit an error (which the callback caught) rolls back quietly.
+      if (commit.command === "ROLLBACK") throw new Error("transaction was aborted by an earlier error and rolled back");
+      return result;
+    } catch (err) {
+      handle.end();
+      try {
+        await client.query("ROLLBACK");
+      } catch (rollbackErr) {
+        broken = rollbackErr as Error;
+      }
+      throw err;
+    } finally {
+      // A client whose ROLLBACK failed may still be inside a transaction: discard it.
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

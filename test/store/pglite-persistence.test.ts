@@ -1,0 +1,28 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { it } from "node:test";
+import { migrate, openDb } from "../../src/store/index.ts";
+
+it("PGlite keeps its data across close and reopen of the same data dir", async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), "svc-store-"));
+  try {
+    const first = await openDb({ dataDir });
+    assert.equal(first.kind, "pglite");
+    await migrate(first, [{ id: "test/001", sql: "CREATE TABLE kept (n bigint)" }]);
+    await first.query("INSERT INTO kept VALUES ($1)", [2n ** 60n]);
+    await first.close();
+    assert.ok((await stat(join(dataDir, "pgdata"))).isDirectory());
+
+    const second = await openDb({ dataDir });
+    try {
+      assert.deepEqual(await second.query("SELECT n FROM kept"), [{ n: 2n ** 60n }]);
+      assert.deepEqual(await migrate(second, [{ id: "test/001", sql: "CREATE TABLE kept (n bigint)" }]), []);
+    } finally {
+      await second.close();
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
