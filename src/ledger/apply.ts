@@ -1,0 +1,201 @@
+/**
+ * The one place balances change: record new transfers and move the account totals with them.
+ *
+ * An operation is two statements in its own transaction (a savepoint inside a caller's):
+ *
+ * 1. INSERT the transfers ... ON CONFLICT DO NOTHING. A transfer id or a pending transfer's
+ *    resolution that already exists inserts nothing; the operation then rolls back and reports
+ *    what exists. Unique indexes make this hold under concurrency: a second insert of the same id
+ *    waits for the first transaction and then conflicts.
+ * 2. One UPDATE of every account involved, adding the operation's changes, WHERE a limited account
+ *    stays within its credits, RETURNING the accounts it changed. A missing account means the
+ *    limit check refused: the operation throws ExceedsCreditsError and rolls back.
+ *
+ * Why a conditional UPDATE and not SELECT ... FOR UPDATE then a check in code: the check and the
+ * write are one statement, and on PostgreSQL a concurrent UPDATE of the same row waits for the
+ * holder to commit and then re-evaluates the WHERE against the committed row, so two transfers
+ * racing for a wallet's last credits are serialized on its row and the second sees the first's
+ * debit (on PGlite transactions are serialized anyway). The statement also locks its rows through
+ * a sub-select ordered by id, so every operation takes row locks in one global order (no
+ * deadlocks between operations, however many accounts each touches), and takes them last, so a
+ * shared row such as the treasury stays locked only for one statement and the commit.
+ * The CHECK constraints in ./schema.ts back this up: a bug here fails the statement instead of
+ * overdrawing. Limits are checked on each account's total change, which is exact for the
+ * operations of this module: none debits and credits the same limited account.
+ */
+import { sqlState, type Db } from "../store/index.ts";
+import { AccountNotFoundError, ExceedsCreditsError } from "./errors.ts";
+import { toTransfer, type TransferRow } from "./rows.ts";
+import type { Transfer, TransferKind } from "./types.ts";
+
+export interface NewTransfer {
+  id: string;
+  kind: TransferKind;
+  debitAccountId: string;
+  creditAccountId: string;
+  amount: bigint;
+  pendingId: string | null;
+  code: string;
+  reference: string | null;
+}
+
+/** A transfer to record; for a post or void, with the amount its pending transfer reserved. */
+export interface Movement {
+  transfer: NewTransfer;
+  pendingAmount: bigint;
+}
+
+/** Thrown inside an operation's transaction to undo it: its transfer (or resolution) already exists. */
+export class AlreadyRecorded extends Error {}
+
+/** Thrown inside an operation's transaction when a foreign key named a missing account. */
+class MissingAccount extends Error {
+  constructor(readonly candidates: string[]) {
+    super("a transfer names an account that does not exist");
+  }
+}
+
+/**
+ * Runs `body` atomically (a savepoint when `db` is a transaction). If it throws AlreadyRecorded,
+ * the work is rolled back and `whenRecorded` answers instead, reading what the earlier attempt left.
+ */
+export async function runOperation<T>(db: Db, body: (tx: Db) => Promise<T>, whenRecorded: () => Promise<T>): Promise<T> {
+  try {
+    return await db.transaction(body);
+  } catch (err) {
+    if (err instanceof AlreadyRecorded) return whenRecorded();
+    if (err instanceof MissingAccount) {
+      const rows = await db.query<{ id: string }>("SELECT id FROM ledger_accounts WHERE id = ANY($1::text[])", [err.candidates]);
+      const missing = err.candidates.find((id) => !rows.some((r) => r.id === id));
+      throw new AccountNotFoundError(missing ?? err.candidates.join(", "));
+    }
+    throw err;
+  }
+}
+
+/**
+ * Records `movements` and applies them to the accounts, inside runOperation's transaction.
+ * Throws AlreadyRecorded unless every transfer was new.
+ */
+export async function record(tx: Db, movements: readonly Movement[]): Promise<Transfer[]> {
+  let inserted: TransferRow[];
+  try {
+    inserted = await insert(tx, movements);
+  } catch (err) {
+    if (sqlState(err) === "23503") throw new MissingAccount(accountIds(movements));
+    throw err;
+  }
+  if (inserted.length < movements.length) throw new AlreadyRecorded();
+  await applyChanges(tx, movements);
+  const byId = new Map(inserted.map((row) => [row.id, toTransfer(row)]));
+  return movements.map((m) => byId.get(m.transfer.id)!);
+}
+
+function accountIds(movements: readonly Movement[]): string[] {
+  return [...new Set(movements.flatMap((m) => [m.transfer.debitAccountId, m.transfer.creditAccountId]))].sort(byCodeUnits);
+}
+
+/** Matches ORDER BY ... COLLATE "C" for the ASCII ids the system uses. */
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** `($1::a, $2::b), ($3::a, $4::b)` for `rows` rows of the given column types. */
+function valuesList(rows: number, types: readonly string[], offset = 0): string {
+  return Array.from({ length: rows }, (_, r) => `(${types.map((t, c) => `$${offset + r * types.length + c + 1}::${t}`).join(", ")})`).join(", ");
+}
+
+// VALUES lists rather than unnest($1::text[], ...): measured about twice as fast on PGlite.
+const TRANSFER_TYPES = ["text", "text", "text", "text", "bigint", "text", "text", "text"] as const;
+const CHANGE_TYPES = ["text", "bigint", "bigint", "bigint", "bigint"] as const;
+
+async function insert(tx: Db, movements: readonly Movement[]): Promise<TransferRow[]> {
+  return tx.query<TransferRow>(
+    `INSERT INTO ledger_transfers (id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference)
+     VALUES ${valuesList(movements.length, TRANSFER_TYPES)}
+     ON CONFLICT DO NOTHING
+     RETURNING id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference, created_at,
+       CASE WHEN kind = 'pending' THEN 'pending' END AS pending_state`,
+    movements.flatMap(({ transfer: t }) => [t.id, t.kind, t.debitAccountId, t.creditAccountId, t.amount, t.pendingId, t.code, t.reference]),
+  );
+}
+
+interface Change {
+  debitsPending: bigint;
+  debitsPosted: bigint;
+  creditsPending: bigint;
+  creditsPosted: bigint;
+}
+
+/** What the movements add to each account's four totals. */
+function changes(movements: readonly Movement[]): Map<string, Change> {
+  const byAccount = new Map<string, Change>();
+  const of = (id: string) => {
+    let c = byAccount.get(id);
+    if (!c) byAccount.set(id, (c = { debitsPending: 0n, debitsPosted: 0n, creditsPending: 0n, creditsPosted: 0n }));
+    return c;
+  };
+  for (const { transfer: t, pendingAmount } of movements) {
+    const debit = of(t.debitAccountId);
+    const credit = of(t.creditAccountId);
+    switch (t.kind) {
+      case "posted":
+        debit.debitsPosted += t.amount;
+        credit.creditsPosted += t.amount;
+        break;
+      case "pending":
+        debit.debitsPending += t.amount;
+        credit.creditsPending += t.amount;
+        break;
+      case "post_pending":
+        debit.debitsPending -= pendingAmount;
+        credit.creditsPending -= pendingAmount;
+        debit.debitsPosted += t.amount;
+        credit.creditsPosted += t.amount;
+        break;
+      case "void_pending":
+        debit.debitsPending -= pendingAmount;
+        credit.creditsPending -= pendingAmount;
+        break;
+    }
+  }
+  return byAccount;
+}
+
+async function applyChanges(tx: Db, movements: readonly Movement[]): Promise<void> {
+  const byAccount = changes(movements);
+  const ids = [...byAccount.keys()].sort(byCodeUnits);
+  const params: unknown[] = ids.flatMap((id) => {
+    const c = byAccount.get(id)!;
+    return [id, c.debitsPending, c.debitsPosted, c.creditsPending, c.creditsPosted];
+  });
+  params.push(ids);
+  const updated = await tx.query<{ id: string }>(
+    `UPDATE ledger_accounts a
+     SET debits_pending = a.debits_pending + c.dp, debits_posted = a.debits_posted + c.dpo,
+         credits_pending = a.credits_pending + c.cp, credits_posted = a.credits_posted + c.cpo
+     FROM (VALUES ${valuesList(ids.length, CHANGE_TYPES)}) AS c (id, dp, dpo, cp, cpo),
+          (SELECT id FROM ledger_accounts WHERE id = ANY($${params.length}::text[])
+           ORDER BY id COLLATE "C" FOR NO KEY UPDATE) AS locked
+     WHERE a.id = c.id AND locked.id = c.id
+       AND (NOT a.debits_must_not_exceed_credits
+            OR a.debits_pending + c.dp + a.debits_posted + c.dpo <= a.credits_posted + c.cpo)
+     RETURNING a.id`,
+    params,
+  );
+  if (updated.length === ids.length) return;
+  await refuse(tx, byAccount, ids.filter((id) => !updated.some((u) => u.id === id)));
+}
+
+/** Explains why the UPDATE left `refused` accounts alone, with the figures as they now stand. */
+async function refuse(tx: Db, byAccount: Map<string, Change>, refused: string[]): Promise<never> {
+  const rows = await tx.query<{ id: string; debits_pending: bigint; debits_posted: bigint; credits_posted: bigint }>(
+    "SELECT id, debits_pending, debits_posted, credits_posted FROM ledger_accounts WHERE id = ANY($1::text[]) ORDER BY id",
+    [refused],
+  );
+  const row = rows[0];
+  if (!row) throw new AccountNotFoundError(refused[0]!);
+  const change = byAccount.get(row.id)!;
+  const available = row.credits_posted - row.debits_posted - row.debits_pending;
+  throw new ExceedsCreditsError(row.id, change.debitsPending + change.debitsPosted, available);
+}

@@ -1,0 +1,136 @@
+/**
+ * Resolving a pending transfer: post some or all of it, or void it. Either way the whole reserved
+ * amount leaves the pending totals in the same step, so an unposted remainder is released at once.
+ * A pending transfer is resolved once: the unique index on `pending_id` turns a second post or
+ * void (even a concurrent one) into PendingTransferResolvedError.
+ */
+import type { Db } from "../store/index.ts";
+import { AlreadyRecorded, record, runOperation, type Movement, type NewTransfer } from "./apply.ts";
+import {
+  ExceedsPendingAmountError,
+  InvalidTransferError,
+  PendingTransferNotFoundError,
+  PendingTransferResolvedError,
+  TransferIdConflictError,
+} from "./errors.ts";
+import { existingMatch, getTransfer, requireAmount, requireId } from "./transfers.ts";
+import type { Transfer, TransferResult } from "./types.ts";
+
+export interface PostPendingInput {
+  id: string;
+  pendingId: string;
+  /** Default: the whole pending amount. */
+  amount?: bigint;
+  /** Default: the pending transfer's code. */
+  code?: string;
+}
+
+export interface VoidPendingInput {
+  id: string;
+  pendingId: string;
+  code?: string;
+}
+
+export async function postPending(db: Db, input: PostPendingInput): Promise<TransferResult> {
+  const { status, transfer } = await resolvePending(db, { ...input, post: true, payouts: [] });
+  return { status, transfer };
+}
+
+export async function voidPending(db: Db, input: VoidPendingInput): Promise<TransferResult> {
+  const { status, transfer } = await resolvePending(db, { ...input, post: false, payouts: [] });
+  return { status, transfer };
+}
+
+/** A share of a posted amount passed on from the pending transfer's credit account. */
+export interface Payout {
+  accountId: string;
+  amount: bigint;
+  /** Default "payout". */
+  code?: string;
+}
+
+export interface Resolution {
+  id: string;
+  pendingId: string;
+  post: boolean;
+  amount?: bigint;
+  code?: string;
+  /** Must add up to the posted amount; recorded as `<id>:1`, `<id>:2`, ... (zero shares skipped). */
+  payouts: readonly Payout[];
+}
+
+export interface Resolved {
+  status: "created" | "exists";
+  transfer: Transfer;
+  payouts: Transfer[];
+}
+
+/** Posts (with payouts, see ./settle.ts) or voids a pending transfer, atomically. */
+export async function resolvePending(db: Db, req: Resolution): Promise<Resolved> {
+  requireId(req.id);
+  if (req.amount !== undefined) requireAmount(req.amount, true);
+  let planned: NewTransfer[] = [];
+  return runOperation<Resolved>(
+    db,
+    async (tx) => {
+      const pending = await getTransfer(tx, req.pendingId);
+      if (!pending || pending.kind !== "pending") throw new PendingTransferNotFoundError(req.pendingId);
+      const amount = req.post ? (req.amount ?? pending.amount) : pending.amount;
+      if (amount > pending.amount) throw new ExceedsPendingAmountError(req.pendingId, pending.amount, amount);
+      const primary: NewTransfer = {
+        id: req.id,
+        kind: req.post ? "post_pending" : "void_pending",
+        debitAccountId: pending.debitAccountId,
+        creditAccountId: pending.creditAccountId,
+        amount,
+        pendingId: pending.id,
+        code: req.code ?? pending.code,
+        reference: pending.reference,
+      };
+      planned = [primary, ...payoutTransfers(req, pending, amount)];
+      if (pending.pendingState !== "pending") throw new AlreadyRecorded();
+      const movements: Movement[] = planned.map((transfer, i) => ({ transfer, pendingAmount: i === 0 ? pending.amount : 0n }));
+      const [transfer, ...payouts] = await record(tx, movements);
+      return { status: "created", transfer: transfer!, payouts };
+    },
+    // A retry of a resolution that went through, or another id resolved the pending transfer first.
+    async () => {
+      if (!(await getTransfer(db, req.id))) {
+        const state = (await getTransfer(db, req.pendingId))?.pendingState;
+        if (state === "posted" || state === "voided") throw new PendingTransferResolvedError(req.pendingId, state);
+        // Still pending: one of the payout ids was taken by an unrelated transfer.
+        for (const t of planned.slice(1)) if (await getTransfer(db, t.id)) throw new TransferIdConflictError(t.id);
+        throw new Error(`resolution ${req.id} of ${req.pendingId} was refused for no recorded reason`);
+      }
+      const existing: Transfer[] = [];
+      for (const t of planned) existing.push(await existingMatch(db, t));
+      const [transfer, ...payouts] = existing;
+      return { status: "exists", transfer: transfer!, payouts };
+    },
+  );
+}
+
+function payoutTransfers(req: Resolution, pending: Transfer, posted: bigint): NewTransfer[] {
+  if (req.payouts.length === 0) return [];
+  if (!req.post) throw new InvalidTransferError("a void has nothing to pay out");
+  let total = 0n;
+  const transfers: NewTransfer[] = [];
+  req.payouts.forEach((p, i) => {
+    requireAmount(p.amount, true);
+    if (p.accountId === pending.creditAccountId) throw new InvalidTransferError("a payout back to the holding account");
+    total += p.amount;
+    if (p.amount === 0n) return;
+    transfers.push({
+      id: `${req.id}:${i + 1}`,
+      kind: "posted",
+      debitAccountId: pending.creditAccountId,
+      creditAccountId: p.accountId,
+      amount: p.amount,
+      pendingId: null,
+      code: p.code ?? "payout",
+      reference: pending.reference,
+    });
+  });
+  if (total !== posted) throw new InvalidTransferError(`payouts add up to ${total}, ${posted} posted`);
+  return transfers;
+}

@@ -1,0 +1,62 @@
+/**
+ * A job's money, in two steps over the account layout of ./accounts.ts:
+ *
+ *   reserve  pending   wallet:<a> -> escrow:<a>   the job's worst-case cost, refused if not covered
+ *   settle   post      wallet:<a> -> escrow:<a>   the actual charge (the rest is released)
+ *            posted    escrow:<a> -> worker:<w>   the worker's share
+ *            posted    escrow:<a> -> treasury     the protocol's share
+ *   (a job that produced nothing: voidPending on the reservation instead)
+ *
+ * The settle transfers commit together or not at all, so escrow:<a> ends each job where it
+ * started. Escrow is per wallet, not one shared account, because on PostgreSQL a transaction holds
+ * its accounts' row locks until it commits: one escrow row for the whole system would make every
+ * reservation in the service wait for the previous one's commit. The treasury is shared, so
+ * settlements queue on its row for the length of a commit; settle last in a caller's transaction.
+ */
+import type { Db } from "../store/index.ts";
+import { escrowAccountId, walletAccountId } from "./accounts.ts";
+import { resolvePending, type Payout, type Resolved } from "./pending.ts";
+import { transfer } from "./transfers.ts";
+import type { TransferResult } from "./types.ts";
+
+export interface ReserveInput {
+  id: string;
+  /** The wallet address; its wallet and escrow accounts must exist (ensureWalletAccounts). */
+  wallet: string;
+  amount: bigint;
+  reference?: string;
+}
+
+export async function reserve(db: Db, input: ReserveInput): Promise<TransferResult> {
+  return transfer(db, {
+    id: input.id,
+    debitAccountId: walletAccountId(input.wallet),
+    creditAccountId: escrowAccountId(input.wallet),
+    amount: input.amount,
+    pending: true,
+    code: "reserve",
+    ...(input.reference !== undefined ? { reference: input.reference } : {}),
+  });
+}
+
+export interface SettleInput {
+  /** Id of the post; the payouts are recorded as `<id>:1`, `<id>:2`, ... in `payouts` order. */
+  id: string;
+  reservationId: string;
+  /** The amount charged, at most the reservation; the rest returns to the wallet. */
+  charge: bigint;
+  /** Where the charge goes, adding up to it exactly, e.g. from core/units.ts `splitPayout`. */
+  payouts: readonly Payout[];
+}
+
+/** Posts the charge and pays it out in one atomic step (inside `db` if it is a transaction). */
+export async function settle(db: Db, input: SettleInput): Promise<Resolved> {
+  return resolvePending(db, {
+    id: input.id,
+    pendingId: input.reservationId,
+    post: true,
+    amount: input.charge,
+    code: "charge",
+    payouts: input.payouts,
+  });
+}
