@@ -1,0 +1,85 @@
+/**
+ * What the chain layer needs from a Solana backend. The embedded LiteSVM backend implements it
+ * today; an RPC backend for a real cluster implements the same calls, so transaction code does
+ * not depend on where transactions go.
+ */
+import type { Address } from "@solana/kit";
+
+export interface RecentBlockhash {
+  /** base58, as RPC returns it. */
+  blockhash: string;
+  bytes: Uint8Array;
+  /** The last slot at which a transaction carrying this blockhash can still execute. */
+  lastValidSlot: bigint;
+}
+
+export interface SentTransaction {
+  signature: string;
+  /** The slot the transaction executed in. */
+  slot: bigint;
+  /** True when the signature had already executed; the earlier execution is the result. */
+  alreadyProcessed: boolean;
+}
+
+export interface TransactionStatus {
+  slot: bigint;
+  ok: boolean;
+  /** The transaction error when `ok` is false, e.g. `InstructionError(0, Custom(2))`. */
+  err?: string;
+}
+
+export interface StoredTransaction extends TransactionStatus {
+  signature: string;
+  logs: string[];
+  wire: Uint8Array;
+}
+
+export interface AccountInfo {
+  address: Address;
+  lamports: bigint;
+  owner: Address;
+  executable: boolean;
+  data: Uint8Array;
+}
+
+export interface ChainBackend {
+  latestBlockhash(): Promise<RecentBlockhash>;
+  /**
+   * Executes a signed transaction. Resolves once its effect is durable. A signature that already
+   * executed successfully resolves with `alreadyProcessed` instead of executing twice. Throws
+   * ChainTxError when the transaction fails.
+   */
+  sendTransaction(wire: Uint8Array): Promise<SentTransaction>;
+  getTransactionStatus(signature: string): Promise<TransactionStatus | null>;
+  getTransaction(signature: string): Promise<StoredTransaction | null>;
+  getAccount(address: Address): Promise<AccountInfo | null>;
+  /** Base units held by an SPL token account; null when there is no such token account. */
+  getTokenBalance(tokenAccount: Address): Promise<bigint | null>;
+  minimumBalanceForRentExemption(space: number): Promise<bigint>;
+  /** Development clusters only: funds an address with SOL for fees and rent. */
+  requestAirdrop(address: Address, lamports: bigint): Promise<void>;
+  getSlot(): Promise<bigint>;
+  close(): Promise<void>;
+}
+
+export class ChainTxError extends Error {
+  override readonly name = "ChainTxError";
+  constructor(
+    message: string,
+    readonly details: {
+      signature: string;
+      /** The runtime's error, e.g. `BlockhashNotFound` or `InstructionError(0, Custom(2))`. */
+      err: string;
+      logs: string[];
+      /**
+       * Whether the failed transaction is on-chain (its fee was charged and its signature is
+       * known). A transaction that did not land can be fixed and sent again.
+       */
+      landed: boolean;
+      /** Where a landed transaction executed. */
+      slot?: number;
+    },
+  ) {
+    super(message);
+  }
+}

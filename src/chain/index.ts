@@ -1,0 +1,17 @@
+/** The chain part's public surface: `openChain` and the `Chain` it returns. */
+export { Chain, openChain } from "./chain.ts";
+export type {
+  ChainReceipt,
+  ChainStatus,
+  ChainTransaction,
+  DepositInput,
+  LockEscrowInput,
+  OpenChainOptions,
+  PreparedTransaction,
+  RefundInput,
+  SettleInput,
+} from "./chain.ts";
+export { ChainTxError } from "./backend.ts";
+export type { ChainBackend } from "./backend.ts";
+export type { DecodedInstruction, InstructionKind, ProgramName } from "./decode.ts";
+export { LiteSvmBackend } from "./litesvm-backend.ts";

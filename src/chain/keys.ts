@@ -1,0 +1,86 @@
+/**
+ * Ed25519 keypairs. Files use the Solana CLI layout (a JSON array of the 32-byte seed followed by
+ * the 32-byte public key) so `solana-keygen` and wallets can read them; mode 0600.
+ */
+import { createPrivateKey, generateKeyPairSync, sign, type KeyObject } from "node:crypto";
+import { mkdir, open, readFile, rename } from "node:fs/promises";
+import { join } from "node:path";
+import type { Address } from "@solana/kit";
+import { base58Encode } from "./base58.ts";
+
+export interface Signer {
+  readonly address: Address;
+  readonly publicKey: Uint8Array;
+  sign(message: Uint8Array): Uint8Array;
+}
+
+export interface Keypair extends Signer {
+  /** The 32-byte private seed followed by the public key, as the Solana CLI stores it. */
+  readonly secretKey: Uint8Array;
+}
+
+const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+function fromPrivateKey(key: KeyObject): Keypair {
+  const jwk = key.export({ format: "jwk" });
+  const seed = Buffer.from(jwk.d!, "base64url");
+  const publicKey = new Uint8Array(Buffer.from(jwk.x!, "base64url"));
+  const secretKey = new Uint8Array(64);
+  secretKey.set(seed, 0);
+  secretKey.set(publicKey, 32);
+  return {
+    address: base58Encode(publicKey) as Address,
+    publicKey,
+    secretKey,
+    sign: (message) => new Uint8Array(sign(null, message, key)),
+  };
+}
+
+export function generateKeypair(): Keypair {
+  return fromPrivateKey(generateKeyPairSync("ed25519").privateKey);
+}
+
+/** From the CLI's 64 bytes (seed + public key); the public key is checked against the seed. */
+export function keypairFromSecretKey(secretKey: Uint8Array): Keypair {
+  if (secretKey.length !== 64) throw new TypeError("a secret key is 64 bytes");
+  const key = createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519_PREFIX, secretKey.subarray(0, 32)]),
+    format: "der",
+    type: "pkcs8",
+  });
+  const kp = fromPrivateKey(key);
+  if (!Buffer.from(kp.publicKey).equals(secretKey.subarray(32))) throw new Error("secret key does not match its public key");
+  return kp;
+}
+
+/**
+ * Reads `<dir>/<name>.json`, or creates it. A new key is written to a temporary file, synced and
+ * renamed, so a crash never leaves a truncated key that would strand the funds it controls.
+ */
+export async function loadOrCreateKeypair(dir: string, name: string): Promise<Keypair> {
+  const path = join(dir, `${name}.json`);
+  try {
+    const bytes = JSON.parse(await readFile(path, "utf8")) as number[];
+    return keypairFromSecretKey(Uint8Array.from(bytes));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const kp = generateKeypair();
+  const tmp = `${path}.tmp`;
+  const file = await open(tmp, "w", 0o600);
+  try {
+    await file.writeFile(JSON.stringify(Array.from(kp.secretKey)));
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(tmp, path);
+  const dirHandle = await open(dir, "r");
+  try {
+    await dirHandle.sync();
+  } finally {
+    await dirHandle.close();
+  }
+  return kp;
+}

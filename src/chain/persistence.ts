@@ -1,0 +1,131 @@
+/**
+ * Durable state of the embedded chain, in its data dir:
+ *
+ * - `txlog`: every change, in execution order (txlog.ts). A send is acknowledged only after its
+ *   record is fsynced; concurrent sends share one fsync.
+ * - `checkpoint`: the accounts the log's records have written, as of a log offset (checkpoint.ts).
+ * - `txindex`: signature -> log offset for the records before the checkpoint (sigindex.ts).
+ * - `LOCK`: the owning process.
+ *
+ * Opening restores the checkpoint into a fresh LiteSVM and re-executes the log's records after
+ * it; each must reproduce its logged outcome, or opening fails rather than run on a diverged
+ * chain. The log is not truncated at a checkpoint: it is also the transaction history that
+ * lookups by signature read, so a checkpoint only moves where replay starts.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { readCheckpoint, writeCheckpoint, type AccountSnapshot } from "./checkpoint.ts";
+import { acquireLock } from "./lock.ts";
+import { SignatureIndex, signatureKey } from "./sigindex.ts";
+import { MemoryLog, TxLog, encodeRecord, type LogRecord, type RecordLog } from "./txlog.ts";
+import { isWritable, parseTransaction } from "./wire.ts";
+
+export interface StateHooks {
+  restore(accounts: AccountSnapshot[], slot: bigint): void;
+  replay(record: LogRecord): void;
+  account(address: Uint8Array): Omit<AccountSnapshot, "address"> | null;
+}
+
+/** The accounts a record may have written: its transaction's writable keys, or the airdrop's target. */
+function writtenAccounts(record: LogRecord): Uint8Array[] {
+  if (record.kind === "airdrop") return [record.address];
+  const tx = parseTransaction(record.wire);
+  return tx.accountKeys.filter((_, i) => isWritable(tx, i));
+}
+
+export class ChainStore {
+  /** The slot of the newest durable change, if any: the clock resumes after it. */
+  lastSlot: bigint | null = null;
+  recordsSinceCheckpoint = 0;
+  /** Accounts to write at the next checkpoint (latin1 keys of their address bytes). */
+  private readonly touched = new Set<string>();
+
+  private constructor(
+    private readonly dir: string | undefined,
+    private readonly log: RecordLog,
+    private readonly index: SignatureIndex,
+    private readonly hooks: StateHooks,
+    private readonly unlock: () => void,
+  ) {}
+
+  static open(dir: string | undefined, genesisAccounts: Uint8Array[], hooks: StateHooks): ChainStore {
+    if (dir === undefined) return new ChainStore(undefined, new MemoryLog(), SignatureIndex.memory(), hooks, () => {});
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const unlock = acquireLock(join(dir, "LOCK"));
+    let log: TxLog | undefined;
+    let index: SignatureIndex | undefined;
+    try {
+      const cp = readCheckpoint(join(dir, "checkpoint"));
+      if (cp) hooks.restore(cp.accounts, cp.slot);
+      log = TxLog.open(join(dir, "txlog"));
+      const from = cp?.logOffset ?? 0;
+      if (log.size < from) throw new Error(`${dir}: txlog is shorter than the checkpoint says (${log.size} < ${from})`);
+      index = SignatureIndex.open(join(dir, "txindex"), cp?.indexLength ?? 0);
+      const store = new ChainStore(dir, log, index, hooks, unlock);
+      store.lastSlot = cp?.slot ?? null;
+      for (const a of cp ? cp.accounts.map((x) => x.address) : genesisAccounts) store.touched.add(signatureKey(a));
+      const end = { offset: from };
+      for (const { offset, record } of log.scan(from, end)) {
+        hooks.replay(record);
+        store.track(record, offset);
+      }
+      // Only the last frame can be torn by a crash; it was never acknowledged.
+      if (end.offset < log.size) log.truncate(end.offset);
+      return store;
+    } catch (err) {
+      log?.close();
+      index?.close();
+      unlock();
+      throw err;
+    }
+  }
+
+  private track(record: LogRecord, offset: number): void {
+    if (this.dir !== undefined) for (const a of writtenAccounts(record)) this.touched.add(signatureKey(a));
+    // The first signature follows a one-byte count (a legacy transaction has < 128 signatures).
+    if (record.kind === "tx") this.index.add(signatureKey(record.wire.subarray(1, 65)), offset);
+    this.lastSlot = record.slot;
+    this.recordsSinceCheckpoint++;
+  }
+
+  /** Logs a change already applied in memory; resolves when it is durable. */
+  append(record: LogRecord): Promise<void> {
+    this.track(record, this.log.append(encodeRecord(record)));
+    return this.log.durable();
+  }
+
+  lookup(key: string): LogRecord | undefined {
+    const offset = this.index.get(key);
+    return offset === undefined ? undefined : this.log.read(offset);
+  }
+
+  /**
+   * Synchronous on purpose: no transaction may execute between reading the accounts and noting
+   * the log offset they correspond to. The log and the index are synced before the checkpoint that
+   * vouches for them is renamed into place.
+   */
+  checkpoint(slot: bigint): void {
+    if (this.dir === undefined) {
+      this.recordsSinceCheckpoint = 0;
+      return;
+    }
+    const logOffset = this.log.size;
+    const accounts: AccountSnapshot[] = [];
+    for (const key of this.touched) {
+      const address = new Uint8Array(Buffer.from(key, "latin1"));
+      const account = this.hooks.account(address);
+      if (!account) this.touched.delete(key);
+      else if (!account.executable) accounts.push({ address, ...account });
+    }
+    const indexLength = this.index.persistBefore(logOffset);
+    this.log.syncNow();
+    writeCheckpoint(join(this.dir, "checkpoint"), { slot, logOffset, indexLength, accounts });
+    this.recordsSinceCheckpoint = 0;
+  }
+
+  close(): void {
+    this.log.close();
+    this.index.close();
+    this.unlock();
+  }
+}

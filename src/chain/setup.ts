@@ -1,0 +1,80 @@
+/**
+ * The service's own keys and accounts on the chain. Keys are files in the data dir; each on-chain
+ * piece is created only when the chain lacks it, so opening is idempotent and a crash during
+ * setup is finished by the next open.
+ */
+import type { Address } from "@solana/kit";
+import { createNoopSigner } from "@solana/kit";
+import { getCreateAccountInstruction } from "@solana-program/system";
+import { getInitializeMint2Instruction } from "@solana-program/token";
+import { USDC_DECIMALS } from "../core/units.ts";
+import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
+import type { ChainBackend } from "./backend.ts";
+import { createAssociatedTokenIdempotent } from "./instructions.ts";
+import { generateKeypair, loadOrCreateKeypair, type Keypair } from "./keys.ts";
+import { buildTransaction } from "./wire.ts";
+
+export interface ServiceKeys {
+  /** Pays every fee and every rent deposit. */
+  feePayer: Keypair;
+  /** The USDC-style mint's own address (its key signs only the mint's creation). */
+  mint: Keypair;
+  mintAuthority: Keypair;
+  /** Owns every credit account and every escrow account, so the service moves funds without each user signing. */
+  custody: Keypair;
+  /** Owns the protocol treasury's token account. */
+  treasury: Keypair;
+}
+
+const KEY_NAMES = ["fee-payer", "mint", "mint-authority", "custody", "treasury"] as const;
+
+export async function loadServiceKeys(dir: string | undefined): Promise<ServiceKeys> {
+  const [feePayer, mint, mintAuthority, custody, treasury] = await Promise.all(
+    KEY_NAMES.map((name) => (dir === undefined ? Promise.resolve(generateKeypair()) : loadOrCreateKeypair(dir, name))),
+  );
+  return { feePayer: feePayer!, mint: mint!, mintAuthority: mintAuthority!, custody: custody!, treasury: treasury! };
+}
+
+const LAMPORTS_PER_SOL = 1_000_000_000n;
+/** Fees are 5,000 lamports per signature and rent ~0.002 SOL per token account: this lasts millions of jobs. */
+const FEE_PAYER_TOP_UP = 1_000n * LAMPORTS_PER_SOL;
+const FEE_PAYER_MINIMUM = 100n * LAMPORTS_PER_SOL;
+
+export async function ensureOnChainSetup(
+  backend: ChainBackend,
+  keys: ServiceKeys,
+  tokenAccounts: AssociatedTokenAddresses,
+): Promise<{ treasuryAccount: Address }> {
+  const { feePayer, mint, mintAuthority, treasury } = keys;
+  const payer = await backend.getAccount(feePayer.address);
+  if ((payer?.lamports ?? 0n) < FEE_PAYER_MINIMUM) await backend.requestAirdrop(feePayer.address, FEE_PAYER_TOP_UP);
+
+  if (!(await backend.getAccount(mint.address))) {
+    const { bytes } = await backend.latestBlockhash();
+    const rent = await backend.minimumBalanceForRentExemption(MINT_SIZE);
+    const tx = buildTransaction(
+      feePayer,
+      [
+        getCreateAccountInstruction({
+          payer: createNoopSigner(feePayer.address),
+          newAccount: createNoopSigner(mint.address),
+          lamports: rent,
+          space: MINT_SIZE,
+          programAddress: TOKEN_PROGRAM,
+        }),
+        getInitializeMint2Instruction({ mint: mint.address, decimals: USDC_DECIMALS, mintAuthority: mintAuthority.address }),
+      ],
+      bytes,
+      [mint],
+    );
+    await backend.sendTransaction(tx.wire);
+  }
+
+  const treasuryAccount = tokenAccounts.of(treasury.address);
+  if (!(await backend.getAccount(treasuryAccount))) {
+    const { bytes } = await backend.latestBlockhash();
+    const ix = createAssociatedTokenIdempotent({ payer: feePayer.address, ata: treasuryAccount, owner: treasury.address, mint: mint.address });
+    await backend.sendTransaction(buildTransaction(feePayer, [ix], bytes, []).wire);
+  }
+  return { treasuryAccount };
+}

@@ -1,0 +1,70 @@
+/** What the chain operations take and return. Slots are numbers: they stay below 2^53 for millennia. */
+import type { Address } from "@solana/kit";
+import type { Tier } from "../core/pricing.ts";
+import type { DecodedInstruction } from "./decode.ts";
+
+export interface PreparedTransaction {
+  /** The transaction's id on-chain, known before it is sent. */
+  signature: string;
+  wire: Uint8Array;
+  /** After this slot the transaction can no longer execute; if it has not, it never will. */
+  lastValidSlot: number;
+}
+
+export interface ChainReceipt {
+  signature: string;
+  slot: number;
+  /** The transaction had already executed (a re-send); nothing happened twice. */
+  alreadyProcessed: boolean;
+}
+
+export interface ChainTransaction {
+  signature: string;
+  slot: number;
+  ok: boolean;
+  err?: string;
+  feePayer: Address;
+  logs: string[];
+  instructions: DecodedInstruction[];
+}
+
+export interface ChainStatus {
+  ok: boolean;
+  slot: number;
+  /** Why it failed, e.g. `InstructionError(0, Custom(2))` for a forged proof. */
+  err?: string;
+}
+
+export interface DepositInput {
+  wallet: string;
+  credits: number;
+  /** The caller's reference (e.g. a payment id), recorded in the memo. */
+  reference?: string;
+}
+
+export interface LockEscrowInput {
+  jobId: string;
+  tier: Tier;
+  wallet: string;
+  credits: number;
+}
+
+export interface SettleInput {
+  jobId: string;
+  wallet: string;
+  lockedCredits: number;
+  chargedCredits: number;
+  /** The worker's Ed25519 public key, which is also its Solana address. */
+  workerPublicKey: string | Uint8Array;
+  staked: boolean;
+  /** `sha256:<hex>` of the output. */
+  proofHash: string;
+  /** The worker's signature over `proofMessage(jobId, proofHash)`. */
+  proofSignature: Uint8Array;
+}
+
+export interface RefundInput {
+  jobId: string;
+  wallet: string;
+  lockedCredits: number;
+}

@@ -1,0 +1,265 @@
+/**
+ * Deposits, escrow locks, settlements and refunds on a real (embedded, in-memory) LiteSVM chain,
+ * each read back from the chain to check what it moved.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { ChainTxError, openChain, type Chain, type ChainTransaction } from "../../src/chain/index.ts";
+import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { newId } from "../../src/core/ids.ts";
+import { outputHash, proofMessage } from "../../src/core/proof.ts";
+import { creditsToBaseUnits } from "../../src/core/units.ts";
+
+const transfers = (tx: ChainTransaction) => tx.instructions.filter((i) => i.kind === "transfer");
+const memos = (tx: ChainTransaction) => tx.instructions.filter((i) => i.kind === "memo").map((i) => i.memo);
+
+function proof(worker: Keypair, jobId: string, text = "the output") {
+  const proofHash = outputHash(text);
+  return { proofHash, proofSignature: worker.sign(proofMessage(jobId, proofHash)) };
+}
+
+describe("escrow on the embedded chain", () => {
+  let chain: Chain;
+  before(async () => {
+    chain = await openChain({});
+  });
+  after(() => chain.close());
+
+  async function fundedWallet(credits: number): Promise<string> {
+    const wallet = generateKeypair().address;
+    await chain.deposit({ wallet, credits, reference: "test" });
+    return wallet;
+  }
+
+  test("a deposit mints the credits' base units into the wallet's credit account, with a memo", async () => {
+    const wallet = generateKeypair().address;
+    const first = await chain.deposit({ wallet, credits: 40, reference: "pay_1" });
+    const second = await chain.deposit({ wallet, credits: 2 });
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(42));
+
+    const tx = await chain.readTransaction(first.signature);
+    assert.ok(tx.ok);
+    assert.equal(tx.slot, first.slot);
+    assert.equal(tx.feePayer, chain.feePayer);
+    const opened = tx.instructions.find((i) => i.kind === "createAccount");
+    assert.equal(opened?.account, chain.creditAccountAddress(wallet));
+    assert.equal(opened?.authority, chain.custodyAuthority, "created under the custody authority");
+    assert.deepEqual(
+      tx.instructions.filter((i) => i.kind === "mintTo").map((i) => [i.to, i.amount]),
+      [[chain.creditAccountAddress(wallet), 400_000n]],
+    );
+    assert.deepEqual(memos(tx), [`svc:deposit wallet=${wallet} credits=40 ref=pay_1`]);
+    const again = await chain.readTransaction(second.signature);
+    assert.equal(again.instructions.some((i) => i.kind === "createAccount"), false, "the account is created once");
+  });
+
+  test("lock, then settle: the worker gets 75%, the treasury 25%, the rest returns, the escrow closes", async () => {
+    const wallet = await fundedWallet(100);
+    const worker = generateKeypair();
+    const jobId = newId("job");
+    const treasuryBefore = await chain.tokenBalance(chain.treasuryAddress);
+
+    const lock = await chain.lockEscrow({ jobId, tier: "standard", wallet, credits: 12 });
+    assert.equal(lock.escrowAddress, chain.escrowAddressFor(jobId));
+    assert.equal(await chain.tokenBalance(lock.escrowAddress), creditsToBaseUnits(12));
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(88));
+    const locked = await chain.readTransaction(lock.signature);
+    assert.deepEqual(
+      transfers(locked).map((t) => [t.from, t.to, t.amount]),
+      [[chain.creditAccountAddress(wallet), lock.escrowAddress, 120_000n]],
+    );
+    assert.deepEqual(memos(locked), [`svc:escrow job=${jobId} tier=standard credits=12`]);
+
+    const settled = await chain.settle({
+      jobId, wallet, lockedCredits: 12, chargedCredits: 8, workerPublicKey: worker.address, staked: false, ...proof(worker, jobId),
+    });
+    const tx = await chain.readTransaction(settled.signature);
+    assert.ok(tx.ok);
+    assert.equal(tx.instructions[0]?.kind, "ed25519", "the proof check comes first");
+    assert.equal(tx.instructions[0]?.publicKey, worker.address);
+    assert.equal(tx.instructions[0]?.message, `${jobId}:${outputHash("the output")}`);
+    const workerAccount = chain.workerTokenAccount(worker.address);
+    assert.deepEqual(
+      transfers(tx).map((t) => [t.from, t.to, t.amount]),
+      [
+        [lock.escrowAddress, workerAccount, 60_000n],
+        [lock.escrowAddress, chain.treasuryAddress, 20_000n],
+        [lock.escrowAddress, chain.creditAccountAddress(wallet), 40_000n],
+      ],
+    );
+    const close = tx.instructions.find((i) => i.kind === "closeAccount");
+    assert.deepEqual([close?.from, close?.to], [lock.escrowAddress, chain.feePayer], "rent goes back to the fee payer");
+    assert.deepEqual(memos(tx), [`svc:settle job=${jobId} proof=${outputHash("the output")}`]);
+
+    assert.equal(await chain.tokenBalance(workerAccount), 60_000n);
+    assert.equal((await chain.tokenBalance(chain.treasuryAddress)) - treasuryBefore, 20_000n);
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(92));
+    assert.equal(await chain.accountExists(lock.escrowAddress), false, "escrow closed");
+  });
+
+  test("a staked worker gets 85%", async () => {
+    const wallet = await fundedWallet(50);
+    const worker = generateKeypair();
+    const jobId = newId("job");
+    await chain.lockEscrow({ jobId, tier: "max", wallet, credits: 40 });
+    const { signature } = await chain.settle({
+      jobId, wallet, lockedCredits: 40, chargedCredits: 40, workerPublicKey: worker.publicKey, staked: true, ...proof(worker, jobId),
+    });
+    const amounts = transfers(await chain.readTransaction(signature)).map((t) => [t.to, t.amount]);
+    assert.deepEqual(amounts, [
+      [chain.workerTokenAccount(worker.address), 340_000n],
+      [chain.treasuryAddress, 60_000n],
+    ]);
+    assert.equal(await chain.tokenBalance(chain.workerTokenAccount(worker.address)), 340_000n);
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(10));
+  });
+
+  test("a settlement charging nothing returns the whole lock and pays no one", async () => {
+    const wallet = await fundedWallet(10);
+    const worker = generateKeypair();
+    const jobId = newId("job");
+    const lock = await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 });
+    const { signature } = await chain.settle({
+      jobId, wallet, lockedCredits: 3, chargedCredits: 0, workerPublicKey: worker.address, staked: false, ...proof(worker, jobId),
+    });
+    assert.deepEqual(transfers(await chain.readTransaction(signature)).map((t) => [t.to, t.amount]), [[chain.creditAccountAddress(wallet), 30_000n]]);
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(10));
+    assert.equal(await chain.accountExists(lock.escrowAddress), false);
+  });
+
+  for (const [name, forge] of [
+    ["a signature over a different hash", (w: Keypair, jobId: string) => w.sign(proofMessage(jobId, outputHash("something else")))],
+    ["another key's signature", (_: Keypair, jobId: string) => generateKeypair().sign(proofMessage(jobId, outputHash("the output")))],
+    ["garbage bytes", () => new Uint8Array(64).fill(7)],
+  ] as const) {
+    test(`a forged proof (${name}) fails on-chain, moves nothing, and the escrow can still be refunded`, async () => {
+      const wallet = await fundedWallet(20);
+      const worker = generateKeypair();
+      const jobId = newId("job");
+      const lock = await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 5 });
+      const treasuryBefore = await chain.tokenBalance(chain.treasuryAddress);
+      const prepared = await chain.prepareSettle({
+        jobId, wallet, lockedCredits: 5, chargedCredits: 4, workerPublicKey: worker.address, staked: false,
+        proofHash: outputHash("the output"), proofSignature: forge(worker, jobId),
+      });
+      await assert.rejects(chain.send(prepared.wire), (e: unknown) => {
+        assert.ok(chain.isRejection(e) && e instanceof ChainTxError);
+        assert.equal(e.details.signature, prepared.signature);
+        assert.equal(e.details.err, "InstructionError(0, Custom(2))", "the Ed25519 precompile refused the signature");
+        assert.equal(e.details.landed, true);
+        return true;
+      });
+      const failed = await chain.readTransaction(prepared.signature);
+      assert.equal(failed.ok, false);
+      assert.equal(failed.err, "InstructionError(0, Custom(2))");
+      assert.deepEqual(await chain.transactionStatus(prepared.signature), { ok: false, slot: failed.slot, err: failed.err });
+      assert.equal(await chain.tokenBalance(lock.escrowAddress), creditsToBaseUnits(5), "the escrow still holds the funds");
+      assert.equal(await chain.tokenBalance(chain.workerTokenAccount(worker.address)), 0n);
+      assert.equal(await chain.tokenBalance(chain.treasuryAddress), treasuryBefore);
+
+      const refund = await chain.refund({ jobId, wallet, lockedCredits: 5 });
+      assert.ok((await chain.readTransaction(refund.signature)).ok);
+      assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(20));
+    });
+  }
+
+  test("a refund returns everything and closes the escrow", async () => {
+    const wallet = await fundedWallet(30);
+    const jobId = newId("job");
+    const lock = await chain.lockEscrow({ jobId, tier: "pro", wallet, credits: 27 });
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(3));
+    const refund = await chain.refund({ jobId, wallet, lockedCredits: 27 });
+    const tx = await chain.readTransaction(refund.signature);
+    assert.deepEqual(transfers(tx).map((t) => [t.from, t.to, t.amount]), [[lock.escrowAddress, chain.creditAccountAddress(wallet), 270_000n]]);
+    assert.deepEqual(memos(tx), [`svc:refund job=${jobId}`]);
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(30));
+    assert.equal(await chain.accountExists(lock.escrowAddress), false);
+  });
+
+  test("re-sending the same bytes, even concurrently, executes once", async () => {
+    const wallet = await fundedWallet(10);
+    const jobId = newId("job");
+    const prepared = await chain.prepareLockEscrow({ jobId, tier: "lite", wallet, credits: 2 });
+    const results = await Promise.all([chain.send(prepared.wire), chain.send(prepared.wire)]);
+    assert.deepEqual(results.map((r) => r.signature), [prepared.signature, prepared.signature]);
+    assert.deepEqual(results.map((r) => r.alreadyProcessed).sort(), [false, true]);
+    assert.equal(results[0]!.slot, results[1]!.slot);
+    const later = await chain.send(prepared.wire);
+    assert.equal(later.alreadyProcessed, true);
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(8), "moved once");
+    assert.equal(await chain.tokenBalance(prepared.escrowAddress), creditsToBaseUnits(2));
+  });
+
+  test("a signature is known before sending and on-chain only after", async () => {
+    const wallet = await fundedWallet(5);
+    const prepared = await chain.prepareLockEscrow({ jobId: newId("job"), tier: "lite", wallet, credits: 2 });
+    assert.equal(await chain.isProcessed(prepared.signature), false);
+    assert.equal(await chain.transactionStatus(prepared.signature), null);
+    await assert.rejects(chain.readTransaction(prepared.signature), /not on the chain/);
+    const sent = await chain.send(prepared.wire);
+    assert.equal(await chain.isProcessed(prepared.signature), true);
+    assert.deepEqual(await chain.transactionStatus(prepared.signature), { ok: true, slot: sent.slot });
+  });
+
+  test("a transaction whose signature does not match its bytes is refused and leaves no trace", async () => {
+    const wallet = await fundedWallet(5);
+    const prepared = await chain.prepareLockEscrow({ jobId: newId("job"), tier: "lite", wallet, credits: 2 });
+    const tampered = prepared.wire.slice();
+    tampered[tampered.length - 1]! ^= 1; // the memo's last byte, under both signatures
+    await assert.rejects(chain.send(tampered), (e: unknown) => {
+      assert.ok(e instanceof ChainTxError);
+      assert.deepEqual([e.details.err, e.details.landed], ["SignatureFailure", false]);
+      return true;
+    });
+    assert.equal(await chain.isProcessed(prepared.signature), false);
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(5));
+    await chain.send(prepared.wire);
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(3), "the genuine bytes still execute");
+  });
+
+  test("locking more than the credit account holds fails on-chain and moves nothing", async () => {
+    const wallet = await fundedWallet(3);
+    const jobId = newId("job");
+    await assert.rejects(chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 4 }), (e: unknown) => {
+      assert.ok(e instanceof ChainTxError && e.details.landed && /InstructionError\(2, Custom\(1\)\)/.test(e.details.err), String(e));
+      return true;
+    });
+    assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(3));
+    assert.equal(await chain.accountExists(chain.escrowAddressFor(jobId)), false, "the whole transaction rolled back");
+  });
+
+  test("inputs that can only be mistakes are refused before anything is signed", async () => {
+    const wallet = await fundedWallet(5);
+    const worker = generateKeypair();
+    const jobId = newId("job");
+    const base = { jobId, wallet, lockedCredits: 5, chargedCredits: 2, workerPublicKey: worker.address, staked: false, ...proof(worker, jobId) };
+    await assert.rejects(chain.prepareSettle({ ...base, chargedCredits: 6 }), RangeError);
+    await assert.rejects(chain.prepareSettle({ ...base, proofHash: "md5:abc" }), TypeError);
+    await assert.rejects(chain.prepareSettle({ ...base, jobId: "wh_01ARZ3NDEKTSV4RRFFQ69G5FAV" }), TypeError);
+    await assert.rejects(chain.prepareLockEscrow({ jobId, tier: "huge" as "lite", wallet, credits: 1 }), TypeError);
+    await assert.rejects(chain.prepareLockEscrow({ jobId, tier: "lite", wallet, credits: 1.5 }), RangeError);
+    await assert.rejects(chain.prepareDeposit({ wallet: "not-an-address", credits: 1 }), TypeError);
+    await assert.rejects(chain.prepareDeposit({ wallet, credits: 1, reference: "has space" }), TypeError);
+    assert.throws(() => chain.escrowAddressFor("job_nope"), TypeError);
+  });
+});
+
+describe("blockhash lifetime", () => {
+  test("a transaction not sent within its blockhash's lifetime never executes", async () => {
+    const chain = await openChain({ slotMs: 1 });
+    try {
+      const wallet = generateKeypair().address;
+      const prepared = await chain.prepareDeposit({ wallet, credits: 1 });
+      while ((await chain.slot()) <= prepared.lastValidSlot) await new Promise((r) => setTimeout(r, 20));
+      await assert.rejects(chain.send(prepared.wire), (e: unknown) => {
+        assert.ok(e instanceof ChainTxError);
+        assert.deepEqual([e.details.err, e.details.landed], ["BlockhashNotFound", false]);
+        return true;
+      });
+      assert.equal(await chain.isProcessed(prepared.signature), false);
+      assert.equal(await chain.creditBalance(wallet), 0n);
+    } finally {
+      await chain.close();
+    }
+  });
+});
