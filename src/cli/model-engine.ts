@@ -1,0 +1,54 @@
+/**
+ * The engine `svc dev` serves: the built-in wiring model by default, or any GGUF file or
+ * `hf:` model, which then joins the catalog under a `local/` id.
+ */
+import { basename, join } from "node:path";
+import { DEV_MODEL, type Catalog, type CatalogModel } from "../catalog/catalog.ts";
+import type { Logger } from "../core/logger.ts";
+import type { Engine } from "../inference/engine.ts";
+import { LlamaEngine } from "../inference/llama-engine.ts";
+import { resolveModelSource } from "../inference/model-source.ts";
+import { ensureTestModel } from "../inference/test-model.ts";
+
+export async function loadModelEngine(input: {
+  spec: string | undefined;
+  dataDir: string;
+  catalog: Catalog;
+  logger: Logger;
+}): Promise<{ engine: Engine; model: CatalogModel }> {
+  const modelsDir = join(input.dataDir, "models");
+  if (input.spec === undefined || input.spec === "builtin") {
+    const path = await ensureTestModel(modelsDir);
+    // One thread: the tiny model gains nothing from more and slows down with contention.
+    return { engine: await LlamaEngine.load({ modelPath: path, threads: 1 }), model: DEV_MODEL };
+  }
+  const path = await resolveModelSource(input.spec, modelsDir, progressBar());
+  const engine = await LlamaEngine.load({ modelPath: path });
+  const model: CatalogModel = {
+    id: `local/${basename(path).replace(/\.gguf$/i, "")}`,
+    ownedBy: "local",
+    tier: "lite",
+    parameters: "unknown",
+    contextWindow: engine.contextWindow,
+    created: Math.floor(Date.now() / 1000),
+    description: `Local model served from ${path}`,
+  };
+  input.catalog.approve(model);
+  input.logger.info({ model: model.id, path }, "serving a local model");
+  return { engine, model };
+}
+
+/** A one-line progress bar on stderr for model downloads. */
+function progressBar(): (downloaded: number, total: number) => void {
+  let last = -1;
+  return (downloaded, total) => {
+    const percent = total > 0 ? Math.floor((downloaded / total) * 100) : 0;
+    if (percent === last) return;
+    last = percent;
+    const width = 30;
+    const filled = Math.round((percent / 100) * width);
+    const mb = (n: number) => (n / 1_048_576).toFixed(1);
+    process.stderr.write(`\rDownloading model [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${percent}% ${mb(downloaded)}/${mb(total)} MB`);
+    if (percent >= 100) process.stderr.write("\n");
+  };
+}

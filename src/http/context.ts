@@ -1,0 +1,25 @@
+/** What the HTTP layer needs from the rest of the service. */
+import type { Catalog } from "../catalog/catalog.ts";
+import type { Logger } from "../core/logger.ts";
+import type { JobService } from "../jobs/job-service.ts";
+import type { WorkerPool } from "../network/worker-pool.ts";
+import type { Db } from "../store/db.ts";
+import type { RateLimitOptions } from "./rate-limit.ts";
+
+export interface HttpContext {
+  db: Db;
+  jobs: JobService;
+  pool: WorkerPool;
+  catalog: Catalog;
+  logger: Logger;
+  /** Origin of the web app; error bodies link to `<appUrl>/docs/errors#<code>`. */
+  appUrl: string;
+  rateLimit?: RateLimitOptions;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The wallet behind the request's API key, set by the authentication hook. */
+    owner: { wallet: string; keyCreatedAt: Date };
+  }
+}

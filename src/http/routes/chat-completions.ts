@@ -1,0 +1,99 @@
+/** POST /chat/completions: JSON or SSE, with the x-svc-* headers and the settlement trailer. */
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { ApiError } from "../../core/errors.ts";
+import type { JobEvent, StartedJob } from "../../jobs/job-service.ts";
+import type { FinishReason, Usage } from "../../inference/engine.ts";
+import { parseChatRequest } from "../chat-request.ts";
+import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
+import type { HttpContext } from "../context.ts";
+import { errorBody } from "../errors.ts";
+
+const SETTLEMENT_HEADER = "x-svc-settlement-tx";
+
+function jobHeaders(job: StartedJob): Record<string, string> {
+  return {
+    "x-svc-job-id": job.id,
+    "x-svc-escrow-tx": job.escrowTx,
+    "x-svc-worker": job.workerAddress,
+    "x-svc-credits-remaining": String(job.creditsAfterLock),
+  };
+}
+
+/** An AbortSignal that fires when the client goes away before the response is complete. */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.on("close", () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext): void {
+  app.post("/chat/completions", async (request, reply) => {
+    const chat = parseChatRequest(request.body);
+    const signal = clientGone(reply);
+    const job = await ctx.jobs.start(request.owner.wallet, chat, signal);
+    reply.headers(jobHeaders(job));
+    const events = job.events[Symbol.asyncIterator]();
+    const chunkContext: ChunkContext = { jobId: job.id, created: job.created, model: job.model, includeUsage: chat.includeUsage };
+
+    if (!chat.stream) {
+      let content = "";
+      let finish: { finishReason: FinishReason; usage: Usage } | undefined;
+      for (let next = await events.next(); !next.done; next = await events.next()) {
+        const event = next.value;
+        if (event.type === "delta") content += event.text;
+        else if (event.type === "finished") finish = event;
+        else {
+          reply.header(SETTLEMENT_HEADER, event.settlementTx);
+          reply.header("x-svc-credits-remaining", String(event.creditsRemaining));
+        }
+      }
+      if (!finish) throw new ApiError("internal_error", "The job ended without a result; nothing was charged.");
+      return completionBody({ jobId: job.id, created: job.created, model: job.model, content, ...finish });
+    }
+
+    // Wait for the first event before committing to a 200, so a job that fails before its first
+    // token (a timeout, a worker error) is still answered with its own status code.
+    const first = await events.next();
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      ...jobHeaders(job),
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      trailer: SETTLEMENT_HEADER,
+    });
+    const write = (text: string) => {
+      if (!res.destroyed && !res.writableEnded) res.write(text);
+    };
+    let sentFirst = false;
+    let sentDone = false;
+    const handle = (event: JobEvent) => {
+      if (event.type === "delta") {
+        write(sseData(deltaChunk(chunkContext, event.text, !sentFirst)));
+        sentFirst = true;
+      } else if (event.type === "finished") {
+        if (!sentFirst) write(sseData(deltaChunk(chunkContext, "", true)));
+        sentFirst = true;
+        write(sseData(finishChunk(chunkContext, event.finishReason)));
+        if (chat.includeUsage) write(sseData(usageChunk(chunkContext, event.usage)));
+        write(sseData("[DONE]"));
+        sentDone = true;
+      } else if (!res.destroyed) {
+        res.addTrailers({ [SETTLEMENT_HEADER]: event.settlementTx });
+      }
+    };
+    try {
+      if (!first.done) handle(first.value);
+      for (let next = await events.next(); !next.done; next = await events.next()) handle(next.value);
+    } catch (error) {
+      // After the stream has begun, a failure is one SSE error event and no [DONE].
+      // Once [DONE] is out, a failed settlement shows only as a missing trailer and in GET /jobs/{id}.
+      const apiError = error instanceof ApiError ? error : new ApiError("internal_error", "The service failed while streaming.");
+      if (!sentDone) write(sseData(errorBody(apiError, ctx.appUrl)));
+    }
+    if (!res.destroyed && !res.writableEnded) res.end();
+  });
+}

@@ -1,0 +1,67 @@
+/** A job as stored, and its API representation (spec "Job"). Pure. */
+import type { Tier } from "../core/pricing.ts";
+import { usdcValue } from "../core/units.ts";
+
+export const JOB_STATUSES = ["pending", "processing", "settling", "settled", "failed", "refunded", "disputed"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export interface JobRecord {
+  id: string;
+  wallet: string;
+  model: string;
+  tier: Tier;
+  status: JobStatus;
+  lockedCredits: number;
+  maxTokens: number;
+  creditsCharged: number;
+  workerAddress: string | null;
+  workerStaked: boolean;
+  escrowAddress: string | null;
+  escrowTx: string | null;
+  settlementTx: string | null;
+  refundTx: string | null;
+  slot: number | null;
+  proofHash: string | null;
+  /** The worker's Ed25519 signature over the proof message, base64. Kept so a crash mid-settlement can resend it. */
+  proofSignature: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  finishReason: string | null;
+  failureReason: string | null;
+  createdAt: Date;
+  completedAt: Date | null;
+  lastTokenAt: Date | null;
+}
+
+/** The job object of the API. */
+export function jobToApi(job: JobRecord): Record<string, unknown> {
+  return {
+    id: job.id,
+    object: "job",
+    status: job.status,
+    model: job.model,
+    tier: job.tier,
+    credits_charged: job.creditsCharged,
+    usdc_value: usdcValue(job.creditsCharged),
+    worker_address: job.workerAddress,
+    created_at: job.createdAt.toISOString(),
+    completed_at: job.completedAt ? job.completedAt.toISOString() : null,
+    on_chain: {
+      escrow_tx: job.escrowTx,
+      settlement_tx: job.settlementTx,
+      escrow_address: job.escrowAddress,
+      slot: job.slot,
+      proof_hash: job.proofHash,
+      refund_tx: job.refundTx,
+    },
+    usage: {
+      prompt_tokens: job.promptTokens,
+      completion_tokens: job.completionTokens,
+      total_tokens: job.promptTokens + job.completionTokens,
+    },
+  };
+}
+
+export function isFinal(status: JobStatus): boolean {
+  return status === "settled" || status === "failed" || status === "refunded";
+}

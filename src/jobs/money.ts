@@ -1,0 +1,70 @@
+/**
+ * How jobs move credits, through the ledger's own recipe (src/ledger/settle.ts): a job reserves
+ * its lock as a pending transfer from the wallet to the wallet's escrow account; settlement posts
+ * the charge and pays it out to the worker and the treasury in one step; a job that charges
+ * nothing voids the reservation. Transfer ids derive from the job id, so a step repeated after a
+ * crash is recognised by the ledger instead of applied twice.
+ */
+import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/units.ts";
+import * as ledger from "../ledger/index.ts";
+import type { Db } from "../store/db.ts";
+import type { JobRecord } from "./job-record.ts";
+
+export const workerAccount = ledger.workerAccountId;
+
+const reservationId = (jobId: string) => `reserve:${jobId}`;
+
+export function toCredits(units: bigint): number {
+  return baseUnitsToCredits(units);
+}
+
+/** Credits the wallet can spend now: its balance less what running jobs hold in escrow. */
+export async function availableCredits(db: Db, wallet: string): Promise<number> {
+  const account = await ledger.getAccount(db, ledger.walletAccountId(wallet));
+  return account ? toCredits(account.available) : 0;
+}
+
+/** Credit a wallet with funds that arrived on-chain (`reference`: the deposit's signature). */
+export async function deposit(db: Db, wallet: string, credits: number, reference: string): Promise<void> {
+  await ledger.ensureWalletAccounts(db, wallet);
+  await ledger.transfer(db, {
+    id: `deposit:${reference}`,
+    debitAccountId: ledger.FUNDING_ACCOUNT,
+    creditAccountId: ledger.walletAccountId(wallet),
+    amount: creditsToBaseUnits(credits),
+    code: "deposit",
+    reference,
+  });
+}
+
+/**
+ * Lock a job's credits. Throws ledger.ExceedsCreditsError when the wallet cannot cover them. The
+ * wallet's accounts exist from its first deposit; a wallet without one is refused before this.
+ */
+export async function reserve(db: Db, wallet: string, jobId: string, credits: number): Promise<void> {
+  await ledger.reserve(db, { id: reservationId(jobId), wallet, amount: creditsToBaseUnits(credits), reference: jobId });
+}
+
+/** Charge a settled job and pay its worker and the treasury. */
+export async function settle(db: Db, job: JobRecord): Promise<void> {
+  if (job.creditsCharged === 0 || job.workerAddress === null) {
+    await release(db, job.id);
+    return;
+  }
+  await ledger.ensureWorkerAccount(db, job.workerAddress);
+  const { worker, treasury } = splitPayout(job.creditsCharged, job.workerStaked);
+  await ledger.settle(db, {
+    id: `charge:${job.id}`,
+    reservationId: reservationId(job.id),
+    charge: creditsToBaseUnits(job.creditsCharged),
+    payouts: [
+      { accountId: ledger.workerAccountId(job.workerAddress), amount: worker, code: "worker_payout" },
+      { accountId: ledger.TREASURY_ACCOUNT, amount: treasury, code: "protocol_fee" },
+    ],
+  });
+}
+
+/** Return a job's whole reservation to its wallet. */
+export async function release(db: Db, jobId: string): Promise<void> {
+  await ledger.voidPending(db, { id: `release:${jobId}`, pendingId: reservationId(jobId) });
+}

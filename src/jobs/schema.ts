@@ -1,0 +1,55 @@
+/** Tables owned by the jobs part: jobs, and the intent rows of every chain transaction they send. */
+export const JOBS_MIGRATIONS = [
+  {
+    id: "jobs/001_jobs",
+    sql: `
+      CREATE TABLE jobs (
+        id text PRIMARY KEY,
+        wallet text NOT NULL,
+        model text NOT NULL,
+        tier text NOT NULL,
+        status text NOT NULL,
+        locked_credits integer NOT NULL,
+        max_tokens integer NOT NULL,
+        credits_charged integer NOT NULL DEFAULT 0,
+        worker_address text,
+        worker_staked boolean NOT NULL DEFAULT false,
+        escrow_address text,
+        escrow_tx text,
+        settlement_tx text,
+        refund_tx text,
+        slot bigint,
+        proof_hash text,
+        proof_signature text,
+        prompt_tokens integer NOT NULL DEFAULT 0,
+        completion_tokens integer NOT NULL DEFAULT 0,
+        finish_reason text,
+        failure_reason text,
+        created_at timestamptz NOT NULL,
+        completed_at timestamptz,
+        last_token_at timestamptz
+      );
+      CREATE INDEX jobs_by_wallet ON jobs (wallet, id);
+      CREATE INDEX jobs_unfinished ON jobs (status) WHERE status IN ('pending', 'processing', 'settling');
+
+      -- A chain transaction is recorded (signature and signed bytes) before it is sent, so that after
+      -- a crash it is either found on the chain or sent again, never lost and never doubled.
+      CREATE TABLE chain_actions (
+        signature text PRIMARY KEY,
+        kind text NOT NULL,
+        -- The job id, or for a deposit the wallet address.
+        subject text NOT NULL,
+        -- What is needed to build the transaction again (a deposit's credits).
+        params jsonb NOT NULL DEFAULT '{}',
+        wire bytea NOT NULL,
+        state text NOT NULL DEFAULT 'sent',
+        slot bigint,
+        error text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX chain_actions_open ON chain_actions (state) WHERE state = 'sent';
+      CREATE INDEX chain_actions_by_subject ON chain_actions (subject);
+    `,
+  },
+];

@@ -1,0 +1,92 @@
+/**
+ * The workers connected to this gateway and the routing rule among those hosting a model:
+ * least outstanding work first, then the lowest measured time to first token; a staked worker
+ * wins a tie.
+ */
+import type { WorkerHandle } from "./worker-handle.ts";
+
+const LATENCY_WINDOW = 50;
+
+interface WorkerState {
+  handle: WorkerHandle;
+  outstanding: number;
+  /** Recent times to first token, newest last. */
+  ttftMs: number[];
+}
+
+export interface WorkerLease {
+  worker: WorkerHandle;
+  /** Record the time to first token of the job this lease routed. */
+  firstToken(ms: number): void;
+  release(): void;
+}
+
+function median(values: number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
+}
+
+export class WorkerPool {
+  private readonly workers = new Map<string, WorkerState>();
+
+  add(handle: WorkerHandle): void {
+    this.workers.set(handle.address, { handle, outstanding: 0, ttftMs: [] });
+  }
+
+  remove(address: string): void {
+    this.workers.delete(address);
+  }
+
+  hosting(model: string): WorkerHandle[] {
+    return [...this.workers.values()].filter((w) => w.handle.models().includes(model)).map((w) => w.handle);
+  }
+
+  /** Every model some connected worker hosts. */
+  hostedModels(): Set<string> {
+    const models = new Set<string>();
+    for (const w of this.workers.values()) for (const m of w.handle.models()) models.add(m);
+    return models;
+  }
+
+  /** p50 time to first token over recent jobs of the workers hosting the model. */
+  medianLatencyMs(model: string): number | null {
+    const samples: number[] = [];
+    for (const w of this.workers.values()) if (w.handle.models().includes(model)) samples.push(...w.ttftMs);
+    return median(samples);
+  }
+
+  /** Pick a worker for a job and count it as outstanding until the lease is released. */
+  acquire(model: string): WorkerLease | undefined {
+    let best: WorkerState | undefined;
+    for (const w of this.workers.values()) {
+      if (!w.handle.models().includes(model)) continue;
+      if (best === undefined || this.better(w, best)) best = w;
+    }
+    if (best === undefined) return undefined;
+    const chosen = best;
+    chosen.outstanding++;
+    let released = false;
+    return {
+      worker: chosen.handle,
+      firstToken: (ms) => {
+        chosen.ttftMs.push(ms);
+        if (chosen.ttftMs.length > LATENCY_WINDOW) chosen.ttftMs.shift();
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        chosen.outstanding--;
+      },
+    };
+  }
+
+  private better(a: WorkerState, b: WorkerState): boolean {
+    if (a.outstanding !== b.outstanding) return a.outstanding < b.outstanding;
+    const la = median(a.ttftMs) ?? Number.POSITIVE_INFINITY;
+    const lb = median(b.ttftMs) ?? Number.POSITIVE_INFINITY;
+    if (la !== lb) return la < lb;
+    return a.handle.staked && !b.handle.staked;
+  }
+}

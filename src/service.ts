@@ -1,0 +1,119 @@
+/**
+ * The gateway assembled: database (PGlite or PostgreSQL), the chain (embedded LiteSVM), the
+ * catalog, the worker pool, the job service and the HTTP server. `svc dev` and the tests both
+ * start it through `startService`.
+ */
+import type { FastifyInstance } from "fastify";
+import { ACCOUNTS_MIGRATIONS } from "./accounts/schema.ts";
+import { defaultCatalog, type Catalog } from "./catalog/catalog.ts";
+import { openChain, type Chain } from "./chain/chain.ts";
+import { silentLogger, type Logger } from "./core/logger.ts";
+import type { HttpContext } from "./http/context.ts";
+import type { RateLimitOptions } from "./http/rate-limit.ts";
+import { buildServer } from "./http/server.ts";
+import { ChainActions } from "./jobs/chain-actions.ts";
+import { JobService } from "./jobs/job-service.ts";
+import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
+import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
+import type { WorkerHandle } from "./network/worker-handle.ts";
+import { WorkerPool } from "./network/worker-pool.ts";
+import { migrate } from "./store/migrate.ts";
+import { openDb, type Db } from "./store/db.ts";
+
+export const DEFAULT_PORT = 8080;
+
+export interface ServiceOptions {
+  /** An open database to use (the service takes it over and closes it); else one is opened. */
+  db?: Db;
+  /** Where PGlite and the chain keep their files; without it everything lives in memory. */
+  dataDir?: string;
+  /** Use PostgreSQL instead of PGlite. */
+  databaseUrl?: string;
+  /** PostgreSQL schema to work in (tests isolate themselves this way). */
+  databaseSchema?: string;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  appUrl?: string;
+  jobTimeoutMs?: number;
+  rateLimit?: RateLimitOptions;
+  logger?: Logger;
+  catalog?: Catalog;
+  /** The seed pool: workers that run inside this process. */
+  seedWorkers?: WorkerHandle[];
+}
+
+export interface Service {
+  /** `http://host:port/v1`. */
+  baseUrl: string;
+  app: FastifyInstance;
+  db: Db;
+  chain: Chain;
+  catalog: Catalog;
+  pool: WorkerPool;
+  jobs: JobService;
+  /** Chain transactions outside jobs (funding). */
+  actions: ChainActions;
+  close(): Promise<void>;
+}
+
+export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...JOBS_MIGRATIONS];
+
+export async function startService(options: ServiceOptions = {}): Promise<Service> {
+  const logger = options.logger ?? silentLogger();
+  const db = options.db ?? await openDb({
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
+  });
+  let chain: Chain | undefined;
+  try {
+    await migrate(db, SERVICE_MIGRATIONS);
+    chain = await openChain(options.dataDir ? { dataDir: options.dataDir } : {});
+    const catalog = options.catalog ?? defaultCatalog();
+    const pool = new WorkerPool();
+    for (const worker of options.seedWorkers ?? []) pool.add(worker);
+    const jobs = new JobService({ db, chain, pool, catalog, logger, ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}) });
+    const actions = new ChainActions(db, chain, logger);
+    const recovered = await jobs.recover();
+    if (recovered.resumedActions > 0 || recovered.returnedJobs > 0) logger.info(recovered, "recovered work left by the last run");
+
+    const host = options.host ?? "127.0.0.1";
+    const ctx: HttpContext = {
+      db,
+      jobs,
+      pool,
+      catalog,
+      logger,
+      appUrl: options.appUrl ?? "",
+      ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+    };
+    const app = await buildServer(ctx);
+    await app.listen({ host, port: options.port ?? DEFAULT_PORT });
+    const address = app.server.address();
+    const port = typeof address === "object" && address ? address.port : options.port;
+    // In development the web app (and its error docs) share the gateway's origin.
+    if (!options.appUrl) ctx.appUrl = `http://${host}:${port}`;
+    const openChainHandle = chain;
+    return {
+      baseUrl: `http://${host}:${port}/v1`,
+      app,
+      db,
+      chain: openChainHandle,
+      catalog,
+      pool,
+      jobs,
+      actions,
+      async close() {
+        await app.close();
+        await jobs.drain();
+        await openChainHandle.close();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    await chain?.close().catch(() => undefined);
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+}

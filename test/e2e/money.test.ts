@@ -1,0 +1,138 @@
+/**
+ * Where the credits go: no overspend under concurrency, every charge mirrored on-chain, the
+ * job's on-chain signatures found on the chain with the movements they claim, a forged proof
+ * refused by the chain. Runs on PGlite, and on PostgreSQL too when DATABASE_URL is set.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import OpenAI from "openai";
+import { creditsToBaseUnits } from "../../src/core/units.ts";
+import { checkInvariants } from "../../src/ledger/index.ts";
+import * as money from "../../src/jobs/money.ts";
+import { getAccount } from "../../src/ledger/index.ts";
+import { testDatabases } from "../support/db.ts";
+import { MODEL, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
+import { ForgingWorker } from "../support/forging-worker.ts";
+
+const hi = [{ role: "user" as const, content: "Hi" }];
+
+async function jobOf(gateway: TestGateway, apiKey: string, id: string) {
+  const res = await fetch(`${gateway.baseUrl}/jobs/${id}`, { headers: { authorization: `Bearer ${apiKey}` } });
+  assert.equal(res.status, 200);
+  return (await res.json()) as {
+    status: string;
+    credits_charged: number;
+    worker_address: string;
+    usage: { completion_tokens: number };
+    on_chain: { escrow_tx: string; settlement_tx: string | null; escrow_address: string; slot: number; proof_hash: string | null; refund_tx?: string | null };
+  };
+}
+
+/** The wallet's on-chain credit account holds exactly what the ledger says it can spend. */
+async function assertChainAgrees(gateway: TestGateway, wallet: string) {
+  const { chain, db } = gateway.service;
+  const ledgerCredits = await money.availableCredits(db, wallet);
+  assert.equal(await chain.tokenBalance(chain.creditAccountAddress(wallet)), creditsToBaseUnits(ledgerCredits), "chain balance = ledger balance");
+}
+
+for (const backend of testDatabases()) {
+  describe(`money on ${backend.name}`, () => {
+    let gateway: TestGateway;
+    before(async () => {
+      gateway = await startTestGateway({ db: await backend.open(), credits: 0, rateLimit: { ratePerSecond: 1000, burst: 1000 } });
+    });
+    after(() => gateway.close());
+
+    test("50 concurrent requests at a wallet that can pay for exactly 7: 7 pass, 43 get 402", async () => {
+      // Lite tier: max_tokens 8 locks cost(8) = 2 credits; 14 credits pay for exactly 7.
+      const caller = await gateway.newAccount(14);
+      const results = await Promise.allSettled(
+        Array.from({ length: 50 }, () => caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 })),
+      );
+      const ok = results.filter((r) => r.status === "fulfilled");
+      const refused = results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason as unknown);
+      assert.equal(ok.length, 7);
+      assert.equal(refused.length, 43);
+      for (const error of refused) {
+        assert.ok(error instanceof OpenAI.APIError && error.status === 402 && error.code === "insufficient_credits", String(error));
+        const details = (error.error as { details: { credits_remaining: number; credits_required: number; tier: string } }).details;
+        assert.equal(details.credits_required, 2);
+        assert.equal(details.tier, "lite");
+        assert.ok(details.credits_remaining >= 0 && details.credits_remaining < 2, `credits_remaining ${details.credits_remaining}`);
+      }
+      // After everything settled: balance + charges = starting balance, to the credit.
+      const jobs = (await (await fetch(`${gateway.baseUrl}/jobs?limit=100`, { headers: { authorization: `Bearer ${caller.apiKey}` } })).json()) as {
+        data: { status: string; credits_charged: number }[];
+      };
+      assert.equal(jobs.data.length, 7);
+      const charged = jobs.data.reduce((sum, j) => sum + j.credits_charged, 0);
+      assert.ok(jobs.data.every((j) => j.status === "settled"));
+      assert.equal((await money.availableCredits(gateway.service.db, caller.wallet)) + charged, 14);
+      await assertChainAgrees(gateway, caller.wallet);
+      assert.deepEqual(await checkInvariants(gateway.service.db), []);
+    });
+
+    test("a settled job's transactions are on the chain and moved what they claim", async () => {
+      const caller = await gateway.newAccount(100);
+      const { data, response } = await caller.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0, max_tokens: 600 }).withResponse();
+      const jobId = response.headers.get("x-svc-job-id")!;
+      const job = await jobOf(gateway, caller.apiKey, jobId);
+      assert.equal(job.status, "settled");
+      assert.equal(job.credits_charged, 2);
+      assert.equal(job.on_chain.escrow_tx, response.headers.get("x-svc-escrow-tx"));
+      assert.equal(job.on_chain.settlement_tx, response.headers.get("x-svc-settlement-tx"));
+      assert.match(job.on_chain.proof_hash!, /^sha256:[0-9a-f]{64}$/);
+      assert.equal(job.usage.completion_tokens, data.usage!.completion_tokens);
+      assert.ok(job.on_chain.slot > 0);
+
+      const { chain } = gateway.service;
+      // cost(600) on lite = 2 + ceil(100 / 1000) = 3 credits locked.
+      const escrow = await chain.readTransaction(job.on_chain.escrow_tx);
+      assert.ok(escrow.ok);
+      const lock = escrow.instructions.find((i) => i.kind === "transfer");
+      assert.equal(lock?.from, chain.creditAccountAddress(caller.wallet));
+      assert.equal(lock?.to, job.on_chain.escrow_address);
+      assert.equal(lock?.amount, creditsToBaseUnits(3));
+      assert.ok(escrow.instructions.some((i) => i.kind === "memo" && i.memo?.includes(jobId) && i.memo.includes("lite")));
+
+      const settlement = await chain.readTransaction(job.on_chain.settlement_tx!);
+      assert.ok(settlement.ok);
+      assert.equal(settlement.instructions[0]!.kind, "ed25519", "the proof check comes first");
+      const transfers = settlement.instructions.filter((i) => i.kind === "transfer");
+      const to = (address: string) => transfers.find((t) => t.to === address)?.amount;
+      assert.equal(to(chain.workerTokenAccount(job.worker_address)), 15_000n, "worker: 75% of 2 credits");
+      assert.equal(to(chain.treasuryAddress), 5_000n, "treasury: the other 25%");
+      assert.equal(to(chain.creditAccountAddress(caller.wallet)), creditsToBaseUnits(1), "the unused credit returns");
+      assert.ok(settlement.instructions.some((i) => i.kind === "memo" && i.memo?.includes(job.on_chain.proof_hash!)));
+      await assertChainAgrees(gateway, caller.wallet);
+      const worker = await getAccount(gateway.service.db, money.workerAccount(job.worker_address));
+      assert.equal(await chain.tokenBalance(chain.workerTokenAccount(job.worker_address)), worker!.balance, "worker paid on-chain what the ledger owes");
+    });
+  });
+}
+
+describe("a worker whose proof is forged", () => {
+  let gateway: TestGateway;
+  before(async () => {
+    gateway = await startTestGateway({ workers: [new ForgingWorker(await testWorker())], credits: 50 });
+  });
+  after(() => gateway.close());
+
+  test("the settlement fails on-chain, the job fails and nothing is charged", async () => {
+    let jobId = "";
+    await assert.rejects(gateway.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0 }), (e: unknown) => {
+      if (!(e instanceof OpenAI.InternalServerError) || e.status !== 500) return false;
+      jobId = e.headers?.get("x-svc-job-id") ?? "";
+      return true;
+    });
+    const job = await jobOf(gateway, gateway.apiKey, jobId);
+    assert.equal(job.status, "failed");
+    assert.equal(job.credits_charged, 0);
+    const { chain } = gateway.service;
+    const settlement = await chain.readTransaction(job.on_chain.settlement_tx!);
+    assert.equal(settlement.ok, false, "the chain refused the forged proof");
+    assert.ok((await chain.readTransaction(job.on_chain.refund_tx!)).ok);
+    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 50);
+    await assertChainAgrees(gateway, gateway.wallet);
+  });
+});

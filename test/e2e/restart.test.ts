@@ -1,0 +1,131 @@
+/**
+ * `svc dev` as a real process: first start prints the key, a `kill -9` in the middle of a stream
+ * and a restart leave no job unfinished and every credit accounted for, on the ledger and on the
+ * chain; Ctrl-C stops it cleanly.
+ */
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import OpenAI from "openai";
+import { openChain } from "../../src/chain/chain.ts";
+import { creditsToBaseUnits } from "../../src/core/units.ts";
+import { loadKeypair } from "../../src/core/keypair-file.ts";
+import * as money from "../../src/jobs/money.ts";
+import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { checkInvariants } from "../../src/ledger/index.ts";
+import { openDb } from "../../src/store/db.ts";
+import { MODEL, tempDir } from "../support/service.ts";
+
+const BIN = join(import.meta.dirname, "..", "..", "bin", "svc.js");
+
+interface Dev {
+  child: ChildProcess;
+  baseUrl: string;
+  apiKey: string | undefined;
+  output: () => string;
+}
+
+const children: ChildProcess[] = [];
+
+/** Start `svc dev` and wait for it to print its base URL. */
+function startDev(dataDir: string, extra: string[] = []): Promise<Dev> {
+  const child = spawn(process.execPath, [BIN, "dev", "--data-dir", dataDir, "--port", "0", ...extra], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, LOG_LEVEL: "warn", DATABASE_URL: "" },
+  });
+  children.push(child);
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`svc dev did not start:\n${out}`)), 30_000);
+    child.on("exit", (code) => reject(new Error(`svc dev exited with ${code}:\n${out}`)));
+    const poll = setInterval(() => {
+      if (!out.includes("Press Ctrl-C")) return;
+      clearInterval(poll);
+      clearTimeout(timer);
+      resolve({
+        child,
+        baseUrl: /Base URL: (\S+)/.exec(out)![1]!,
+        apiKey: /API key: (svc_live_\w+)/.exec(out)?.[1],
+        output: () => out,
+      });
+    }, 20);
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once("exit", (code) => resolve(code));
+  });
+}
+
+const dir = await tempDir("svc-restart-");
+after(async () => {
+  // A failed assertion must not leave a server running (it would keep this test process alive).
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await dir.remove();
+});
+
+test("kill -9 during a stream, then restart: nothing unfinished, every credit accounted for", { timeout: 120_000 }, async () => {
+  const first = await startDev(dir.path, ["--credits", "100"]);
+  assert.ok(first.apiKey, "the first start prints the API key");
+  assert.match(first.output(), /curl /);
+  const client = new OpenAI({ apiKey: first.apiKey!, baseURL: first.baseUrl, maxRetries: 0 });
+
+  // A looping reply long enough to be cut off mid-stream.
+  const { data: stream, response } = await client.chat.completions
+    .create({ model: MODEL, messages: [{ role: "user", content: `Say ${TRIGGER_WORD}` }], temperature: 0, max_tokens: 1900, stream: true })
+    .withResponse();
+  const jobId = response.headers.get("x-svc-job-id")!;
+  let chunks = 0;
+  try {
+    for await (const _ of stream) {
+      if (++chunks === 5) first.child.kill("SIGKILL");
+    }
+  } catch {
+    // The connection dies with the process.
+  }
+  await exited(first.child);
+  assert.ok(chunks >= 5);
+
+  const second = await startDev(dir.path);
+  assert.equal(second.apiKey, undefined, "a restart does not print (or change) the key");
+  const auth = { authorization: `Bearer ${first.apiKey}` };
+  const job = (await (await fetch(`${second.baseUrl}/jobs/${jobId}`, { headers: auth })).json()) as { status: string; credits_charged: number };
+  assert.equal(job.status, "failed");
+  assert.equal(job.credits_charged, 0);
+  const account = (await (await fetch(`${second.baseUrl}/account`, { headers: auth })).json()) as { credits_remaining: number; wallet: string };
+  assert.equal(account.credits_remaining, 100);
+
+  // The service still works after the restart.
+  const reply = await new OpenAI({ apiKey: first.apiKey!, baseURL: second.baseUrl, maxRetries: 0 }).chat.completions.create({
+    model: MODEL,
+    messages: [{ role: "user", content: "Hi" }],
+    temperature: 0,
+    max_tokens: 4,
+  });
+  assert.equal(reply.choices[0]!.finish_reason, "length");
+
+  second.child.kill("SIGINT");
+  assert.equal(await exited(second.child), 0, "Ctrl-C shuts down cleanly");
+
+  // Read the data dir directly: ledger and chain agree.
+  const db = await openDb({ dataDir: dir.path });
+  const chain = await openChain({ dataDir: dir.path });
+  try {
+    const wallet = (await loadKeypair(join(dir.path, "keys", "dev-wallet.json"))).address;
+    assert.equal(wallet, account.wallet);
+    const credits = await money.availableCredits(db, wallet);
+    assert.equal(credits, 98, "100 less the one settled 2-credit job");
+    assert.equal(await chain.tokenBalance(chain.creditAccountAddress(wallet)), creditsToBaseUnits(credits));
+    assert.deepEqual(await checkInvariants(db), []);
+    const open = await db.query("SELECT id FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
+    assert.deepEqual(open, []);
+  } finally {
+    await chain.close();
+    await db.close();
+  }
+});
