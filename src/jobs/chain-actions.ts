@@ -98,17 +98,23 @@ export class ChainActions {
 
   /**
    * Send a recorded action and apply its outcome. Resolves with the slot once confirmed; rejects
-   * with ChainRejectedError (after applying the failure) when the chain refuses it.
+   * with ChainRejectedError (after applying the failure) when the chain executes and refuses it.
+   * A transaction that could not land at all (its blockhash expired) is replaced by a fresh copy
+   * once; an escrow is not: its job is given up instead.
    */
-  async send(action: PreparedAction): Promise<number> {
+  async send(action: PreparedAction, rebuilds = 1): Promise<number> {
     let slot: number;
     try {
       slot = (await this.chain.send(action.wire)).slot;
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
       if (!this.chain.isRejection(error)) throw error;
-      await this.rejected(action, reason);
-      throw new ChainRejectedError(action.signature, reason);
+      if (error.details.landed) {
+        await this.rejected(action, error.details.err);
+        throw new ChainRejectedError(action.signature, error.details.err);
+      }
+      const fresh = await this.replace(action);
+      if (fresh === undefined || rebuilds === 0) throw error;
+      return this.send(fresh, rebuilds - 1);
     }
     await this.confirmed(action, slot);
     return slot;
@@ -174,45 +180,46 @@ export class ChainActions {
       const status = await this.chain.transactionStatus(action.signature);
       if (status?.ok) {
         await this.confirmed(action, status.slot);
-        continue;
-      }
-      if (status && !status.ok) {
+      } else if (status) {
         await this.rejected(action, status.err ?? "failed on-chain");
-        continue;
-      }
-      // Never executed. An escrow's job cannot run any more: drop it and give the credits back
-      // in the ledger (nothing moved on-chain). Settlements and refunds are sent anew.
-      await this.db.query("UPDATE chain_actions SET state = 'dropped', updated_at = now() WHERE signature = $1", [action.signature]);
-      if (action.kind === "deposit") {
-        await this.resend(await this.prepareDeposit(action.subject, action.params?.credits ?? 0));
-        continue;
-      }
-      const job = await getJob(this.db, action.subject);
-      if (!job) continue;
-      if (action.kind === "escrow") {
-        await this.db.transaction(async (tx) => {
-          await money.release(tx, job.id);
-          await updateJob(tx, job.id, { status: "failed", failureReason: "interrupted", completedAt: new Date() });
+      } else if (action.kind === "escrow") {
+        // Never executed, and its job cannot run any more: give the credits back in the ledger
+        // (nothing moved on-chain) rather than lock them now.
+        await this.replace(action);
+      } else {
+        await this.send(action).catch((error: unknown) => {
+          this.logger.error({ err: error, subject: action.subject, kind: action.kind }, "could not finish a chain action during recovery");
         });
-        continue;
       }
-      const fresh = action.kind === "settlement" ? await this.prepareSettlement(job) : await this.prepareRefund(job);
-      await this.resend(fresh, (tx) =>
-        updateJob(tx, job.id, fresh.kind === "settlement" ? { settlementTx: fresh.signature } : { refundTx: fresh.signature }),
-      );
     }
     return open.length;
   }
 
-  /** Record and send a rebuilt copy of a transaction that never reached the chain. */
-  private async resend(fresh: PreparedAction, alsoInTx?: (tx: Db) => Promise<void>): Promise<void> {
+  /**
+   * Retire an action that never reached the chain. Settlements, refunds and deposits get a fresh
+   * copy (recorded before it is returned); an escrow's job is failed and its reservation released.
+   */
+  private async replace(action: PreparedAction): Promise<PreparedAction | undefined> {
+    const job = action.kind === "deposit" ? undefined : await getJob(this.db, action.subject);
+    let fresh: PreparedAction | undefined;
+    if (action.kind === "deposit") fresh = await this.prepareDeposit(action.subject, action.params?.credits ?? 0);
+    else if (job && action.kind === "settlement") fresh = await this.prepareSettlement(job);
+    else if (job && action.kind === "refund") fresh = await this.prepareRefund(job);
     await this.db.transaction(async (tx) => {
+      const marked = await tx.query("UPDATE chain_actions SET state = 'dropped', updated_at = now() WHERE signature = $1 AND state = 'sent' RETURNING signature", [
+        action.signature,
+      ]);
+      if (marked.length === 0) return;
+      if (action.kind === "escrow") {
+        await money.release(tx, action.subject);
+        await updateJob(tx, action.subject, { status: "failed", failureReason: "interrupted", completedAt: new Date() });
+      }
+      if (!fresh) return;
       await this.record(tx, fresh);
-      await alsoInTx?.(tx);
+      if (fresh.kind === "settlement") await updateJob(tx, fresh.subject, { settlementTx: fresh.signature });
+      if (fresh.kind === "refund") await updateJob(tx, fresh.subject, { refundTx: fresh.signature });
     });
-    await this.send(fresh).catch((error: unknown) => {
-      this.logger.error({ err: error, subject: fresh.subject, kind: fresh.kind }, "could not finish a chain action during recovery");
-    });
+    return fresh;
   }
 
   /**

@@ -33,6 +33,38 @@ export interface JobRecord {
   lastTokenAt: Date | null;
 }
 
+/** A new job as admitted: credits locked, no worker yet. */
+export function newPendingJob(input: {
+  id: string;
+  wallet: string;
+  model: string;
+  tier: Tier;
+  lockedCredits: number;
+  maxTokens: number;
+  promptTokens: number;
+  escrowAddress: string;
+  escrowTx: string;
+}): JobRecord {
+  return {
+    ...input,
+    status: "pending",
+    creditsCharged: 0,
+    workerAddress: null,
+    workerStaked: false,
+    settlementTx: null,
+    refundTx: null,
+    slot: null,
+    proofHash: null,
+    proofSignature: null,
+    completionTokens: 0,
+    finishReason: null,
+    failureReason: null,
+    createdAt: new Date(),
+    completedAt: null,
+    lastTokenAt: null,
+  };
+}
+
 /** The job object of the API. */
 export function jobToApi(job: JobRecord): Record<string, unknown> {
   return {

@@ -23,7 +23,7 @@ import type { WorkerLease, WorkerPool } from "../network/worker-pool.ts";
 import type { Db } from "../store/db.ts";
 import type { Logger } from "../core/logger.ts";
 import { ChainActions, type PreparedAction } from "./chain-actions.ts";
-import type { JobRecord } from "./job-record.ts";
+import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { getJob, insertJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
@@ -150,32 +150,17 @@ export class JobService {
       if (!plan.ok) throw insufficientCredits(available, plan.creditsRequired, model.tier);
       const id = newId("job");
       const escrow = await this.actions.prepareEscrow({ jobId: id, tier: model.tier, wallet, credits: plan.lockCredits });
-      const job: JobRecord = {
+      const job = newPendingJob({
         id,
         wallet,
         model: model.id,
         tier: model.tier,
-        status: "pending",
         lockedCredits: plan.lockCredits,
         maxTokens: plan.maxTokens,
-        creditsCharged: 0,
-        workerAddress: null,
-        workerStaked: false,
+        promptTokens,
         escrowAddress: escrow.escrowAddress,
         escrowTx: escrow.signature,
-        settlementTx: null,
-        refundTx: null,
-        slot: null,
-        proofHash: null,
-        proofSignature: null,
-        promptTokens,
-        completionTokens: 0,
-        finishReason: null,
-        failureReason: null,
-        createdAt: new Date(),
-        completedAt: null,
-        lastTokenAt: null,
-      };
+      });
       try {
         await this.db.transaction(async (tx) => {
           await money.reserve(tx, wallet, id, plan.lockCredits);

@@ -1,0 +1,105 @@
+/**
+ * What the gateway costs on top of the engine: time to first token and whole-request latency of
+ * the same completion run (a) on the engine alone, in-process, and (b) through the gateway with
+ * the `openai` SDK (auth, ledger reserve, escrow lock on the chain, routing, SSE, settlement
+ * with the on-chain proof check). The two are interleaved request by request, so machine noise
+ * hits both alike.
+ *
+ *   node --import tsx bench/gateway.ts [requests=200] [memory|disk]
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { generateKeyPairSigner } from "@solana/kit";
+import OpenAI from "openai";
+import { issueApiKey } from "../src/accounts/accounts.ts";
+import type { GenerationRequest } from "../src/inference/engine.ts";
+import { LlamaEngine } from "../src/inference/llama-engine.ts";
+import { ensureTestModel, TEST_MODEL_ID } from "../src/inference/test-model.ts";
+import { startService } from "../src/service.ts";
+import { WorkerNode } from "../src/worker/worker-node.ts";
+
+const requests = Number(process.argv[2] ?? 200);
+const storage = process.argv[3] === "disk" ? "disk" : "memory";
+
+const scratch = await mkdtemp(join(tmpdir(), "svc-bench-gateway-"));
+const engine = await LlamaEngine.load({ modelPath: await ensureTestModel(scratch), threads: 1 });
+const service = await startService({
+  port: 0,
+  ...(storage === "disk" ? { dataDir: join(scratch, "data") } : {}),
+  seedWorkers: [new WorkerNode(await generateKeyPairSigner(), new Map([[TEST_MODEL_ID, engine]]))],
+  rateLimit: { ratePerSecond: 1e6, burst: 1e6 },
+});
+const wallet = (await generateKeyPairSigner()).address;
+await service.actions.deposit(wallet, requests * 10);
+const client = new OpenAI({ apiKey: await issueApiKey(service.db, wallet), baseURL: service.baseUrl, maxRetries: 0 });
+
+const messages = [{ role: "user" as const, content: "Hello" }];
+const request: GenerationRequest = { messages, maxTokens: 16, temperature: 0, topP: 1, stop: [], frequencyPenalty: 0, presencePenalty: 0 };
+
+async function viaEngine(): Promise<[number, number]> {
+  const start = performance.now();
+  let first = 0;
+  for await (const event of engine.generate(request)) if (event.type === "delta" && first === 0) first = performance.now() - start;
+  return [first, performance.now() - start];
+}
+
+async function viaGatewayStream(): Promise<[number, number]> {
+  const start = performance.now();
+  let first = 0;
+  const stream = await client.chat.completions.create({ model: TEST_MODEL_ID, messages, max_tokens: 16, temperature: 0, stream: true });
+  for await (const chunk of stream) if (first === 0 && chunk.choices[0]?.delta.content) first = performance.now() - start;
+  return [first, performance.now() - start];
+}
+
+async function viaGatewayJson(): Promise<number> {
+  const start = performance.now();
+  await client.chat.completions.create({ model: TEST_MODEL_ID, messages, max_tokens: 16, temperature: 0 });
+  return performance.now() - start;
+}
+
+// Warm up both paths (first-request JIT, PGlite caches).
+for (let i = 0; i < 10; i++) {
+  await viaEngine();
+  await viaGatewayStream();
+  await viaGatewayJson();
+}
+
+const engineFirst: number[] = [];
+const engineTotal: number[] = [];
+const gatewayFirst: number[] = [];
+const gatewayStreamTotal: number[] = [];
+const gatewayJsonTotal: number[] = [];
+for (let i = 0; i < requests; i++) {
+  const [ef, et] = await viaEngine();
+  const [gf, gt] = await viaGatewayStream();
+  const jt = await viaGatewayJson();
+  engineFirst.push(ef);
+  engineTotal.push(et);
+  gatewayFirst.push(gf);
+  gatewayStreamTotal.push(gt);
+  gatewayJsonTotal.push(jt);
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+const row = (name: string, values: number[]) =>
+  `${name.padEnd(40)} p50 ${percentile(values, 50).toFixed(2).padStart(7)} ms   p95 ${percentile(values, 95).toFixed(2).padStart(7)} ms`;
+
+console.log(`gateway vs engine, ${requests} interleaved requests each, storage: ${storage}, completion: 7 tokens`);
+console.log(row("engine alone: time to first token", engineFirst));
+console.log(row("gateway stream: time to first token", gatewayFirst));
+console.log(row("engine alone: whole request", engineTotal));
+console.log(row("gateway stream: whole request (to trailer)", gatewayStreamTotal));
+console.log(row("gateway JSON: whole request", gatewayJsonTotal));
+console.log(
+  `overhead (p50): first token +${(percentile(gatewayFirst, 50) - percentile(engineFirst, 50)).toFixed(2)} ms, ` +
+    `JSON request +${(percentile(gatewayJsonTotal, 50) - percentile(engineTotal, 50)).toFixed(2)} ms`,
+);
+
+await service.close();
+await engine.close();
+await rm(scratch, { recursive: true, force: true });

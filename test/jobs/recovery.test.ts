@@ -1,0 +1,158 @@
+/**
+ * Crash points of a job's money, rebuilt exactly as a crash leaves them (an intent recorded but
+ * never sent, or executed on-chain but never marked); then the service is restarted on the same
+ * data dir, which runs recovery: each job ends settled or refunded once, and the ledger and the
+ * chain agree.
+ */
+import assert from "node:assert/strict";
+import { after, before, beforeEach, describe, test } from "node:test";
+import { generateKeyPairSigner, signBytes, type KeyPairSigner } from "@solana/kit";
+import { newId } from "../../src/core/ids.ts";
+import { outputHash, proofMessage } from "../../src/core/proof.ts";
+import { creditsToBaseUnits } from "../../src/core/units.ts";
+import { ChainActions } from "../../src/jobs/chain-actions.ts";
+import { newPendingJob, type JobRecord } from "../../src/jobs/job-record.ts";
+import { getJob, insertJob, updateJob } from "../../src/jobs/job-repo.ts";
+import * as money from "../../src/jobs/money.ts";
+import { checkInvariants, getAccount } from "../../src/ledger/index.ts";
+import { silentLogger } from "../../src/core/logger.ts";
+import { startService, type Service } from "../../src/service.ts";
+import { tempDir } from "../support/service.ts";
+
+let service: Service;
+let actions: ChainActions;
+let worker: KeyPairSigner;
+let wallet: string;
+const dir = await tempDir("svc-recovery-");
+
+async function open() {
+  service = await startService({ port: 0, dataDir: dir.path });
+  actions = new ChainActions(service.db, service.chain, silentLogger());
+}
+
+/** What the next start after a crash does: open the same data dir, which runs recovery. */
+async function restart() {
+  await service.close();
+  await open();
+}
+
+before(async () => {
+  await open();
+  worker = await generateKeyPairSigner();
+});
+after(async () => {
+  await service.close();
+  await dir.remove();
+});
+beforeEach(async () => {
+  wallet = (await generateKeyPairSigner()).address;
+  await actions.deposit(wallet, 10);
+});
+
+/** A job admitted with 4 credits locked; `sendEscrow` decides whether the lock reached the chain. */
+async function admittedJob(sendEscrow: boolean): Promise<JobRecord> {
+  const id = newId("job");
+  const escrow = await actions.prepareEscrow({ jobId: id, tier: "lite", wallet, credits: 4 });
+  const job = newPendingJob({
+    id,
+    wallet,
+    model: "svc-dev/wiring-model",
+    tier: "lite",
+    lockedCredits: 4,
+    maxTokens: 1500,
+    promptTokens: 10,
+    escrowAddress: escrow.escrowAddress,
+    escrowTx: escrow.signature,
+  });
+  await service.db.transaction(async (tx) => {
+    await money.reserve(tx, wallet, id, 4);
+    await insertJob(tx, job);
+    await actions.record(tx, escrow);
+  });
+  if (sendEscrow) await actions.send(escrow);
+  await updateJob(service.db, id, { status: "processing", workerAddress: worker.address });
+  return (await getJob(service.db, id))!;
+}
+
+/** The worker finished with a genuine proof; the settlement is recorded, not yet sent. */
+async function settlingJob() {
+  const job = await admittedJob(true);
+  const proofHash = outputHash("Hello from the svc wiring model.");
+  const signature = await signBytes(worker.keyPair.privateKey, proofMessage(job.id, proofHash));
+  const changes = { status: "settling", proofHash, proofSignature: Buffer.from(signature).toString("base64"), creditsCharged: 2, completionTokens: 7 } as const;
+  Object.assign(job, changes);
+  const settlement = await actions.prepareSettlement(job);
+  await service.db.transaction(async (tx) => {
+    await updateJob(tx, job.id, { ...changes, settlementTx: settlement.signature });
+    await actions.record(tx, settlement);
+  });
+  return { job, settlement };
+}
+
+async function assertBooks(expectedCredits: number) {
+  assert.equal(await money.availableCredits(service.db, wallet), expectedCredits, "ledger");
+  assert.equal(await service.chain.tokenBalance(service.chain.creditAccountAddress(wallet)), creditsToBaseUnits(expectedCredits), "chain");
+  assert.deepEqual(await checkInvariants(service.db), []);
+  const open = await service.db.query("SELECT signature FROM chain_actions WHERE state = 'sent'");
+  assert.deepEqual(open, [], "no chain action left open");
+}
+
+describe("recover() after a crash", () => {
+  test("escrow recorded but never sent: the reservation is released, nothing touched on-chain", async () => {
+    const job = await admittedJob(false);
+    await restart();
+    const after = (await getJob(service.db, job.id))!;
+    assert.equal(after.status, "failed");
+    assert.equal(await service.chain.isProcessed(job.escrowTx!), false);
+    await assertBooks(10);
+  });
+
+  test("crash mid-generation: the escrow goes back with a refund transaction", async () => {
+    const job = await admittedJob(true);
+    await restart();
+    const after = (await getJob(service.db, job.id))!;
+    assert.equal(after.status, "failed");
+    assert.equal(after.failureReason, "interrupted");
+    assert.ok(after.refundTx && (await service.chain.readTransaction(after.refundTx)).ok);
+    await assertBooks(10);
+  });
+
+  test("settlement recorded but never sent: it is rebuilt, sent, and charged once", async () => {
+    const { job, settlement } = await settlingJob();
+    await restart();
+    const after = (await getJob(service.db, job.id))!;
+    assert.equal(after.status, "settled");
+    assert.equal(after.creditsCharged, 2);
+    assert.notEqual(after.settlementTx, settlement.signature, "a fresh copy replaced the one whose blockhash expired");
+    assert.ok((await service.chain.readTransaction(after.settlementTx!)).ok);
+    await assertBooks(8);
+    const earned = await getAccount(service.db, money.workerAccount(worker.address));
+    assert.equal(earned!.balance, 15_000n);
+  });
+
+  test("settlement executed on-chain but not marked: confirmed from the chain, not charged twice", async () => {
+    const { job, settlement } = await settlingJob();
+    await service.chain.send(settlement.wire); // the crash came right after the chain took it
+    await restart();
+    const after = (await getJob(service.db, job.id))!;
+    assert.equal(after.status, "settled");
+    assert.equal(after.settlementTx, settlement.signature);
+    await assertBooks(8);
+    await restart();
+    await assertBooks(8);
+  });
+
+  test("refund recorded but never sent: it is sent on the next start", async () => {
+    const job = await admittedJob(true);
+    const refund = await actions.prepareRefund(job);
+    await service.db.transaction(async (tx) => {
+      await updateJob(tx, job.id, { status: "refunded", refundTx: refund.signature, failureReason: "timeout" });
+      await actions.record(tx, refund);
+    });
+    await restart();
+    const after = (await getJob(service.db, job.id))!;
+    assert.equal(after.status, "refunded");
+    assert.ok(after.completedAt);
+    await assertBooks(10);
+  });
+});
