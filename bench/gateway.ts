@@ -5,7 +5,10 @@
  * with the on-chain proof check). The two are interleaved request by request, so machine noise
  * hits both alike.
  *
- *   node --import tsx bench/gateway.ts [requests=200] [memory|disk]
+ *   node --import tsx bench/gateway.ts [requests=200] [memory|disk|postgres]
+ *
+ * memory: PGlite and the chain in memory; disk: both under a data dir (as `svc dev` runs);
+ * postgres: the database at DATABASE_URL (a fresh schema, dropped afterwards), chain in memory.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -18,16 +21,26 @@ import type { GenerationRequest } from "../src/inference/engine.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
 import { ensureTestModel, TEST_MODEL_ID } from "../src/inference/test-model.ts";
 import { startService } from "../src/service.ts";
+import { openDb, type Db } from "../src/store/db.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 
 const requests = Number(process.argv[2] ?? 200);
-const storage = process.argv[3] === "disk" ? "disk" : "memory";
+const storage = process.argv[3] ?? "memory";
+if (!["memory", "disk", "postgres"].includes(storage)) throw new Error(`storage must be memory, disk or postgres, not ${storage}`);
+if (storage === "postgres" && !process.env.DATABASE_URL) throw new Error("postgres needs DATABASE_URL");
+const schema = `bench_gateway_${process.pid}`;
 
 const scratch = await mkdtemp(join(tmpdir(), "svc-bench-gateway-"));
 const engine = await LlamaEngine.load({ modelPath: await ensureTestModel(scratch), threads: 1 });
+let db: Db | undefined;
+if (storage === "postgres") {
+  db = await openDb({ databaseUrl: process.env.DATABASE_URL!, schema });
+  await db.exec(`CREATE SCHEMA ${schema}`);
+}
 const service = await startService({
   port: 0,
   ...(storage === "disk" ? { dataDir: join(scratch, "data") } : {}),
+  ...(db ? { db } : {}),
   seedWorkers: [new WorkerNode(await generateKeyPairSigner(), new Map([[TEST_MODEL_ID, engine]]))],
   rateLimit: { ratePerSecond: 1e6, burst: 1e6 },
 });
@@ -93,7 +106,7 @@ console.log(`gateway vs engine, ${requests} interleaved requests each, storage: 
 console.log(row("engine alone: time to first token", engineFirst));
 console.log(row("gateway stream: time to first token", gatewayFirst));
 console.log(row("engine alone: whole request", engineTotal));
-console.log(row("gateway stream: whole request (to trailer)", gatewayStreamTotal));
+console.log(row("gateway stream: to [DONE]", gatewayStreamTotal));
 console.log(row("gateway JSON: whole request", gatewayJsonTotal));
 console.log(
   `overhead (p50): first token +${(percentile(gatewayFirst, 50) - percentile(engineFirst, 50)).toFixed(2)} ms, ` +
@@ -101,5 +114,10 @@ console.log(
 );
 
 await service.close();
+if (storage === "postgres") {
+  const cleanup = await openDb({ databaseUrl: process.env.DATABASE_URL! });
+  await cleanup.exec(`DROP SCHEMA ${schema} CASCADE`);
+  await cleanup.close();
+}
 await engine.close();
 await rm(scratch, { recursive: true, force: true });

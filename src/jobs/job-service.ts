@@ -106,18 +106,18 @@ export class JobService {
           "messages",
         );
       }
-      const { job, escrow } = await this.reserve(wallet, model, request, promptTokens, contextWindow);
+      const { job, escrow, creditsAfterLock } = await this.reserve(wallet, model, request, promptTokens, contextWindow);
+      // The chain transaction and the hand-over to the worker proceed while the worker starts:
+      // the ledger already holds the credits, and the driver awaits both before any settlement.
       const escrowLanded = this.actions.send(escrow);
+      Object.assign(job, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
+      const assigned = updateJob(this.db, job.id, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
       // Awaited later by the job's driver; never let an early rejection count as unhandled.
       escrowLanded.catch(() => undefined);
-      const creditsAfterLock = await money.availableCredits(this.db, wallet);
-      await updateJob(this.db, job.id, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
-      job.status = "processing";
-      job.workerAddress = lease.worker.address;
-      job.workerStaked = lease.worker.staked;
+      assigned.catch(() => undefined);
 
       const channel = new Channel<JobEvent>();
-      const drive = this.drive(job, request, lease, escrowLanded, channel, clientSignal)
+      const drive = this.drive(job, request, lease, Promise.all([escrowLanded, assigned]).then(([slot]) => slot), channel, clientSignal)
         .catch((error: unknown) => {
           this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
           channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
@@ -162,12 +162,13 @@ export class JobService {
         escrowTx: escrow.signature,
       });
       try {
-        await this.db.transaction(async (tx) => {
+        const creditsAfterLock = await this.db.transaction(async (tx) => {
           await money.reserve(tx, wallet, id, plan.lockCredits);
           await insertJob(tx, job);
           await this.actions.record(tx, escrow);
+          return money.availableCredits(tx, wallet);
         });
-        return { job, escrow };
+        return { job, escrow, creditsAfterLock };
       } catch (error) {
         if (!(error instanceof ExceedsCreditsError)) throw error;
         const remaining = money.toCredits(error.available);
