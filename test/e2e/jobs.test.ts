@@ -113,6 +113,45 @@ describe("the job timeout (shortened to 300 ms)", () => {
   });
 });
 
+describe("a client that goes away mid-stream", () => {
+  let gateway: TestGateway;
+  before(async () => {
+    gateway = await startTestGateway({ credits: 100 });
+  });
+  after(() => gateway.close());
+
+  test("generation stops, the job fails and nothing is charged", async () => {
+    const controller = new AbortController();
+    // 1,900 looping tokens take seconds on this engine; the client leaves after 3 chunks.
+    const { data: stream, response } = await gateway.client.chat.completions
+      .create(
+        { model: MODEL, messages: [{ role: "user", content: `Say ${TRIGGER_WORD}` }], temperature: 0, max_tokens: 1900, stream: true },
+        { signal: controller.signal },
+      )
+      .withResponse();
+    const jobId = response.headers.get("x-svc-job-id")!;
+    let chunks = 0;
+    try {
+      for await (const _ of stream) if (++chunks === 3) controller.abort();
+    } catch {
+      // Depending on timing the SDK ends the iteration or throws its abort error.
+    }
+    assert.equal(chunks, 3);
+    const left = Date.now();
+    let job: Record<string, any> = {};
+    while (Date.now() - left < 10_000) {
+      job = (await get(gateway, gateway.apiKey, `/jobs/${jobId}`)).body;
+      if (job.status === "failed") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(job.status, "failed");
+    assert.equal(job.credits_charged, 0);
+    assert.ok(job.on_chain.refund_tx, "the escrow went back on-chain");
+    assert.ok(Date.now() - left < 2_000, `the job ended ${Date.now() - left} ms after the client left, long before 1,900 tokens`);
+    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
+  });
+});
+
 describe("keys and limits", () => {
   let gateway: TestGateway;
   before(async () => {
