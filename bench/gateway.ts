@@ -14,7 +14,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { generateKeyPairSigner } from "@solana/kit";
+import { generateKeypair } from "../src/chain/keys.ts";
 import OpenAI from "openai";
 import { issueApiKey } from "../src/accounts/accounts.ts";
 import type { GenerationRequest } from "../src/inference/engine.ts";
@@ -41,10 +41,10 @@ const service = await startService({
   port: 0,
   ...(storage === "disk" ? { dataDir: join(scratch, "data") } : {}),
   ...(db ? { db } : {}),
-  seedWorkers: [new WorkerNode(await generateKeyPairSigner(), new Map([[TEST_MODEL_ID, engine]]))],
+  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[TEST_MODEL_ID, engine]]))],
   rateLimit: { ratePerSecond: 1e6, burst: 1e6 },
 });
-const wallet = (await generateKeyPairSigner()).address;
+const wallet = generateKeypair().address;
 await service.actions.deposit(wallet, requests * 10);
 const client = new OpenAI({ apiKey: await issueApiKey(service.db, wallet), baseURL: service.baseUrl, maxRetries: 0 });
 

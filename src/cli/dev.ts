@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/accounts.ts";
 import { DEV_MODEL, defaultCatalog } from "../catalog/catalog.ts";
-import { loadOrCreateKeypair } from "../core/keypair-file.ts";
+import { loadOrCreateKeypair } from "../chain/keys.ts";
 import { createLogger } from "../core/logger.ts";
 import { DEFAULT_PORT, startService } from "../service.ts";
 import { WorkerNode } from "../worker/worker-node.ts";
@@ -54,7 +54,7 @@ export async function runDev(argv: string[]): Promise<void> {
 
   const catalog = defaultCatalog();
   const { engine, model } = await loadModelEngine({ spec: values.model, dataDir, catalog, logger });
-  const workerKey = await loadOrCreateKeypair(join(dataDir, "keys", "seed-worker.json"));
+  const workerKey = await loadOrCreateKeypair(join(dataDir, "keys"), "seed-worker");
   const seedWorker = new WorkerNode(workerKey, new Map([[model.id, engine]]));
 
   const service = await startService({
@@ -66,7 +66,7 @@ export async function runDev(argv: string[]): Promise<void> {
     ...(values["database-url"] ? { databaseUrl: values["database-url"] } : {}),
   });
 
-  const wallet = (await loadOrCreateKeypair(join(dataDir, "keys", "dev-wallet.json"))).address;
+  const wallet = (await loadOrCreateKeypair(join(dataDir, "keys"), "dev-wallet")).address;
   await ensureWallet(service.db, wallet);
   let apiKey: string | undefined;
   if (!(await hasApiKey(service.db, wallet))) {

@@ -3,7 +3,7 @@
  * The proof is the Ed25519 signature over `<job id>:sha256:<hex>` of the exact output text,
  * which the settlement transaction verifies on-chain before the worker is paid.
  */
-import { signBytes, type KeyPairSigner } from "@solana/kit";
+import type { Signer } from "../chain/keys.ts";
 import { outputHash, proofMessage } from "../core/proof.ts";
 import type { ChatMessage, Engine } from "../inference/engine.ts";
 import type { WorkerEvent, WorkerHandle, WorkerJob } from "../network/worker-handle.ts";
@@ -12,7 +12,7 @@ export class WorkerNode implements WorkerHandle {
   readonly address: string;
 
   constructor(
-    private readonly signer: KeyPairSigner,
+    private readonly signer: Signer,
     private readonly engines: ReadonlyMap<string, Engine>,
     readonly staked = false,
   ) {
@@ -40,7 +40,7 @@ export class WorkerNode implements WorkerHandle {
         continue;
       }
       const hash = outputHash(text);
-      const signature = await signBytes(this.signer.keyPair.privateKey, proofMessage(job.jobId, hash));
+      const signature = this.signer.sign(proofMessage(job.jobId, hash));
       yield { type: "done", finishReason: event.finishReason, usage: event.usage, outputHash: hash, signature };
     }
   }

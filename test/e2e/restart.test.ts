@@ -1,7 +1,7 @@
 /**
  * `svc dev` as a real process: first start prints the key, a `kill -9` in the middle of a stream
  * and a restart leave no job unfinished and every credit accounted for, on the ledger and on the
- * chain; Ctrl-C stops it cleanly.
+ * chain; Ctrl-C stops it cleanly; `--new-key` replaces the key.
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -10,7 +10,7 @@ import { after, test } from "node:test";
 import OpenAI from "openai";
 import { openChain } from "../../src/chain/chain.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
-import { loadKeypair } from "../../src/core/keypair-file.ts";
+import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
@@ -112,11 +112,19 @@ test("kill -9 during a stream, then restart: nothing unfinished, every credit ac
   second.child.kill("SIGINT");
   assert.equal(await exited(second.child), 0, "Ctrl-C shuts down cleanly");
 
+  // --new-key: a new key is printed and the old one stops working at once.
+  const third = await startDev(dir.path, ["--new-key"]);
+  assert.ok(third.apiKey && third.apiKey !== first.apiKey);
+  assert.equal((await fetch(`${third.baseUrl}/account`, { headers: auth })).status, 401);
+  assert.equal((await fetch(`${third.baseUrl}/account`, { headers: { authorization: `Bearer ${third.apiKey}` } })).status, 200);
+  third.child.kill("SIGINT");
+  assert.equal(await exited(third.child), 0);
+
   // Read the data dir directly: ledger and chain agree.
   const db = await openDb({ dataDir: dir.path });
   const chain = await openChain({ dataDir: dir.path });
   try {
-    const wallet = (await loadKeypair(join(dir.path, "keys", "dev-wallet.json"))).address;
+    const wallet = (await loadOrCreateKeypair(join(dir.path, "keys"), "dev-wallet")).address;
     assert.equal(wallet, account.wallet);
     const credits = await money.availableCredits(db, wallet);
     assert.equal(credits, 98, "100 less the one settled 2-credit job");

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { generateKeyPairSigner, signBytes, type KeyPairSigner } from "@solana/kit";
+import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
@@ -21,7 +21,7 @@ import { tempDir } from "../support/service.ts";
 
 let service: Service;
 let actions: ChainActions;
-let worker: KeyPairSigner;
+let worker: Keypair;
 let wallet: string;
 const dir = await tempDir("svc-recovery-");
 
@@ -38,14 +38,14 @@ async function restart() {
 
 before(async () => {
   await open();
-  worker = await generateKeyPairSigner();
+  worker = generateKeypair();
 });
 after(async () => {
   await service.close();
   await dir.remove();
 });
 beforeEach(async () => {
-  wallet = (await generateKeyPairSigner()).address;
+  wallet = generateKeypair().address;
   await actions.deposit(wallet, 10);
 });
 
@@ -78,7 +78,7 @@ async function admittedJob(sendEscrow: boolean): Promise<JobRecord> {
 async function settlingJob() {
   const job = await admittedJob(true);
   const proofHash = outputHash("Hello from the svc wiring model.");
-  const signature = await signBytes(worker.keyPair.privateKey, proofMessage(job.id, proofHash));
+  const signature = worker.sign(proofMessage(job.id, proofHash));
   const changes = { status: "settling", proofHash, proofSignature: Buffer.from(signature).toString("base64"), creditsCharged: 2, completionTokens: 7 } as const;
   Object.assign(job, changes);
   const settlement = await actions.prepareSettlement(job);

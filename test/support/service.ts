@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateKeyPairSigner } from "@solana/kit";
+import { generateKeypair } from "../../src/chain/keys.ts";
 import OpenAI from "openai";
 import { issueApiKey } from "../../src/accounts/accounts.ts";
 import type { Engine } from "../../src/inference/engine.ts";
@@ -31,7 +31,7 @@ export function testEngine(): Promise<Engine> {
 }
 
 export async function testWorker(options: { staked?: boolean } = {}): Promise<WorkerNode> {
-  return new WorkerNode(await generateKeyPairSigner(), new Map([[MODEL, await testEngine()]]), options.staked ?? false);
+  return new WorkerNode(generateKeypair(), new Map([[MODEL, await testEngine()]]), options.staked ?? false);
 }
 
 export interface TestGateway {
@@ -54,7 +54,7 @@ export async function startTestGateway(
     ...options,
   });
   const newAccount = async (credits: number) => {
-    const wallet = (await generateKeyPairSigner()).address;
+    const wallet = generateKeypair().address;
     if (credits > 0) await service.actions.deposit(wallet, credits);
     const apiKey = await issueApiKey(service.db, wallet);
     return { wallet, apiKey, client: new OpenAI({ apiKey, baseURL: service.baseUrl, maxRetries: 0 }) };
