@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
-import { issueApiKey } from "../../src/accounts/accounts.ts";
+import { issueApiKey, suspendApiKey } from "../../src/accounts/accounts.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
@@ -172,6 +172,14 @@ describe("keys and limits", () => {
     assert.equal(old.status, 401);
     assert.equal(old.body.error.code, "invalid_api_key");
     assert.equal((await get(gateway, fresh, "/account")).status, 200);
+  });
+
+  test("a suspended key is refused with 403 key_suspended", async () => {
+    const suspect = await gateway.newAccount(0);
+    await suspendApiKey(gateway.service.db, suspect.apiKey);
+    await assert.rejects(suspect.client.models.list(), (e: unknown) => {
+      return e instanceof OpenAI.PermissionDeniedError && e.code === "key_suspended";
+    });
   });
 
   test("the per-IP burst limit answers 429 with Retry-After", async () => {
