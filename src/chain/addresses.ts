@@ -44,6 +44,11 @@ export function creditSeed(wallet: Address): string {
   return createHash("sha256").update(addressBytes(wallet)).digest("hex").slice(0, 32);
 }
 
+/** A worker's stake-account seed: like creditSeed, over a domain-separated input. */
+export function stakeSeed(worker: Address): string {
+  return createHash("sha256").update("svc:stake:").update(addressBytes(worker)).digest("hex").slice(0, 32);
+}
+
 const PDA_MARKER = Buffer.from("ProgramDerivedAddress");
 
 /** `find_program_address`: the first bump from 255 down whose hash is not a curve point. */

@@ -1,6 +1,6 @@
 /**
  * The service's chain operations: deposits, escrow locks, settlements with an on-chain proof
- * check, refunds. Each has a `prepareX` that builds and signs without sending (the caller records
+ * check, refunds, and workers' stakes in the native token. Each has a `prepareX` that builds and signs without sending (the caller records
  * the signature before the transaction can exist on-chain), `send` for the prepared bytes, and
  * `x` doing both.
  */
@@ -9,7 +9,7 @@ import type { Address, Instruction } from "@solana/kit";
 import { idBody, isId } from "../core/ids.ts";
 import { TIERS } from "../core/pricing.ts";
 import { proofMessage } from "../core/proof.ts";
-import { creditsToBaseUnits, splitPayout } from "../core/units.ts";
+import { creditsToBaseUnits, MIN_ACTIVE_STAKE, splitPayout } from "../core/units.ts";
 import {
   AssociatedTokenAddresses,
   TOKEN_ACCOUNT_SIZE,
@@ -17,6 +17,7 @@ import {
   addressBytes,
   addressWithSeed,
   creditSeed,
+  stakeSeed,
   toAddress,
 } from "./addresses.ts";
 import { ChainTxError, type ChainBackend } from "./backend.ts";
@@ -80,6 +81,9 @@ export class Chain {
   readonly treasuryOwner: Address;
   /** The protocol treasury's USDC token account. */
   readonly treasuryAddress: Address;
+  /** The network's native token, which workers stake. */
+  readonly nativeMint: Address;
+  private readonly nativeTokenAccounts: AssociatedTokenAddresses;
 
   private readonly creditAccounts = new BoundedMap<Address>(100_000);
   /** Credit accounts seen on-chain; they are never closed, so an entry never goes stale. */
@@ -100,6 +104,8 @@ export class Chain {
     this.custodyAuthority = keys.custody.address;
     this.treasuryOwner = keys.treasury.address;
     this.treasuryAddress = treasuryAccount;
+    this.nativeMint = keys.nativeMint.address;
+    this.nativeTokenAccounts = new AssociatedTokenAddresses(this.nativeMint);
   }
 
   /** A wallet's credit account: a token account the custody authority owns, at an address derived from the wallet. */
@@ -127,8 +133,8 @@ export class Chain {
     return this.tokenAccounts.of(toAddress(workerAddress));
   }
 
-  /** Instructions creating a custody-owned token account at `createWithSeed(custody, seed)`. */
-  private custodyAccount(account: Address, seed: string): Instruction[] {
+  /** Instructions creating a custody-owned token account of `mint` at `createWithSeed(custody, seed)`. */
+  private custodyAccount(account: Address, seed: string, mint: Address = this.mint): Instruction[] {
     return [
       ix.createAccountWithSeed({
         payer: this.feePayer,
@@ -139,7 +145,7 @@ export class Chain {
         space: TOKEN_ACCOUNT_SIZE,
         owner: TOKEN_PROGRAM,
       }),
-      ix.initializeTokenAccount({ account, mint: this.mint, owner: this.custodyAuthority }),
+      ix.initializeTokenAccount({ account, mint, owner: this.custodyAuthority }),
     ];
   }
 
@@ -283,6 +289,63 @@ export class Chain {
 
   async refund(input: RefundInput): Promise<ChainReceipt> {
     return this.send((await this.prepareRefund(input)).wire);
+  }
+
+  /** A worker's own token account of the native token. */
+  nativeTokenAccount(owner: string): Address {
+    return this.nativeTokenAccounts.of(toAddress(owner));
+  }
+
+  /**
+   * A worker's stake: a native-token account at an address derived from the worker, owned by the
+   * custody authority, so what is staked can be slashed when a proof turns out fraudulent.
+   */
+  stakeAccountAddress(worker: string): Address {
+    return addressWithSeed(this.custodyAuthority, stakeSeed(toAddress(worker)), TOKEN_PROGRAM);
+  }
+
+  /** Native tokens staked by a worker, in base units. */
+  async stakeOf(worker: string): Promise<bigint> {
+    return this.tokenBalance(this.stakeAccountAddress(worker));
+  }
+
+  /** Whether the worker's stake earns it the staked payout share. */
+  async isStaked(worker: string): Promise<boolean> {
+    return (await this.stakeOf(worker)) >= MIN_ACTIVE_STAKE;
+  }
+
+  /** Development faucet: mints native tokens to an owner's own token account. */
+  async grantNative(input: { to: string; amount: bigint }): Promise<ChainReceipt> {
+    const owner = toAddress(input.to);
+    const account = this.nativeTokenAccount(owner);
+    const prepared = await this.sign(
+      [
+        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: account, owner, mint: this.nativeMint }),
+        ix.mintTo({ mint: this.nativeMint, to: account, authority: this.keys.nativeMintAuthority.address, amount: input.amount }),
+        ix.memo(`svc:grant owner=${owner} amount=${input.amount}`),
+      ],
+      false,
+      [this.keys.nativeMintAuthority],
+    );
+    return this.send(prepared.wire);
+  }
+
+  /** Moves native tokens from the worker's own account into its stake; the worker signs. */
+  async stake(input: { worker: Signer; amount: bigint }): Promise<ChainReceipt> {
+    if (input.amount <= 0n) throw new RangeError("a stake must be positive");
+    const worker = input.worker.address;
+    const stakeAccount = this.stakeAccountAddress(worker);
+    const opening = (await this.backend.getAccount(stakeAccount)) ? [] : this.custodyAccount(stakeAccount, stakeSeed(worker), this.nativeMint);
+    const prepared = await this.sign(
+      [
+        ...opening,
+        ix.tokenTransfer({ from: this.nativeTokenAccount(worker), to: stakeAccount, authority: worker, amount: input.amount }),
+        ix.memo(`svc:stake worker=${worker} amount=${input.amount}`),
+      ],
+      opening.length > 0,
+      [input.worker],
+    );
+    return this.send(prepared.wire);
   }
 
   /**

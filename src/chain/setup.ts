@@ -7,7 +7,7 @@ import type { Address } from "@solana/kit";
 import { createNoopSigner } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
 import { getInitializeMint2Instruction } from "@solana-program/token";
-import { USDC_DECIMALS } from "../core/units.ts";
+import { NATIVE_DECIMALS, USDC_DECIMALS } from "../core/units.ts";
 import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
 import { createAssociatedTokenIdempotent } from "./instructions.ts";
@@ -24,15 +24,49 @@ export interface ServiceKeys {
   custody: Keypair;
   /** Owns the protocol treasury's token account. */
   treasury: Keypair;
+  /** The network's native token, which workers stake. */
+  nativeMint: Keypair;
+  nativeMintAuthority: Keypair;
 }
 
-const KEY_NAMES = ["fee-payer", "mint", "mint-authority", "custody", "treasury"] as const;
+const KEY_NAMES = ["fee-payer", "mint", "mint-authority", "custody", "treasury", "native-mint", "native-mint-authority"] as const;
 
 export async function loadServiceKeys(dir: string | undefined): Promise<ServiceKeys> {
-  const [feePayer, mint, mintAuthority, custody, treasury] = await Promise.all(
+  const [feePayer, mint, mintAuthority, custody, treasury, nativeMint, nativeMintAuthority] = await Promise.all(
     KEY_NAMES.map((name) => (dir === undefined ? Promise.resolve(generateKeypair()) : loadOrCreateKeypair(dir, name))),
   );
-  return { feePayer: feePayer!, mint: mint!, mintAuthority: mintAuthority!, custody: custody!, treasury: treasury! };
+  return {
+    feePayer: feePayer!,
+    mint: mint!,
+    mintAuthority: mintAuthority!,
+    custody: custody!,
+    treasury: treasury!,
+    nativeMint: nativeMint!,
+    nativeMintAuthority: nativeMintAuthority!,
+  };
+}
+
+/** Create a mint unless the chain has it. */
+async function ensureMint(backend: ChainBackend, feePayer: Keypair, mint: Keypair, decimals: number, authority: Address): Promise<void> {
+  if (await backend.getAccount(mint.address)) return;
+  const { bytes } = await backend.latestBlockhash();
+  const rent = await backend.minimumBalanceForRentExemption(MINT_SIZE);
+  const tx = buildTransaction(
+    feePayer,
+    [
+      getCreateAccountInstruction({
+        payer: createNoopSigner(feePayer.address),
+        newAccount: createNoopSigner(mint.address),
+        lamports: rent,
+        space: MINT_SIZE,
+        programAddress: TOKEN_PROGRAM,
+      }),
+      getInitializeMint2Instruction({ mint: mint.address, decimals, mintAuthority: authority }),
+    ],
+    bytes,
+    [mint],
+  );
+  await backend.sendTransaction(tx.wire);
 }
 
 const LAMPORTS_PER_SOL = 1_000_000_000n;
@@ -49,26 +83,8 @@ export async function ensureOnChainSetup(
   const payer = await backend.getAccount(feePayer.address);
   if ((payer?.lamports ?? 0n) < FEE_PAYER_MINIMUM) await backend.requestAirdrop(feePayer.address, FEE_PAYER_TOP_UP);
 
-  if (!(await backend.getAccount(mint.address))) {
-    const { bytes } = await backend.latestBlockhash();
-    const rent = await backend.minimumBalanceForRentExemption(MINT_SIZE);
-    const tx = buildTransaction(
-      feePayer,
-      [
-        getCreateAccountInstruction({
-          payer: createNoopSigner(feePayer.address),
-          newAccount: createNoopSigner(mint.address),
-          lamports: rent,
-          space: MINT_SIZE,
-          programAddress: TOKEN_PROGRAM,
-        }),
-        getInitializeMint2Instruction({ mint: mint.address, decimals: USDC_DECIMALS, mintAuthority: mintAuthority.address }),
-      ],
-      bytes,
-      [mint],
-    );
-    await backend.sendTransaction(tx.wire);
-  }
+  await ensureMint(backend, feePayer, mint, USDC_DECIMALS, mintAuthority.address);
+  await ensureMint(backend, feePayer, keys.nativeMint, NATIVE_DECIMALS, keys.nativeMintAuthority.address);
 
   const treasuryAccount = tokenAccounts.of(treasury.address);
   if (!(await backend.getAccount(treasuryAccount))) {

@@ -20,6 +20,12 @@ export function usdcValue(credits: number): number {
   return Math.round(credits) / 100;
 }
 
+/** The network's native token (staked by workers) has 9 decimals, like SOL. */
+export const NATIVE_DECIMALS = 9;
+export const NATIVE_BASE_UNITS = 10n ** BigInt(NATIVE_DECIMALS);
+/** A worker whose stake holds at least this much of the native token counts as staked. */
+export const MIN_ACTIVE_STAKE = 1_000n * NATIVE_BASE_UNITS;
+
 export const WORKER_SHARE_PERCENT = 75n;
 export const STAKED_WORKER_SHARE_PERCENT = 85n;
 
