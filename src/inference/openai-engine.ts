@@ -1,0 +1,333 @@
+/**
+ * An engine that forwards to an OpenAI-compatible server the worker operator already runs (vLLM,
+ * llama-server, Ollama), streaming chat completions over HTTP. The servers agree on the protocol
+ * only roughly; the differences smoothed over here:
+ *
+ *  - usage: in a separate last chunk with empty `choices` (vLLM, Ollama >= 0.5.2, the gateway), in
+ *    the finishing chunk itself (llama-server), or absent (older Ollama);
+ *  - finish_reason spellings ("stop", "eos", "length", ...) or none at all;
+ *  - error bodies (see openai-errors.ts), and errors inside a stream: vLLM's `data: {"error":..}`
+ *    followed by [DONE], llama-server's `error: {...}` field;
+ *  - the completion limit's name (max_tokens vs max_completion_tokens);
+ *  - where the context window and the tokenizer are found (openai-discovery.ts, openai-tokens.ts);
+ *  - a server that ignores `stream: true` and answers with one JSON completion.
+ */
+import { ContextLengthExceededError } from "./context-length-error.ts";
+import type { ChatMessage, Engine, FinishReason, GenerationEvent, GenerationRequest, Usage } from "./engine.ts";
+import { discoverContextWindow, type ContextWindowSource } from "./openai-discovery.ts";
+import { contextOverflowOf, UpstreamError, upstreamErrorFromEvent } from "./openai-errors.ts";
+import { UpstreamClient, type Exchange } from "./openai-http.ts";
+import { readSse } from "./openai-sse.ts";
+import { estimatePromptTokens, probeTokenizer, serverPromptTokens, serverTextTokens, type ServerTokenizer } from "./openai-tokens.ts";
+import {
+  chatRequestBody,
+  contentOf,
+  finishMeaning,
+  firstChoice,
+  otherTokenLimitField,
+  usageOf,
+  type TokenLimitField,
+  type WireUsage,
+} from "./openai-wire.ts";
+
+export { UpstreamError } from "./openai-errors.ts";
+export type { ContextWindowSource } from "./openai-discovery.ts";
+export type { TokenLimitField } from "./openai-wire.ts";
+
+export interface OpenAiEngineOptions {
+  /** The OpenAI API root, e.g. http://127.0.0.1:8000/v1. */
+  baseUrl: string;
+  /** The upstream's own name for the model. */
+  model: string;
+  apiKey?: string;
+  /**
+   * Required when the server does not report its context window; when it does, this can only
+   * lower it (headroom, or an Ollama running below the model's trained length).
+   */
+  contextWindow?: number;
+  /** Longest silence from the upstream (before its answer starts, or between chunks) before failing. */
+  timeoutMs?: number;
+}
+
+/** Generous: a long prompt on a loaded server can take a while before its first byte. */
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 120_000;
+
+interface StreamState {
+  text: string;
+  contentChunks: number;
+  usage: WireUsage | null;
+  finish: FinishReason | null;
+  sawDone: boolean;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A 400 that names the completion-limit field we sent is the server asking for the other name. */
+function rejectsLimitField(error: unknown, field: TokenLimitField): boolean {
+  if (!(error instanceof UpstreamError) || error.status !== 400 || contextOverflowOf(error)) return false;
+  const named = new RegExp(`\\b${field}\\b`);
+  return named.test(error.message) || named.test(JSON.stringify(error.body ?? ""));
+}
+
+export class OpenAiEngine implements Engine {
+  readonly model: string;
+  readonly baseUrl: string;
+  readonly contextWindow: number;
+  /** Where the context window came from: the server's own report, or the operator's option. */
+  readonly contextWindowSource: ContextWindowSource | "option";
+  /** "estimate" when the server has no tokenizer endpoint: prompt counts are then estimatePromptTokens'. */
+  readonly tokenCounting: "server" | "estimate";
+  private readonly tokenizer: ServerTokenizer | null;
+  private limitField: TokenLimitField = "max_tokens";
+  private closed = false;
+
+  private constructor(
+    private readonly client: UpstreamClient,
+    private readonly closing: AbortController,
+    model: string,
+    contextWindow: number,
+    contextWindowSource: ContextWindowSource | "option",
+    tokenizer: ServerTokenizer | null,
+  ) {
+    this.model = model;
+    this.baseUrl = client.baseUrl;
+    this.contextWindow = contextWindow;
+    this.contextWindowSource = contextWindowSource;
+    this.tokenizer = tokenizer;
+    this.tokenCounting = tokenizer ? "server" : "estimate";
+  }
+
+  static async connect(opts: OpenAiEngineOptions): Promise<OpenAiEngine> {
+    let base: URL;
+    try {
+      base = new URL(opts.baseUrl);
+    } catch {
+      throw new TypeError(`baseUrl must be an http(s) URL such as http://127.0.0.1:8000/v1; got ${JSON.stringify(opts.baseUrl)}`);
+    }
+    if (base.protocol !== "http:" && base.protocol !== "https:") throw new TypeError(`baseUrl must be http or https; got ${base.protocol}`);
+    if (typeof opts.model !== "string" || opts.model === "") throw new TypeError("model must be the upstream's non-empty model name");
+    if (opts.contextWindow !== undefined && (!Number.isInteger(opts.contextWindow) || opts.contextWindow < 2)) {
+      throw new RangeError("contextWindow must be an integer of at least 2 tokens");
+    }
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError("timeoutMs must be a positive number");
+
+    const closing = new AbortController();
+    const client = new UpstreamClient({ baseUrl: opts.baseUrl, apiKey: opts.apiKey, timeoutMs, closed: closing.signal });
+    const discovered = await discoverContextWindow(client, opts.model);
+    let contextWindow: number;
+    let source: ContextWindowSource | "option";
+    if (discovered && (opts.contextWindow === undefined || discovered.tokens <= opts.contextWindow)) {
+      contextWindow = discovered.tokens;
+      source = discovered.source;
+    } else if (opts.contextWindow !== undefined) {
+      contextWindow = opts.contextWindow;
+      source = "option";
+    } else {
+      throw new Error(
+        `${client.baseUrl} does not report the context window of ${opts.model} (looked for vLLM's /v1/models ` +
+          "max_model_len, llama-server's /props n_ctx and Ollama's /api/show context_length); pass contextWindow",
+      );
+    }
+    const tokenizer = await probeTokenizer(client, opts.model);
+    return new OpenAiEngine(client, closing, opts.model, contextWindow, source, tokenizer);
+  }
+
+  /** The completion-limit field this server accepts, as learnt from its rejections. */
+  get tokenLimitField(): TokenLimitField {
+    return this.limitField;
+  }
+
+  async countPromptTokens(messages: ChatMessage[]): Promise<number> {
+    return this.promptTokens(messages);
+  }
+
+  private async promptTokens(messages: readonly ChatMessage[], signal?: AbortSignal): Promise<number> {
+    if (this.closed) throw new Error("the engine is closed");
+    if (this.tokenizer) return serverPromptTokens(this.client, this.tokenizer, this.model, messages, signal);
+    return estimatePromptTokens(messages);
+  }
+
+  generate(request: GenerationRequest, signal?: AbortSignal): AsyncIterable<GenerationEvent> {
+    return this.run(request, signal);
+  }
+
+  private async *run(request: GenerationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    if (this.closed) throw new Error("the engine is closed");
+    if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
+      throw new RangeError("maxTokens must be a positive integer");
+    }
+    if (signal?.aborted) return;
+
+    let promptTokens: number;
+    try {
+      promptTokens = await this.promptTokens(request.messages, signal);
+    } catch (error) {
+      if (signal?.aborted) return;
+      throw error;
+    }
+    if (promptTokens + request.maxTokens > this.contextWindow) {
+      throw new ContextLengthExceededError(promptTokens, request.maxTokens, this.contextWindow);
+    }
+
+    let opened: { response: Response; exchange: Exchange };
+    try {
+      opened = await this.open(request, signal);
+    } catch (error) {
+      if (signal?.aborted) return;
+      throw this.asContextError(error, promptTokens, request.maxTokens);
+    }
+    const { response, exchange } = opened;
+    const state: StreamState = { text: "", contentChunks: 0, usage: null, finish: null, sawDone: false };
+    try {
+      const contentType = response.headers.get("content-type") ?? "";
+      if (contentType.includes("application/json")) {
+        // The server ignored `stream: true` and sent one whole completion.
+        this.takeChunk(parseChunk(await response.text(), response.status), state, response.status);
+        state.sawDone = true;
+        if (signal?.aborted) return;
+        if (state.text !== "") yield { type: "delta", text: state.text };
+      } else {
+        for await (const event of readSse(response.body ?? emptyBody(), () => exchange.touch())) {
+          if (event.event === "error") throw upstreamErrorFromEvent(event.data, response.status);
+          const data = event.data.trim();
+          if (data === "[DONE]") {
+            state.sawDone = true;
+            break;
+          }
+          if (data === "") continue;
+          const text = this.takeChunk(parseChunk(data, response.status), state, response.status);
+          if (text === "") continue;
+          // The consumer may abort while holding a delta; nothing more reaches it after that.
+          if (signal?.aborted) return;
+          exchange.pause();
+          yield { type: "delta", text };
+          exchange.touch();
+        }
+      }
+      if (signal?.aborted) return;
+      if (!state.sawDone && state.finish === null) {
+        throw new UpstreamError("the upstream's stream ended before the generation finished", response.status);
+      }
+      const usage = await this.finalUsage(state, promptTokens, request.maxTokens, signal);
+      const finishReason = state.finish ?? inferFinish(usage, request.maxTokens);
+      if (signal?.aborted) return;
+      yield { type: "done", finishReason, usage };
+    } catch (error) {
+      if (signal?.aborted) return;
+      const failure = exchange.failure(this.client.api("/chat/completions"), error);
+      // Before any text, a rejection sent as a stream event (llama-server builds that check the
+      // prompt after answering 200) still means nothing was generated.
+      throw state.contentChunks === 0 ? this.asContextError(failure, promptTokens, request.maxTokens) : failure;
+    } finally {
+      exchange.end();
+    }
+  }
+
+  /** Records what a chunk says and returns the text it adds. */
+  private takeChunk(chunk: Record<string, unknown>, state: StreamState, status: number): string {
+    if ((chunk.error !== undefined && chunk.error !== null) || chunk.object === "error") {
+      throw upstreamErrorFromEvent(JSON.stringify(chunk), status);
+    }
+    // Last one wins: vLLM's continuous_usage_stats repeats a growing usage in every chunk.
+    const usage = usageOf(chunk);
+    if (usage) state.usage = usage;
+    const choice = firstChoice(chunk);
+    if (!choice) return "";
+    const meaning = finishMeaning(choice.finish_reason);
+    if (meaning === "failed") {
+      throw new UpstreamError(`the upstream ended the generation with finish_reason "${String(choice.finish_reason)}"`, status);
+    }
+    if (meaning) state.finish = meaning;
+    const text = contentOf(choice);
+    if (text !== "") {
+      state.contentChunks++;
+      state.text += text;
+    }
+    return text;
+  }
+
+  /**
+   * The server's own numbers when it reported usage. Without them: the prompt as counted before
+   * sending, and the completion as the larger of two counts that can only fall short of the truth:
+   * content-bearing chunks (a server may pack several tokens into one chunk, as vLLM's
+   * stream_interval does) and, when the server has a tokenizer, the tokens of the text received
+   * (which lacks a stop sequence's tokens). A generation that hit the limit produced exactly it.
+   */
+  private async finalUsage(state: StreamState, promptTokens: number, maxTokens: number, signal?: AbortSignal): Promise<Usage> {
+    const prompt = state.usage?.promptTokens ?? promptTokens;
+    let completion = state.usage?.completionTokens;
+    if (completion === undefined) {
+      if (state.finish === "length") {
+        completion = maxTokens;
+      } else {
+        completion = state.contentChunks;
+        if (this.tokenizer && state.text !== "") {
+          completion = Math.max(completion, await serverTextTokens(this.client, this.tokenizer, this.model, state.text, false, signal));
+        }
+        completion = Math.min(completion, maxTokens);
+      }
+    }
+    return { promptTokens: prompt, completionTokens: completion };
+  }
+
+  /** POST the request; on a 400 naming the limit field, retry once with its other name and keep that. */
+  private async open(request: GenerationRequest, signal?: AbortSignal): Promise<{ response: Response; exchange: Exchange }> {
+    const url = this.client.api("/chat/completions");
+    const field = this.limitField;
+    try {
+      return await this.client.stream(url, chatRequestBody(this.model, request, field), signal);
+    } catch (error) {
+      if (signal?.aborted || !rejectsLimitField(error, field)) throw error;
+      const other = otherTokenLimitField(field);
+      try {
+        const opened = await this.client.stream(url, chatRequestBody(this.model, request, other), signal);
+        this.limitField = other;
+        return opened;
+      } catch (retryError) {
+        // Rejecting both names is some other problem, which the first answer describes.
+        throw rejectsLimitField(retryError, other) ? error : retryError;
+      }
+    }
+  }
+
+  /**
+   * The upstream's own "does not fit" (our estimate was low, or its window is smaller than it
+   * reports) as the error the gateway maps to context_length_exceeded, with the server's numbers
+   * where it gave them. Without a prompt count, the smallest one consistent with the rejection.
+   */
+  private asContextError(error: unknown, promptTokens: number, maxTokens: number): unknown {
+    if (!(error instanceof UpstreamError)) return error;
+    const overflow = contextOverflowOf(error);
+    if (!overflow) return error;
+    const window = overflow.contextWindow ?? this.contextWindow;
+    const prompt = overflow.promptTokens ?? Math.max(promptTokens, window - maxTokens + 1);
+    return new ContextLengthExceededError(prompt, maxTokens, window);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closing.abort();
+  }
+}
+
+function parseChunk(data: string, status: number): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    throw new UpstreamError(`the upstream sent a chunk that is not JSON: ${data.slice(0, 200)}`, status);
+  }
+  if (!isRecord(parsed)) throw new UpstreamError(`the upstream sent a chunk that is not an object: ${data.slice(0, 200)}`, status);
+  return parsed;
+}
+
+/** No finish_reason at all (the stream still ended with [DONE]): only the count can tell. */
+function inferFinish(usage: Usage, maxTokens: number): FinishReason {
+  return usage.completionTokens >= maxTokens ? "length" : "stop";
+}
+
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}

@@ -1,0 +1,186 @@
+/**
+ * HTTP to an OpenAI-compatible upstream over Node's global fetch: one exchange per request, cut
+ * short by the caller's signal, by the engine closing, or by the upstream going quiet for longer
+ * than the idle timeout. undici's own header and body timeouts (300 s each) still apply above that.
+ */
+import { UpstreamError, upstreamErrorFromBody } from "./openai-errors.ts";
+
+export type CutReason = "caller" | "closed" | "timeout";
+
+/**
+ * One request's lifetime. The idle timer runs only while the engine waits on the upstream: it is
+ * paused while a delta sits with a slow consumer, so backpressure is not mistaken for a dead server.
+ */
+export class Exchange {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly unlisten: Array<() => void> = [];
+  private ended = false;
+  cutBy: CutReason | undefined;
+
+  constructor(
+    readonly timeoutMs: number,
+    sources: { caller?: AbortSignal | undefined; closed: AbortSignal },
+  ) {
+    this.watch(sources.closed, "closed");
+    this.watch(sources.caller, "caller");
+    this.touch();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The upstream was heard from: restart the idle timer. */
+  touch(): void {
+    clearTimeout(this.timer);
+    if (this.ended || this.cutBy) return;
+    this.timer = setTimeout(() => this.cut("timeout"), this.timeoutMs);
+  }
+
+  pause(): void {
+    clearTimeout(this.timer);
+  }
+
+  /** Done with the request: an unread response body is dropped with its connection. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.timer);
+    for (const stop of this.unlisten) stop();
+    this.controller.abort();
+  }
+
+  /** What a failure during this exchange means to the engine's caller. */
+  failure(url: string, error: unknown): Error {
+    if (this.cutBy === "closed") return new Error("the engine is closed");
+    if (this.cutBy === "timeout") return new UpstreamError(`the upstream sent nothing for ${this.timeoutMs} ms (${url})`, null);
+    if (error instanceof UpstreamError) return error;
+    return new UpstreamError(`the request to ${url} failed: ${describe(error)}`, null, null, undefined, { cause: error });
+  }
+
+  private watch(signal: AbortSignal | undefined, reason: CutReason): void {
+    if (!signal) return;
+    if (signal.aborted) return this.cut(reason);
+    const onAbort = () => this.cut(reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.unlisten.push(() => signal.removeEventListener("abort", onAbort));
+  }
+
+  private cut(reason: CutReason): void {
+    if (this.ended || this.cutBy) return;
+    this.cutBy = reason;
+    clearTimeout(this.timer);
+    this.controller.abort();
+  }
+}
+
+/** undici hides the useful part ("ECONNREFUSED", "other side closed") in the error's cause. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? error.cause : undefined;
+  if (!cause) return error.message;
+  const code = "code" in cause && typeof cause.code === "string" && !cause.message.includes(cause.code) ? `; ${cause.code}` : "";
+  return `${error.message} (${cause.message}${code})`;
+}
+
+export interface JsonReply {
+  status: number;
+  ok: boolean;
+  /** The parsed body; undefined when it was not JSON. */
+  body: unknown;
+  text: string;
+}
+
+export interface UpstreamClientOptions {
+  baseUrl: string;
+  apiKey: string | undefined;
+  timeoutMs: number;
+  closed: AbortSignal;
+}
+
+export class UpstreamClient {
+  /** The OpenAI API root, e.g. http://host:8000/v1 (no trailing slash). */
+  readonly baseUrl: string;
+  /**
+   * The server root. vLLM's /tokenize, llama-server's /props and Ollama's /api/show live beside
+   * /v1, not under it.
+   */
+  readonly rootUrl: string;
+  readonly timeoutMs: number;
+  private readonly apiKey: string | undefined;
+  private readonly closed: AbortSignal;
+
+  constructor(options: UpstreamClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.rootUrl = this.baseUrl.replace(/\/v1$/, "");
+    this.apiKey = options.apiKey;
+    this.timeoutMs = options.timeoutMs;
+    this.closed = options.closed;
+  }
+
+  api(path: string): string {
+    return `${this.baseUrl}${path}`;
+  }
+
+  root(path: string): string {
+    return `${this.rootUrl}${path}`;
+  }
+
+  private headers(accept: string, json: boolean): Record<string, string> {
+    const headers: Record<string, string> = { accept };
+    if (json) headers["content-type"] = "application/json";
+    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
+    return headers;
+  }
+
+  /** A small JSON request (discovery, tokenization), read to its end. */
+  async json(method: "GET" | "POST", url: string, body?: unknown, signal?: AbortSignal): Promise<JsonReply> {
+    const exchange = new Exchange(this.timeoutMs, { caller: signal, closed: this.closed });
+    try {
+      const response = await fetch(url, {
+        method,
+        headers: this.headers("application/json", body !== undefined),
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: exchange.signal,
+      });
+      exchange.touch();
+      const text = await response.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Left undefined: callers treat a non-JSON answer as "this server has no such endpoint".
+      }
+      return { status: response.status, ok: response.ok, body: parsed, text };
+    } catch (error) {
+      throw exchange.failure(url, error);
+    } finally {
+      exchange.end();
+    }
+  }
+
+  /**
+   * Opens a streamed POST. Resolves with the response once its headers are in, or with the
+   * upstream's error for a non-2xx answer; the caller reads the body and must end the exchange.
+   */
+  async stream(url: string, body: unknown, signal?: AbortSignal): Promise<{ response: Response; exchange: Exchange }> {
+    const exchange = new Exchange(this.timeoutMs, { caller: signal, closed: this.closed });
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: this.headers("text/event-stream, application/json", true),
+        body: JSON.stringify(body),
+        signal: exchange.signal,
+      });
+      exchange.touch();
+      if (!response.ok) throw upstreamErrorFromBody(response.status, await response.text(), response.statusText);
+    } catch (error) {
+      const failure = exchange.failure(url, error);
+      exchange.end();
+      throw failure;
+    }
+    return { response, exchange };
+  }
+}
