@@ -1,7 +1,7 @@
 /**
  * The gateway assembled: database (PGlite or PostgreSQL), the chain (embedded LiteSVM), the
- * catalog, the worker pool, the job service and the HTTP server. `svc dev` and the tests both
- * start it through `startService`.
+ * catalog, the worker pool with the worker protocol's endpoint, the job service and the HTTP
+ * server. `svc dev` and the tests both start it through `startService`.
  */
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS } from "./accounts/schema.ts";
@@ -16,6 +16,7 @@ import { JobService } from "./jobs/job-service.ts";
 import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
 import type { WorkerHandle } from "./network/worker-handle.ts";
+import { WorkerGateway } from "./network/worker-gateway.ts";
 import { WorkerPool } from "./network/worker-pool.ts";
 import { migrate } from "./store/migrate.ts";
 import { openDb, type Db } from "./store/db.ts";
@@ -39,13 +40,23 @@ export interface ServiceOptions {
   rateLimit?: RateLimitOptions;
   logger?: Logger;
   catalog?: Catalog;
-  /** The seed pool: workers that run inside this process. */
+  /** Workers that run inside this process, outside the worker protocol. */
   seedWorkers?: WorkerHandle[];
+  /** Worker protocol: silence after which a worker is dropped (default 15 s). */
+  workerHeartbeatTimeoutMs?: number;
+  /** Worker protocol: time a worker has to count a prompt (default 10 s). */
+  workerCountTimeoutMs?: number;
+  /** Worker protocol: the host workers sign into the handshake, when a proxy rewrites the Host header. */
+  workerPublicHost?: string;
 }
 
 export interface Service {
   /** `http://host:port/v1`. */
   baseUrl: string;
+  /** `http://host:port`: what `svc worker --gateway` takes. */
+  origin: string;
+  /** The worker protocol's endpoint (`/v1/workers/connect`) on the same port. */
+  workers: WorkerGateway;
   app: FastifyInstance;
   db: Db;
   chain: Chain;
@@ -89,6 +100,15 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     };
     const app = await buildServer(ctx);
+    const workers = new WorkerGateway({
+      pool,
+      catalog,
+      logger,
+      ...(options.workerHeartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.workerHeartbeatTimeoutMs } : {}),
+      ...(options.workerCountTimeoutMs !== undefined ? { countTimeoutMs: options.workerCountTimeoutMs } : {}),
+      ...(options.workerPublicHost !== undefined ? { publicHost: options.workerPublicHost } : {}),
+    });
+    workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
     const address = app.server.address();
     const port = typeof address === "object" && address ? address.port : options.port;
@@ -97,6 +117,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const openChainHandle = chain;
     return {
       baseUrl: `http://${host}:${port}/v1`,
+      origin: `http://${host}:${port}`,
+      workers,
       app,
       db,
       chain: openChainHandle,
@@ -105,7 +127,12 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       jobs,
       actions,
       async close() {
-        await app.close();
+        // Jobs in flight finish on their workers before the workers are let go; the HTTP server
+        // only finishes closing once the workers' upgraded sockets are gone too.
+        const httpClosed = app.close();
+        await jobs.drain();
+        await workers.close();
+        await httpClosed;
         await jobs.drain();
         await openChainHandle.close();
         await db.close();

@@ -1,6 +1,8 @@
 /**
  * `svc dev`: the whole service on one machine with embedded defaults (PGlite and LiteSVM under
- * the data dir), a seed-pool worker running the model in-process, and a dev wallet with credits.
+ * the data dir), a seed-pool worker running the model in this process, and a dev wallet with
+ * credits. The seed worker joins through the worker protocol over loopback, exactly as a remote
+ * `svc worker` would, so the default path exercises the network.
  */
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -10,7 +12,8 @@ import { DEV_MODEL, defaultCatalog } from "../catalog/catalog.ts";
 import { loadOrCreateKeypair } from "../chain/keys.ts";
 import { createLogger } from "../core/logger.ts";
 import { DEFAULT_PORT, startService } from "../service.ts";
-import { WorkerNode } from "../worker/worker-node.ts";
+import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
+import { WorkerClient } from "../worker/worker-client.ts";
 import { loadModelEngine } from "./model-engine.ts";
 
 const HELP = `Usage: svc dev [options]
@@ -55,16 +58,27 @@ export async function runDev(argv: string[]): Promise<void> {
   const catalog = defaultCatalog();
   const { engine, model } = await loadModelEngine({ spec: values.model, dataDir, catalog, logger });
   const workerKey = await loadOrCreateKeypair(join(dataDir, "keys"), "seed-worker");
-  const seedWorker = new WorkerNode(workerKey, new Map([[model.id, engine]]));
 
   const service = await startService({
     dataDir,
     port,
     catalog,
     logger,
-    seedWorkers: [seedWorker],
     ...(values["database-url"] ? { databaseUrl: values["database-url"] } : {}),
   });
+  let stopping = false;
+  const seedWorker = new WorkerClient({
+    gateway: service.origin,
+    signer: workerKey,
+    engines: new Map([[model.id, engine]]),
+    concurrency: DEFAULT_MAX_SEQUENCES,
+    onEvent: (event) => {
+      // Its connection ends with the gateway's on shutdown, which is no news.
+      if (event.type === "disconnected" && !stopping) logger.info({ code: event.code, reason: event.reason, retryInMs: event.retryInMs }, "seed worker disconnected");
+      else if (event.type === "refused") logger.error({ code: event.code, reason: event.reason, refused: event.refused }, "seed worker refused");
+    },
+  }).start();
+  await seedWorker.registered();
 
   const wallet = (await loadOrCreateKeypair(join(dataDir, "keys"), "dev-wallet")).address;
   await ensureWallet(service.db, wallet);
@@ -92,12 +106,12 @@ export async function runDev(argv: string[]): Promise<void> {
   );
   console.log("\nPress Ctrl-C to stop.");
 
-  let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
     await service.close();
+    await seedWorker.close();
     await engine.close();
     process.exit(0);
   };

@@ -1,17 +1,23 @@
-/** The `svc` command. */
-import { runDev } from "./dev.ts";
+/**
+ * The `svc` command. Each subcommand is loaded only when run: a worker has no use for the
+ * gateway's database, chain and HTTP stack, and starts faster without them.
+ */
 
 const USAGE = `Usage: svc <command> [options]
 
 Commands:
   dev       Start the gateway on embedded defaults, with a seed-pool worker and a funded dev wallet
+  worker    Serve models to a gateway from this machine
 
 Run 'svc <command> --help' for a command's options.`;
 
 const [command, ...rest] = process.argv.slice(2);
 switch (command) {
   case "dev":
-    await runDev(rest);
+    await (await import("./dev.ts")).runDev(rest);
+    break;
+  case "worker":
+    await (await import("./worker.ts")).runWorker(rest);
     break;
   case undefined:
   case "--help":

@@ -1,7 +1,10 @@
 /**
  * The workers connected to this gateway and the routing rule among those hosting a model:
  * least outstanding work first, then the lowest measured time to first token; a staked worker
- * wins a tie.
+ * wins a tie. A worker running as many jobs as the concurrency it declared is skipped. When every
+ * worker hosting the model is full, the job still goes to the least loaded one (outstanding jobs
+ * relative to its concurrency): it waits in that worker's queue, which serves the caller sooner
+ * than a 503 would while a single slot is about to free up.
  */
 import type { WorkerHandle } from "./worker-handle.ts";
 
@@ -28,15 +31,31 @@ function median(values: number[]): number | null {
   return sorted.length % 2 === 1 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
 }
 
+/** Outstanding jobs per slot the worker declared. */
+function load(w: WorkerState): number {
+  return w.outstanding / (w.handle.concurrency ?? Number.POSITIVE_INFINITY);
+}
+
 export class WorkerPool {
   private readonly workers = new Map<string, WorkerState>();
 
+  /** Adds a worker; one already here under the same address is replaced (a reconnection). */
   add(handle: WorkerHandle): void {
     this.workers.set(handle.address, { handle, outstanding: 0, ttftMs: [] });
   }
 
-  remove(address: string): void {
+  /**
+   * Removes the worker at `address`; with `handle`, only if it is still that one, so a stale
+   * connection going away never removes the reconnection that replaced it.
+   */
+  remove(address: string, handle?: WorkerHandle): void {
+    if (handle !== undefined && this.workers.get(address)?.handle !== handle) return;
     this.workers.delete(address);
+  }
+
+  /** Jobs routed to the worker and not finished yet (0 for a worker not in the pool). */
+  outstanding(address: string): number {
+    return this.workers.get(address)?.outstanding ?? 0;
   }
 
   hosting(model: string): WorkerHandle[] {
@@ -60,10 +79,16 @@ export class WorkerPool {
   /** Pick a worker for a job and count it as outstanding until the lease is released. */
   acquire(model: string): WorkerLease | undefined {
     let best: WorkerState | undefined;
+    let leastLoaded: WorkerState | undefined;
     for (const w of this.workers.values()) {
       if (!w.handle.models().includes(model)) continue;
-      if (best === undefined || this.better(w, best)) best = w;
+      if (w.outstanding < (w.handle.concurrency ?? Number.POSITIVE_INFINITY)) {
+        if (best === undefined || this.better(w, best)) best = w;
+      } else if (leastLoaded === undefined || load(w) < load(leastLoaded) || (load(w) === load(leastLoaded) && this.better(w, leastLoaded))) {
+        leastLoaded = w;
+      }
     }
+    best ??= leastLoaded;
     if (best === undefined) return undefined;
     const chosen = best;
     chosen.outstanding++;

@@ -1,0 +1,199 @@
+/**
+ * `svc worker`: serve models to a gateway from any machine. The worker dials out (no open port
+ * needed), proves its identity with its keypair, reconnects when the gateway goes away, and on
+ * Ctrl-C or SIGTERM finishes its running jobs before it exits.
+ */
+import { basename, dirname, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { loadOrCreateKeypair } from "../chain/keys.ts";
+import type { Engine } from "../inference/engine.ts";
+import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
+import { describeEngine, loadEngine, ModelSpecError, parseModelSpec, type ModelSpec } from "../worker/engine-spec.ts";
+import { WorkerClient, type WorkerClientEvent } from "../worker/worker-client.ts";
+
+const HELP = `Usage: svc worker --gateway <url> --keypair <file.json> --model <catalog-id>=<engine> [options]
+
+Serves models to a gateway. The worker connects out to the gateway, so it needs no open port.
+
+Options:
+  --gateway <url>          The gateway's origin, e.g. http://127.0.0.1:8080
+  --keypair <file.json>    The worker's Solana keypair, created if missing; its address is paid
+  --model <id>=<engine>    A catalog model and what runs it (repeatable). The engine is a .gguf
+                           file, hf:<user>/<repo>/<file>.gguf, the URL of an OpenAI-compatible
+                           server (http://host:port/v1, plus #<name> if it names the model
+                           differently), or builtin (the development wiring model, svc-dev/wiring-model only)
+  --concurrency <n>        Jobs run at once (default ${DEFAULT_MAX_SEQUENCES})
+  --threads <n>            CPU threads for a GGUF model (the built-in model always uses 1)
+  --upstream-context-window <n>
+                           Context window of an OpenAI-compatible server's models, for servers
+                           that do not report it (SVC_UPSTREAM_API_KEY holds their key, if any)
+  --models-dir <dir>       Where hf: downloads and the built-in model are kept (default ./.svc/models)
+  --drain-timeout <s>      On shutdown, how long running jobs get to finish (default 30)
+  -h, --help               Show this help
+
+Example:
+  svc worker --gateway http://127.0.0.1:8080 --keypair ./worker.json --model svc-dev/wiring-model=builtin`;
+
+export async function runWorker(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      gateway: { type: "string" },
+      keypair: { type: "string" },
+      model: { type: "string", multiple: true },
+      concurrency: { type: "string", default: String(DEFAULT_MAX_SEQUENCES) },
+      threads: { type: "string" },
+      "upstream-context-window": { type: "string" },
+      "models-dir": { type: "string", default: ".svc/models" },
+      "drain-timeout": { type: "string", default: "30" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (!values.gateway) fail("--gateway is required, e.g. --gateway http://127.0.0.1:8080");
+  if (!values.keypair) fail("--keypair is required, e.g. --keypair ./worker.json (created if missing)");
+  if (!values.model || values.model.length === 0) fail("at least one --model <catalog-id>=<engine> is required");
+  if (!values.keypair.endsWith(".json")) fail(`--keypair is a .json file, got '${values.keypair}'`);
+  try {
+    new URL(values.gateway);
+  } catch {
+    fail(`--gateway must be a URL such as http://127.0.0.1:8080, got '${values.gateway}'`);
+  }
+  const concurrency = positiveInteger("--concurrency", values.concurrency);
+  const threads = values.threads === undefined ? undefined : positiveInteger("--threads", values.threads);
+  const upstreamWindow = values["upstream-context-window"];
+  const upstreamContextWindow = upstreamWindow === undefined ? undefined : positiveInteger("--upstream-context-window", upstreamWindow);
+  const upstreamApiKey = process.env.SVC_UPSTREAM_API_KEY;
+  const drainTimeoutS = Number(values["drain-timeout"]);
+  if (!Number.isFinite(drainTimeoutS) || drainTimeoutS < 0) fail(`--drain-timeout is a number of seconds, got '${values["drain-timeout"]}'`);
+
+  let specs: ModelSpec[];
+  try {
+    specs = values.model.map(parseModelSpec);
+  } catch (error) {
+    if (error instanceof ModelSpecError) fail(error.message);
+    throw error;
+  }
+  const ids = specs.map((s) => s.modelId);
+  const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (twice) fail(`${twice} is given twice`);
+
+  const keyPath = resolve(values.keypair);
+  const signer = await loadOrCreateKeypair(dirname(keyPath), basename(keyPath, ".json"));
+  console.log(`Worker address: ${signer.address} (key: ${keyPath})`);
+
+  const engines = new Map<string, Engine>();
+  const closeEngines = () => Promise.allSettled([...engines.values()].map((e) => e.close()));
+  for (const spec of specs) {
+    try {
+      const engine = await loadEngine(spec.engine, {
+        modelsDir: resolve(values["models-dir"]),
+        maxSequences: concurrency,
+        ...(threads !== undefined ? { threads } : {}),
+        ...(upstreamApiKey ? { upstreamApiKey } : {}),
+        ...(upstreamContextWindow !== undefined ? { upstreamContextWindow } : {}),
+        onDownloadProgress: progressBar(),
+      });
+      engines.set(spec.modelId, engine);
+      console.log(`Serving ${spec.modelId} with ${describeEngine(spec.engine)}, context window ${engine.contextWindow} tokens`);
+    } catch (error) {
+      await closeEngines();
+      console.error(`svc worker: could not load ${spec.modelId}: ${(error as Error).message}`);
+      process.exit(1);
+    }
+  }
+  console.log(`Concurrency: ${concurrency} jobs at once`);
+
+  const gateway = values.gateway;
+  const client = new WorkerClient({ gateway, signer, engines, concurrency, onEvent: (event) => report(event, gateway) });
+  client.start();
+
+  let stopping = false;
+  let stoppingSince = 0;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      // Some supervisors (GNU timeout among them) deliver one stop request twice at once.
+      if (Date.now() - stoppingSince < 1_000) return;
+      console.log(`${signal} again: stopping without waiting for running jobs`);
+      process.exit(1);
+    }
+    stopping = true;
+    stoppingSince = Date.now();
+    const running = client.runningJobs;
+    console.log(running > 0 ? `Draining: finishing ${running} running job${running === 1 ? "" : "s"} (up to ${drainTimeoutS} s)...` : "Draining...");
+    await client.drain(drainTimeoutS * 1000);
+    await closeEngines();
+    console.log(`Stopped. Earned this session: ${formatEarnings(client.earnedBaseUnits)}`);
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+
+  try {
+    await client.registered();
+  } catch (error) {
+    if (stopping) return;
+    await closeEngines();
+    console.error(`svc worker: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
+
+function report(event: WorkerClientEvent, gateway: string): void {
+  switch (event.type) {
+    case "connecting":
+      console.log(`Connecting to ${gateway}...`);
+      return;
+    case "registered":
+      console.log(`Connected to ${gateway} as ${event.address}: serving ${event.models.map((m) => m.id).join(", ")}`);
+      for (const r of event.refused) console.log(`  The gateway refused ${r.id}: ${r.reason}`);
+      return;
+    case "disconnected":
+      console.log(
+        `${event.wasConnected ? "Disconnected from" : "Could not connect to"} ${gateway}${event.reason ? ` (${event.reason})` : ""}; ` +
+          `retrying in ${(event.retryInMs / 1000).toFixed(1)} s`,
+      );
+      return;
+    case "refused":
+      console.error(`The gateway refused this worker: ${event.reason}`);
+      for (const r of event.refused) console.error(`  ${r.id}: ${r.reason}`);
+      return;
+    case "settled":
+      console.log(`Earned ${formatEarnings(event.earnedBaseUnits)} for ${event.jobId} (settlement ${event.settlementTx}); total ${formatEarnings(event.totalBaseUnits)}`);
+      return;
+  }
+}
+
+/** Base units of the 6-decimal USDC mint, shown in USDC and in credits (10,000 units each). */
+export function formatEarnings(units: bigint): string {
+  const usdc = `${units / 1_000_000n}.${(units % 1_000_000n).toString().padStart(6, "0")}`;
+  const credits = Number(units) / 10_000;
+  return `${usdc} USDC (${credits} credits)`;
+}
+
+function positiveInteger(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) fail(`${flag} must be a positive whole number, got '${value}'`);
+  return n;
+}
+
+function fail(message: string): never {
+  console.error(`svc worker: ${message}`);
+  process.exit(2);
+}
+
+/** A one-line progress bar on stderr for model downloads. */
+function progressBar(): (downloaded: number, total: number) => void {
+  let last = -1;
+  return (downloaded, total) => {
+    const percent = total > 0 ? Math.floor((downloaded / total) * 100) : 0;
+    if (percent === last) return;
+    last = percent;
+    process.stderr.write(`\rDownloading model: ${percent}% of ${(total / 1_048_576).toFixed(1)} MB`);
+    if (percent >= 100) process.stderr.write("\n");
+  };
+}

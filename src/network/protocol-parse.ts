@@ -1,0 +1,217 @@
+/**
+ * Checks every message that arrives over the worker protocol before anything acts on it. Either
+ * side may be buggy or hostile; a message that is not exactly what protocol.ts describes is a
+ * ProtocolError, and the receiver closes the connection with its text as the reason.
+ */
+import type { ChatMessage, GenerationRequest } from "../inference/engine.ts";
+import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
+
+export class ProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProtocolError";
+  }
+}
+
+const MAX_MODELS = 64;
+const MAX_ID = 256;
+const MAX_MESSAGE_TEXT = 4096;
+/** Far above any context window; it only keeps absurd numbers out. */
+const MAX_TOKENS = 10_000_000;
+const ROLES = new Set(["system", "user", "assistant"]);
+
+type Fields = Record<string, unknown>;
+
+function object(value: unknown, what: string): Fields {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ProtocolError(`${what} must be an object`);
+  return value as Fields;
+}
+
+function string(o: Fields, key: string, max: number, what = key): string {
+  const value = o[key];
+  if (typeof value !== "string") throw new ProtocolError(`${what} must be a string`);
+  if (value.length > max) throw new ProtocolError(`${what} is longer than ${max} characters`);
+  return value;
+}
+
+function nonEmpty(o: Fields, key: string, max: number): string {
+  const value = string(o, key, max);
+  if (value.length === 0) throw new ProtocolError(`${key} must not be empty`);
+  return value;
+}
+
+function integer(o: Fields, key: string, min: number, max: number, what = key): number {
+  const value = o[key];
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new ProtocolError(`${what} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function number(o: Fields, key: string, min: number, max: number): number {
+  const value = o[key];
+  if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
+    throw new ProtocolError(`${key} must be a number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function array(o: Fields, key: string, max: number): unknown[] {
+  const value = o[key];
+  if (!Array.isArray(value)) throw new ProtocolError(`${key} must be an array`);
+  if (value.length > max) throw new ProtocolError(`${key} has more than ${max} entries`);
+  return value;
+}
+
+/** Base64 (standard or url-safe) decoding to exactly `size` bytes. */
+function bytes(o: Fields, key: string, size: number): string {
+  const value = string(o, key, 4 * Math.ceil(size / 3) + 4);
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(value) || Buffer.from(value, "base64").length !== size) {
+    throw new ProtocolError(`${key} must be ${size} bytes in base64`);
+  }
+  return value;
+}
+
+function parseJson(data: string): Fields {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw new ProtocolError("a message must be JSON");
+  }
+  const message = object(value, "a message");
+  if (typeof message.type !== "string") throw new ProtocolError("a message needs a string 'type'");
+  return message;
+}
+
+function modelOffers(o: Fields): ModelOffer[] {
+  return array(o, "models", MAX_MODELS).map((entry, i) => {
+    const model = object(entry, `models[${i}]`);
+    return {
+      id: string(model, "id", MAX_ID, `models[${i}].id`),
+      contextWindow: integer(model, "contextWindow", 1, MAX_TOKENS, `models[${i}].contextWindow`),
+    };
+  });
+}
+
+function chatMessages(o: Fields, key: string): ChatMessage[] {
+  // The gateway admits at most 2,048 messages per request.
+  return array(o, key, 2048).map((entry, i) => {
+    const message = object(entry, `${key}[${i}]`);
+    const role = message.role;
+    if (typeof role !== "string" || !ROLES.has(role)) throw new ProtocolError(`${key}[${i}].role must be system, user or assistant`);
+    if (typeof message.content !== "string") throw new ProtocolError(`${key}[${i}].content must be a string`);
+    return { role: role as ChatMessage["role"], content: message.content };
+  });
+}
+
+function generationRequest(value: unknown): GenerationRequest {
+  const r = object(value, "request");
+  const stop = array(r, "stop", 16).map((s, i) => {
+    if (typeof s !== "string") throw new ProtocolError(`stop[${i}] must be a string`);
+    return s;
+  });
+  const request: GenerationRequest = {
+    messages: chatMessages(r, "messages"),
+    maxTokens: integer(r, "maxTokens", 1, MAX_TOKENS),
+    temperature: number(r, "temperature", 0, 2),
+    topP: number(r, "topP", 0, 1),
+    stop,
+    frequencyPenalty: number(r, "frequencyPenalty", -2, 2),
+    presencePenalty: number(r, "presencePenalty", -2, 2),
+  };
+  if (r.seed !== undefined) request.seed = integer(r, "seed", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  return request;
+}
+
+/** What a gateway receives from a worker. */
+export function parseWorkerMessage(data: string): WorkerMessage {
+  const m = parseJson(data);
+  switch (m.type) {
+    case "hello":
+      return {
+        type: "hello",
+        protocol: integer(m, "protocol", 0, 1_000_000),
+        address: nonEmpty(m, "address", 64),
+        signature: bytes(m, "signature", 64),
+        models: modelOffers(m),
+        concurrency: integer(m, "concurrency", 1, 1024),
+      };
+    case "delta":
+      return { type: "delta", jobId: nonEmpty(m, "jobId", MAX_ID), text: string(m, "text", 1 << 20) };
+    case "done": {
+      const finishReason = m.finishReason;
+      if (finishReason !== "stop" && finishReason !== "length") throw new ProtocolError("finishReason must be stop or length");
+      const usage = object(m.usage, "usage");
+      const outputHash = string(m, "outputHash", 80);
+      if (!/^sha256:[0-9a-f]{64}$/.test(outputHash)) throw new ProtocolError("outputHash must be sha256:<64 hex digits>");
+      return {
+        type: "done",
+        jobId: nonEmpty(m, "jobId", MAX_ID),
+        finishReason,
+        usage: {
+          promptTokens: integer(usage, "promptTokens", 0, MAX_TOKENS, "usage.promptTokens"),
+          completionTokens: integer(usage, "completionTokens", 0, MAX_TOKENS, "usage.completionTokens"),
+        },
+        outputHash,
+        signature: bytes(m, "signature", 64),
+      };
+    }
+    case "job_error":
+      return { type: "job_error", jobId: nonEmpty(m, "jobId", MAX_ID), message: string(m, "message", MAX_MESSAGE_TEXT) };
+    case "count_result":
+      return { type: "count_result", requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER), tokens: integer(m, "tokens", 0, MAX_TOKENS) };
+    case "count_error":
+      return { type: "count_error", requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER), message: string(m, "message", MAX_MESSAGE_TEXT) };
+    case "drain":
+      return { type: "drain" };
+    case "heartbeat":
+      return { type: "heartbeat" };
+    default:
+      throw new ProtocolError(`unknown message type ${JSON.stringify(m.type).slice(0, 40)}`);
+  }
+}
+
+/** What a worker receives from a gateway. */
+export function parseGatewayMessage(data: string): GatewayMessage {
+  const m = parseJson(data);
+  switch (m.type) {
+    case "challenge":
+      return {
+        type: "challenge",
+        protocol: integer(m, "protocol", 0, 1_000_000),
+        challenge: nonEmpty(m, "challenge", 256),
+        heartbeatIntervalMs: integer(m, "heartbeatIntervalMs", 10, 3_600_000),
+        heartbeatTimeoutMs: integer(m, "heartbeatTimeoutMs", 10, 3_600_000),
+      };
+    case "registered":
+    case "refused": {
+      const refused = array(m, "refused", MAX_MODELS).map((entry, i) => {
+        const r = object(entry, `refused[${i}]`);
+        return { id: string(r, "id", MAX_ID), reason: string(r, "reason", MAX_MESSAGE_TEXT) };
+      });
+      if (m.type === "refused") return { type: "refused", reason: string(m, "reason", MAX_MESSAGE_TEXT), refused };
+      return { type: "registered", address: nonEmpty(m, "address", 64), models: modelOffers(m), refused };
+    }
+    case "job":
+      return { type: "job", jobId: nonEmpty(m, "jobId", MAX_ID), model: nonEmpty(m, "model", MAX_ID), request: generationRequest(m.request) };
+    case "cancel":
+      return { type: "cancel", jobId: nonEmpty(m, "jobId", MAX_ID), reason: string(m, "reason", MAX_MESSAGE_TEXT) };
+    case "count":
+      return {
+        type: "count",
+        requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER),
+        model: nonEmpty(m, "model", MAX_ID),
+        messages: chatMessages(m, "messages"),
+      };
+    case "settled": {
+      const earned = string(m, "earnedBaseUnits", 40);
+      if (!/^\d+$/.test(earned)) throw new ProtocolError("earnedBaseUnits must be a whole number in decimal");
+      return { type: "settled", jobId: nonEmpty(m, "jobId", MAX_ID), earnedBaseUnits: earned, settlementTx: nonEmpty(m, "settlementTx", 128) };
+    }
+    case "heartbeat":
+      return { type: "heartbeat" };
+    default:
+      throw new ProtocolError(`unknown message type ${JSON.stringify(m.type).slice(0, 40)}`);
+  }
+}

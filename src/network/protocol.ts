@@ -1,0 +1,125 @@
+/**
+ * The worker protocol: JSON text messages over a WebSocket that the worker dials out to, so
+ * workers behind NAT need no open port. docs/workers.md describes the conversation; this file is
+ * its vocabulary. Validation of what arrives lives in protocol-parse.ts.
+ */
+import type { ChatMessage, FinishReason, GenerationRequest, Usage } from "../inference/engine.ts";
+
+export const PROTOCOL_VERSION = 1;
+
+/** Where a gateway accepts worker connections, on its HTTP server's port. */
+export const WORKER_CONNECT_PATH = "/v1/workers/connect";
+
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 15_000;
+
+/**
+ * WebSocket close codes. The 44xx codes mirror the HTTP status of the same meaning. Reconnecting
+ * cannot help after the fatal ones: the worker (its key, its models, its software) must change.
+ */
+export const CloseCode = {
+  normal: 1000,
+  goingAway: 1001,
+  internalError: 1011,
+  malformed: 4400,
+  badSignature: 4401,
+  noAcceptableModel: 4403,
+  timeout: 4408,
+  replaced: 4409,
+  unsupportedProtocol: 4426,
+} as const;
+
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+  CloseCode.malformed,
+  CloseCode.badSignature,
+  CloseCode.noAcceptableModel,
+  CloseCode.replaced,
+  CloseCode.unsupportedProtocol,
+]);
+
+/** A model a worker offers, with the context window its engine actually provides. */
+export interface ModelOffer {
+  id: string;
+  contextWindow: number;
+}
+
+export interface RefusedModel {
+  id: string;
+  reason: string;
+}
+
+/** Gateway to worker. */
+export type GatewayMessage =
+  | {
+      type: "challenge";
+      protocol: number;
+      /** 32 random bytes, base64url; signed in the hello (see authMessage). */
+      challenge: string;
+      /** How often the worker must send a heartbeat; the gateway sends its own as often. */
+      heartbeatIntervalMs: number;
+      /** Silence after which either side gives the other up. */
+      heartbeatTimeoutMs: number;
+    }
+  | { type: "registered"; address: string; models: ModelOffer[]; refused: RefusedModel[] }
+  /** Sent just before a refusal closes the connection, with the full reasons a close frame cannot hold. */
+  | { type: "refused"; reason: string; refused: RefusedModel[] }
+  | { type: "job"; jobId: string; model: string; request: GenerationRequest }
+  /** The gateway no longer wants the job (its client left, or it timed out): stop generating. */
+  | { type: "cancel"; jobId: string; reason: string }
+  | { type: "count"; requestId: number; model: string; messages: ChatMessage[] }
+  /** The job's settlement confirmed on-chain; `earnedBaseUnits` is the worker's payout (6-decimal USDC units). */
+  | { type: "settled"; jobId: string; earnedBaseUnits: string; settlementTx: string }
+  | { type: "heartbeat" };
+
+/** Worker to gateway. */
+export type WorkerMessage =
+  | {
+      type: "hello";
+      protocol: number;
+      /** Base58 of the worker's Ed25519 public key: its on-chain address. */
+      address: string;
+      /** Base64 Ed25519 signature over authMessage(gateway host, challenge). */
+      signature: string;
+      models: ModelOffer[];
+      /** Jobs the worker runs at once; the gateway routes elsewhere while it is full. */
+      concurrency: number;
+    }
+  | { type: "delta"; jobId: string; text: string }
+  | {
+      type: "done";
+      jobId: string;
+      finishReason: FinishReason;
+      usage: Usage;
+      /** `sha256:<hex>` of the output as the worker produced it. */
+      outputHash: string;
+      /** Base64 Ed25519 signature over `<job id>:<outputHash>`. */
+      signature: string;
+    }
+  | { type: "job_error"; jobId: string; message: string }
+  | { type: "count_result"; requestId: number; tokens: number }
+  | { type: "count_error"; requestId: number; message: string }
+  /** The worker is shutting down: send it no more jobs; the running ones still finish. */
+  | { type: "drain" }
+  | { type: "heartbeat" };
+
+export function encode(message: GatewayMessage | WorkerMessage): string {
+  return JSON.stringify(message);
+}
+
+/** The gateway's WebSocket URL for an origin such as `http://127.0.0.1:8080` (any path is ignored). */
+export function connectUrl(gateway: string): URL {
+  const url = new URL(gateway);
+  if (url.protocol === "http:") url.protocol = "ws:";
+  else if (url.protocol === "https:") url.protocol = "wss:";
+  else if (url.protocol !== "ws:" && url.protocol !== "wss:") throw new TypeError(`a gateway is an http(s) URL, got ${gateway}`);
+  url.pathname = WORKER_CONNECT_PATH;
+  url.search = "";
+  url.hash = "";
+  return url;
+}
+
+/** A close frame's reason is at most 123 bytes of UTF-8. */
+export function closeReason(text: string): string {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= 123) return text;
+  return bytes.subarray(0, 120).toString("utf8").replace(/\uFFFD$/, "") + "...";
+}

@@ -1,0 +1,169 @@
+/**
+ * A worker on the other end of a protocol connection, as the pool and the job service see it.
+ * The gateway feeds it the worker's messages; it turns them back into the WorkerHandle calls.
+ *
+ * When the connection dies, every job in flight on it throws and every pending token count
+ * rejects: the job service then fails the job and charges nothing.
+ */
+import { Channel } from "../core/channel.ts";
+import { ApiError } from "../core/errors.ts";
+import type { ChatMessage } from "../inference/engine.ts";
+import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
+import type { WorkerEvent, WorkerHandle, WorkerJob } from "./worker-handle.ts";
+
+export const DEFAULT_COUNT_TIMEOUT_MS = 10_000;
+
+/** The worker failed a job, or went away while running it. */
+export class RemoteWorkerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RemoteWorkerError";
+  }
+}
+
+interface PendingCount {
+  resolve(tokens: number): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class RemoteWorkerHandle implements WorkerHandle {
+  /** Staking is read from the chain once workers can stake; until then every remote worker is unstaked. */
+  readonly staked = false;
+  private readonly windows: ReadonlyMap<string, number>;
+  private readonly jobs = new Map<string, Channel<WorkerEvent>>();
+  private readonly counts = new Map<number, PendingCount>();
+  private nextCountId = 1;
+  private lostWith: string | undefined;
+
+  constructor(
+    readonly address: string,
+    models: readonly ModelOffer[],
+    readonly concurrency: number,
+    private readonly send: (message: GatewayMessage) => void,
+    private readonly countTimeoutMs = DEFAULT_COUNT_TIMEOUT_MS,
+  ) {
+    this.windows = new Map(models.map((m) => [m.id, m.contextWindow]));
+  }
+
+  models(): string[] {
+    return [...this.windows.keys()];
+  }
+
+  contextWindow(model: string): number {
+    const window = this.windows.get(model);
+    if (window === undefined) throw new RemoteWorkerError(`worker ${this.address} does not serve ${model}`);
+    return window;
+  }
+
+  /** Jobs running on the worker now. */
+  get running(): number {
+    return this.jobs.size;
+  }
+
+  countPromptTokens(model: string, messages: ChatMessage[]): Promise<number> {
+    if (this.lostWith !== undefined) return Promise.reject(this.unavailable());
+    const requestId = this.nextCountId++;
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.counts.delete(requestId);
+        reject(new ApiError("internal_error", `The worker serving ${model} did not count the prompt in time; nothing was charged. Retrying usually succeeds.`));
+      }, this.countTimeoutMs);
+      this.counts.set(requestId, { resolve, reject, timer });
+      this.send({ type: "count", requestId, model, messages });
+    });
+  }
+
+  async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {
+    if (this.lostWith !== undefined) throw this.unavailable();
+    if (signal.aborted) return;
+    const events = new Channel<WorkerEvent>();
+    this.jobs.set(job.jobId, events);
+    const onAbort = () => this.cancel(job.jobId, "the gateway no longer needs this job (its client left or it timed out)");
+    signal.addEventListener("abort", onAbort, { once: true });
+    let finished = false;
+    try {
+      this.send({ type: "job", jobId: job.jobId, model: job.model, request: job.request });
+      for await (const event of events) {
+        if (event.type === "done") finished = true;
+        yield event;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      // The consumer stopped early (or the worker failed): the worker must not keep generating.
+      if (!finished) this.cancel(job.jobId, "the gateway stopped reading this job");
+    }
+  }
+
+  settled(jobId: string, earnedBaseUnits: bigint, settlementTx: string): void {
+    if (this.lostWith !== undefined) return;
+    this.send({ type: "settled", jobId, earnedBaseUnits: earnedBaseUnits.toString(), settlementTx });
+  }
+
+  /** A job or count message from the worker (the gateway handles the rest). */
+  receive(message: Extract<WorkerMessage, { type: "delta" | "done" | "job_error" | "count_result" | "count_error" }>): void {
+    switch (message.type) {
+      case "delta":
+        // A job cancelled a moment ago may still have deltas on the wire; they are dropped.
+        this.jobs.get(message.jobId)?.push({ type: "delta", text: message.text });
+        return;
+      case "done": {
+        const events = this.jobs.get(message.jobId);
+        if (!events) return;
+        this.jobs.delete(message.jobId);
+        events.push({
+          type: "done",
+          finishReason: message.finishReason,
+          usage: message.usage,
+          outputHash: message.outputHash,
+          signature: new Uint8Array(Buffer.from(message.signature, "base64")),
+        });
+        events.close();
+        return;
+      }
+      case "job_error": {
+        const events = this.jobs.get(message.jobId);
+        if (!events) return;
+        this.jobs.delete(message.jobId);
+        events.close(new RemoteWorkerError(`worker ${this.address} failed job ${message.jobId}: ${message.message}`));
+        return;
+      }
+      case "count_result":
+      case "count_error": {
+        const pending = this.counts.get(message.requestId);
+        if (!pending) return;
+        this.counts.delete(message.requestId);
+        clearTimeout(pending.timer);
+        if (message.type === "count_result") pending.resolve(message.tokens);
+        else pending.reject(new RemoteWorkerError(`worker ${this.address} could not count the prompt: ${message.message}`));
+        return;
+      }
+    }
+  }
+
+  /** The connection is gone: whatever was in flight on it fails. */
+  lost(reason: string): void {
+    if (this.lostWith !== undefined) return;
+    this.lostWith = reason;
+    const error = this.unavailable();
+    for (const events of this.jobs.values()) events.close(error);
+    this.jobs.clear();
+    for (const pending of this.counts.values()) {
+      clearTimeout(pending.timer);
+      pending.reject(error);
+    }
+    this.counts.clear();
+  }
+
+  private cancel(jobId: string, reason: string): void {
+    const events = this.jobs.get(jobId);
+    if (!events) return;
+    this.jobs.delete(jobId);
+    events.close();
+    this.send({ type: "cancel", jobId, reason });
+  }
+
+  private unavailable(): RemoteWorkerError {
+    return new RemoteWorkerError(`worker ${this.address} disconnected: ${this.lostWith}`);
+  }
+}

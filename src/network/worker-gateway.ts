@@ -1,0 +1,277 @@
+/**
+ * The gateway's end of the worker protocol: a WebSocket endpoint on the gateway's own HTTP server
+ * at /v1/workers/connect. Each connection is challenged, registered into the worker pool with the
+ * catalog models it offers, kept alive by heartbeats, and removed from the pool when it drains,
+ * closes or falls silent. Nothing a worker sends can do more than close its own connection.
+ */
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocket, WebSocketServer, type RawData } from "ws";
+import type { Catalog } from "../catalog/catalog.ts";
+import type { Logger } from "../core/logger.ts";
+import { ProtocolError, parseWorkerMessage } from "./protocol-parse.ts";
+import {
+  closeReason,
+  CloseCode,
+  DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  encode,
+  PROTOCOL_VERSION,
+  WORKER_CONNECT_PATH,
+  type GatewayMessage,
+  type RefusedModel,
+  type WorkerMessage,
+} from "./protocol.ts";
+import { DEFAULT_COUNT_TIMEOUT_MS, RemoteWorkerHandle } from "./remote-worker.ts";
+import { authMessage, verifyEd25519 } from "./worker-auth.ts";
+import type { WorkerPool } from "./worker-pool.ts";
+
+/** Worker messages are small (deltas, proofs); a job's prompt only travels the other way. */
+const MAX_INCOMING_BYTES = 1 << 20;
+/** A peer that does not answer a close frame is cut off after this. */
+const CLOSE_GRACE_MS = 2_000;
+
+export interface WorkerGatewayOptions {
+  pool: WorkerPool;
+  catalog: Catalog;
+  logger: Logger;
+  /** Silence after which a worker is dropped and its jobs fail (default 15 s). Heartbeats go every third of it. */
+  heartbeatTimeoutMs?: number;
+  /** Time a new connection has to answer the challenge (default 10 s). */
+  handshakeTimeoutMs?: number;
+  /** Time a worker has to count a prompt (default 10 s). */
+  countTimeoutMs?: number;
+  /**
+   * The host workers sign into their answer to the challenge. By default the Host header of each
+   * connection, which is what the worker dialed; set it when a proxy rewrites that header.
+   */
+  publicHost?: string;
+}
+
+export class WorkerGateway {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INCOMING_BYTES });
+  private readonly connections = new Set<WorkerConnection>();
+  /** The registered connection of each address. */
+  private readonly byAddress = new Map<string, WorkerConnection>();
+  private closing = false;
+  readonly heartbeatTimeoutMs: number;
+
+  constructor(private readonly options: WorkerGatewayOptions) {
+    this.heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
+  }
+
+  /** Serve the endpoint on `server`'s upgrade requests; every other upgrade is answered 404. */
+  attach(server: Server): void {
+    server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(request, socket, head));
+  }
+
+  /** Stop accepting workers and close every connection (workers reconnect to the next gateway). */
+  async close(): Promise<void> {
+    this.closing = true;
+    const closed = [...this.connections].map((c) => c.drop(CloseCode.goingAway, "the gateway is shutting down"));
+    await Promise.all(closed);
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+  }
+
+  private upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on("error", () => undefined);
+    const path = new URL(request.url ?? "/", "http://gateway").pathname;
+    if (path !== WORKER_CONNECT_PATH) return refuseUpgrade(socket, 404, "Not Found");
+    if (this.closing) return refuseUpgrade(socket, 503, "Service Unavailable");
+    this.wss.handleUpgrade(request, socket, head, (ws) => {
+      const host = this.options.publicHost ?? request.headers.host ?? "";
+      const connection = new WorkerConnection(ws, host, this, request.socket.remoteAddress ?? "unknown");
+      this.connections.add(connection);
+    });
+  }
+
+  // What connections ask of the gateway.
+
+  get pool(): WorkerPool {
+    return this.options.pool;
+  }
+
+  get logger(): Logger {
+    return this.options.logger;
+  }
+
+  get handshakeTimeoutMs(): number {
+    return this.options.handshakeTimeoutMs ?? 10_000;
+  }
+
+  get countTimeoutMs(): number {
+    return this.options.countTimeoutMs ?? DEFAULT_COUNT_TIMEOUT_MS;
+  }
+
+  /** Which offered models the catalog approves, and why the others are refused. */
+  screen(models: readonly { id: string; contextWindow: number }[]): { accepted: { id: string; contextWindow: number }[]; refused: RefusedModel[] } {
+    const accepted: { id: string; contextWindow: number }[] = [];
+    const refused: RefusedModel[] = [];
+    const seen = new Set<string>();
+    for (const offer of models) {
+      if (seen.has(offer.id)) refused.push({ id: offer.id, reason: "offered twice" });
+      else if (!this.options.catalog.get(offer.id)) refused.push({ id: offer.id, reason: "not in this gateway's catalog of approved models" });
+      else accepted.push(offer);
+      seen.add(offer.id);
+    }
+    return { accepted, refused };
+  }
+
+  /** A connection proved its key: it takes over the address from any earlier connection. */
+  registered(connection: WorkerConnection, handle: RemoteWorkerHandle): void {
+    const previous = this.byAddress.get(handle.address);
+    this.byAddress.set(handle.address, connection);
+    if (previous && previous !== connection) void previous.drop(CloseCode.replaced, "replaced by a newer connection with the same key");
+    this.options.pool.add(handle);
+  }
+
+  forget(connection: WorkerConnection, handle: RemoteWorkerHandle | undefined): void {
+    this.connections.delete(connection);
+    if (!handle) return;
+    this.options.pool.remove(handle.address, handle);
+    if (this.byAddress.get(handle.address) === connection) this.byAddress.delete(handle.address);
+  }
+
+  /** A worker that drains keeps its connection for its running jobs but gets no new ones. */
+  withdraw(handle: RemoteWorkerHandle): void {
+    this.options.pool.remove(handle.address, handle);
+  }
+}
+
+function refuseUpgrade(socket: Duplex, status: number, text: string): void {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
+
+/** One worker's connection, from the challenge until it closes. */
+class WorkerConnection {
+  private readonly challenge = randomBytes(32).toString("base64url");
+  private handle: RemoteWorkerHandle | undefined;
+  private draining = false;
+  private lastHeard = Date.now();
+  private readonly handshakeTimer: NodeJS.Timeout;
+  private readonly heartbeatTimer: NodeJS.Timeout;
+  private dropped: Promise<void> | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly host: string,
+    private readonly gateway: WorkerGateway,
+    private readonly peer: string,
+  ) {
+    const timeout = gateway.heartbeatTimeoutMs;
+    const interval = Math.max(10, Math.floor(timeout / 3));
+    ws.on("message", (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on("close", (code, reason) => void this.drop(code, `connection closed (${code}${reason.length > 0 ? `: ${reason.toString()}` : ""})`));
+    // 'close' follows every error; the error itself (a bad frame, a reset) needs no more handling.
+    ws.on("error", (error) => gateway.logger.debug({ err: error, peer: this.peer }, "worker connection error"));
+    this.handshakeTimer = setTimeout(
+      () => void this.drop(CloseCode.timeout, `no hello within ${gateway.handshakeTimeoutMs} ms of the challenge`),
+      gateway.handshakeTimeoutMs,
+    );
+    this.heartbeatTimer = setInterval(() => {
+      if (Date.now() - this.lastHeard > timeout) {
+        void this.drop(CloseCode.timeout, `no heartbeat for ${timeout} ms`);
+        return;
+      }
+      this.send({ type: "heartbeat" });
+    }, interval);
+    this.send({ type: "challenge", protocol: PROTOCOL_VERSION, challenge: this.challenge, heartbeatIntervalMs: interval, heartbeatTimeoutMs: timeout });
+  }
+
+  /**
+   * Ends the connection: the worker leaves the pool at once and its jobs fail, without waiting
+   * for the peer to acknowledge the close (a silent peer never would).
+   */
+  drop(code: number, reason: string): Promise<void> {
+    if (this.dropped) return this.dropped;
+    clearTimeout(this.handshakeTimer);
+    clearInterval(this.heartbeatTimer);
+    this.gateway.forget(this, this.handle);
+    if (this.handle) {
+      this.handle.lost(reason);
+      const level = code === CloseCode.normal || code === CloseCode.goingAway ? "info" : "warn";
+      this.gateway.logger[level]({ worker: this.handle.address, code, reason }, "worker left");
+    }
+    this.dropped = new Promise<void>((resolve) => {
+      if (this.ws.readyState === WebSocket.CLOSED) return resolve();
+      const grace = setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS);
+      this.ws.once("close", () => {
+        clearTimeout(grace);
+        resolve();
+      });
+      if (this.ws.readyState === WebSocket.OPEN) this.ws.close(code, closeReason(reason));
+    });
+    return this.dropped;
+  }
+
+  private send(message: GatewayMessage): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(encode(message));
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    if (this.dropped) return;
+    this.lastHeard = Date.now();
+    try {
+      if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
+      this.handleMessage(parseWorkerMessage(data.toString()));
+    } catch (error) {
+      if (error instanceof ProtocolError) {
+        this.gateway.logger.warn({ worker: this.handle?.address, peer: this.peer, reason: error.message }, "malformed worker message");
+        void this.drop(CloseCode.malformed, `malformed message: ${error.message}`);
+      } else {
+        this.gateway.logger.error({ err: error, worker: this.handle?.address }, "worker message handling failed");
+        void this.drop(CloseCode.internalError, "the gateway failed to handle a message");
+      }
+    }
+  }
+
+  private handleMessage(message: WorkerMessage): void {
+    if (!this.handle) {
+      if (message.type !== "hello") throw new ProtocolError(`expected hello, got ${message.type}`);
+      this.register(message);
+      return;
+    }
+    switch (message.type) {
+      case "hello":
+        throw new ProtocolError("hello was already received");
+      case "heartbeat":
+        return;
+      case "drain":
+        if (!this.draining) {
+          this.draining = true;
+          this.gateway.withdraw(this.handle);
+          this.gateway.logger.info({ worker: this.handle.address, running: this.handle.running }, "worker draining");
+        }
+        return;
+      default:
+        this.handle.receive(message);
+    }
+  }
+
+  private register(hello: Extract<WorkerMessage, { type: "hello" }>): void {
+    clearTimeout(this.handshakeTimer);
+    if (hello.protocol !== PROTOCOL_VERSION) {
+      void this.drop(CloseCode.unsupportedProtocol, `protocol ${hello.protocol} is not supported; this gateway speaks ${PROTOCOL_VERSION}`);
+      return;
+    }
+    const signature = new Uint8Array(Buffer.from(hello.signature, "base64"));
+    if (!verifyEd25519(hello.address, authMessage(this.host, this.challenge), signature)) {
+      this.gateway.logger.warn({ address: hello.address, peer: this.peer }, "worker refused: bad challenge signature");
+      void this.drop(CloseCode.badSignature, `the challenge signature does not verify for address ${hello.address.slice(0, 64)}`);
+      return;
+    }
+    const { accepted, refused } = this.gateway.screen(hello.models);
+    if (accepted.length === 0) {
+      const reason = "none of the offered models is in this gateway's catalog";
+      this.send({ type: "refused", reason, refused });
+      this.gateway.logger.warn({ address: hello.address, refused }, "worker refused: no acceptable model");
+      void this.drop(CloseCode.noAcceptableModel, reason);
+      return;
+    }
+    const handle = new RemoteWorkerHandle(hello.address, accepted, hello.concurrency, (m) => this.send(m), this.gateway.countTimeoutMs);
+    this.handle = handle;
+    this.gateway.registered(this, handle);
+    this.send({ type: "registered", address: handle.address, models: accepted, refused });
+    this.gateway.logger.info({ worker: handle.address, models: accepted.map((m) => m.id), refused, concurrency: hello.concurrency, peer: this.peer }, "worker registered");
+  }
+}

@@ -1,0 +1,311 @@
+/**
+ * A worker's end of the worker protocol: it dials out to a gateway (so it can sit behind NAT),
+ * answers the challenge with its key, offers its models, runs the jobs it is sent on a WorkerNode
+ * (which signs each output's proof) and streams them back. It reconnects with backoff whenever
+ * the connection is lost, and on drain lets its running jobs finish before it leaves.
+ */
+import { WebSocket, type RawData } from "ws";
+import type { Signer } from "../chain/keys.ts";
+import type { Engine } from "../inference/engine.ts";
+import { ProtocolError, parseGatewayMessage } from "../network/protocol-parse.ts";
+import {
+  closeReason,
+  CloseCode,
+  connectUrl,
+  encode,
+  FATAL_CLOSE_CODES,
+  PROTOCOL_VERSION,
+  type GatewayMessage,
+  type ModelOffer,
+  type RefusedModel,
+  type WorkerMessage,
+} from "../network/protocol.ts";
+import { authMessage } from "../network/worker-auth.ts";
+import { Backoff, type BackoffOptions } from "./backoff.ts";
+import { WorkerNode } from "./worker-node.ts";
+
+/** A job's prompt can be a 4 MiB request body and then some. */
+const MAX_INCOMING_BYTES = 64 << 20;
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+/** After its last job, how long a draining worker waits for the settlement notices still due. */
+const SETTLEMENT_WAIT_MS = 2_000;
+/** A settlement takes well under this; a notice later than it is not coming (the proof failed on-chain). */
+const SETTLEMENT_EXPECTED_WITHIN_MS = 60_000;
+
+export type WorkerClientEvent =
+  | { type: "connecting"; url: string }
+  | { type: "registered"; address: string; models: ModelOffer[]; refused: RefusedModel[] }
+  /** The connection ended (or, with `wasConnected` false, could not be made); another attempt follows. */
+  | { type: "disconnected"; wasConnected: boolean; code: number; reason: string; retryInMs: number }
+  /** The gateway refused this worker for good (bad key, no acceptable model...): no more retries. */
+  | { type: "refused"; code: number; reason: string; refused: RefusedModel[] }
+  | { type: "settled"; jobId: string; earnedBaseUnits: bigint; totalBaseUnits: bigint; settlementTx: string };
+
+export interface WorkerClientOptions {
+  /** The gateway's origin, such as `http://127.0.0.1:8080`. */
+  gateway: string;
+  signer: Signer;
+  engines: ReadonlyMap<string, Engine>;
+  /** Jobs run at once, as declared to the gateway. */
+  concurrency: number;
+  reconnect?: BackoffOptions;
+  onEvent?: (event: WorkerClientEvent) => void;
+}
+
+export class WorkerRefusedError extends Error {
+  constructor(readonly code: number, readonly reason: string, readonly refused: RefusedModel[]) {
+    super(`the gateway refused this worker (${code}): ${reason}`);
+    this.name = "WorkerRefusedError";
+  }
+}
+
+interface RunningJob {
+  abort: AbortController;
+  finished: Promise<void>;
+}
+
+interface Registration {
+  models: ModelOffer[];
+  refused: RefusedModel[];
+}
+
+export class WorkerClient {
+  readonly address: string;
+  private readonly url: URL;
+  private readonly node: WorkerNode;
+  private readonly backoff: Backoff;
+  private ws: WebSocket | undefined;
+  private registration: Registration | undefined;
+  private readonly running = new Map<string, RunningJob>();
+  /** Jobs finished with a proof whose settlement notice has not come yet, with when they finished. */
+  private readonly unsettled = new Map<string, number>();
+  private onSettledChange: (() => void) | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private failure: WorkerRefusedError | undefined;
+  private waiters: Array<{ resolve(r: Registration): void; reject(e: Error): void }> = [];
+  private total = 0n;
+
+  constructor(private readonly options: WorkerClientOptions) {
+    if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new RangeError("concurrency must be a positive integer");
+    if (options.engines.size === 0) throw new RangeError("a worker serves at least one model");
+    this.address = options.signer.address;
+    this.url = connectUrl(options.gateway);
+    this.node = new WorkerNode(options.signer, options.engines);
+    this.backoff = new Backoff(options.reconnect);
+  }
+
+  /** What settlement notices have reported this worker earned, in USDC base units. */
+  get earnedBaseUnits(): bigint {
+    return this.total;
+  }
+
+  get runningJobs(): number {
+    return this.running.size;
+  }
+
+  /** Start dialing the gateway; reconnects on its own until drain() or close(). */
+  start(): this {
+    if (!this.ws && !this.reconnectTimer && !this.stopped) this.connect();
+    return this;
+  }
+
+  /** Resolves once registered (at once if it is now); rejects if the gateway refuses this worker. */
+  registered(): Promise<Registration> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.registration) return Promise.resolve(this.registration);
+    if (this.stopped) return Promise.reject(new Error("the worker was stopped"));
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  /**
+   * Leave gracefully: tell the gateway to send nothing new, let the running jobs finish (up to
+   * `timeoutMs`, then they are stopped and the gateway fails them, charging nothing), wait a
+   * moment for their settlement notices, and close.
+   */
+  async drain(timeoutMs = DEFAULT_DRAIN_TIMEOUT_MS): Promise<void> {
+    if (this.stopped) return this.close();
+    this.stopped = true;
+    clearTimeout(this.reconnectTimer);
+    this.send({ type: "drain" });
+    await Promise.race([Promise.allSettled([...this.running.values()].map((j) => j.finished)), delay(timeoutMs)]);
+    this.forgetOverdueSettlements();
+    if (this.ws?.readyState === WebSocket.OPEN && this.unsettled.size > 0) {
+      await Promise.race([new Promise<void>((resolve) => (this.onSettledChange = () => this.unsettled.size === 0 && resolve())), delay(SETTLEMENT_WAIT_MS)]);
+    }
+    await this.close();
+  }
+
+  /** Stop at once: running jobs are abandoned (the gateway fails them, charging nothing). */
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    for (const job of this.running.values()) job.abort.abort();
+    const ws = this.ws;
+    if (ws && ws.readyState !== WebSocket.CLOSED) {
+      const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+      const grace = setTimeout(() => ws.terminate(), 2_000);
+      if (ws.readyState === WebSocket.OPEN) ws.close(CloseCode.normal, "worker stopped");
+      else ws.terminate();
+      await closed;
+      clearTimeout(grace);
+    }
+    this.rejectWaiters(new Error("the worker was stopped"));
+  }
+
+  private emit(event: WorkerClientEvent): void {
+    this.options.onEvent?.(event);
+  }
+
+  private connect(): void {
+    this.reconnectTimer = undefined;
+    this.emit({ type: "connecting", url: this.url.href });
+    const ws = new WebSocket(this.url, { maxPayload: MAX_INCOMING_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
+    this.ws = ws;
+    let lastHeard = Date.now();
+    let heartbeat: NodeJS.Timeout | undefined;
+    let opened = false;
+    let lastError: string | undefined;
+    let refusal: { reason: string; refused: RefusedModel[] } | undefined;
+    const send = (message: WorkerMessage) => {
+      if (ws.readyState === WebSocket.OPEN) ws.send(encode(message));
+    };
+    // Jobs belong to the connection that brought them; a later connection must not carry their output.
+    const jobs = new Set<string>();
+
+    const onMessage = (message: GatewayMessage) => {
+      switch (message.type) {
+        case "challenge": {
+          if (message.protocol !== PROTOCOL_VERSION) throw new ProtocolError(`the gateway speaks protocol ${message.protocol}; this worker speaks ${PROTOCOL_VERSION}`);
+          const signature = this.options.signer.sign(authMessage(this.url.host, message.challenge));
+          const models = [...this.options.engines].map(([id, engine]) => ({ id, contextWindow: engine.contextWindow }));
+          send({ type: "hello", protocol: PROTOCOL_VERSION, address: this.address, signature: Buffer.from(signature).toString("base64"), models, concurrency: this.options.concurrency });
+          clearInterval(heartbeat);
+          heartbeat = setInterval(() => {
+            if (Date.now() - lastHeard > message.heartbeatTimeoutMs) {
+              ws.terminate();
+              return;
+            }
+            send({ type: "heartbeat" });
+          }, message.heartbeatIntervalMs);
+          return;
+        }
+        case "registered":
+          this.backoff.reset();
+          this.registration = { models: message.models, refused: message.refused };
+          this.emit({ type: "registered", address: message.address, models: message.models, refused: message.refused });
+          for (const waiter of this.waiters.splice(0)) waiter.resolve(this.registration);
+          return;
+        case "refused":
+          refusal = { reason: message.reason, refused: message.refused };
+          return;
+        case "job":
+          if (jobs.has(message.jobId) || this.running.has(message.jobId)) throw new ProtocolError(`job ${message.jobId} was sent twice`);
+          jobs.add(message.jobId);
+          this.runJob(message, send, () => jobs.delete(message.jobId));
+          return;
+        case "cancel":
+          this.running.get(message.jobId)?.abort.abort();
+          return;
+        case "count": {
+          const engine = this.options.engines.get(message.model);
+          const counted = engine ? engine.countPromptTokens(message.messages) : Promise.reject(new Error(`this worker does not serve ${message.model}`));
+          counted.then(
+            (tokens) => send({ type: "count_result", requestId: message.requestId, tokens }),
+            (error: unknown) => send({ type: "count_error", requestId: message.requestId, message: errorText(error) }),
+          );
+          return;
+        }
+        case "settled": {
+          const earned = BigInt(message.earnedBaseUnits);
+          this.total += earned;
+          this.unsettled.delete(message.jobId);
+          this.emit({ type: "settled", jobId: message.jobId, earnedBaseUnits: earned, totalBaseUnits: this.total, settlementTx: message.settlementTx });
+          this.onSettledChange?.();
+          return;
+        }
+        case "heartbeat":
+          return;
+      }
+    };
+
+    ws.on("message", (data: RawData, isBinary: boolean) => {
+      lastHeard = Date.now();
+      try {
+        if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
+        onMessage(parseGatewayMessage(data.toString()));
+      } catch (error) {
+        const reason = error instanceof ProtocolError ? `malformed message: ${error.message}` : `the worker failed to handle a message: ${errorText(error)}`;
+        ws.close(error instanceof ProtocolError ? CloseCode.malformed : CloseCode.internalError, closeReason(reason));
+      }
+    });
+    // 'close' follows every error (refused connection, reset, bad frame) and decides what comes next.
+    ws.on("open", () => (opened = true));
+    ws.on("error", (error) => (lastError = error.message));
+    ws.on("close", (code, reasonBuffer) => {
+      clearInterval(heartbeat);
+      if (this.ws === ws) this.ws = undefined;
+      this.registration = undefined;
+      // The gateway has failed whatever it sent on this connection; finishing them helps nobody.
+      for (const jobId of jobs) this.running.get(jobId)?.abort.abort();
+      const reason = refusal?.reason ?? (reasonBuffer.length > 0 ? reasonBuffer.toString() : (lastError ?? ""));
+      if (FATAL_CLOSE_CODES.has(code)) {
+        this.failure = new WorkerRefusedError(code, reason, refusal?.refused ?? []);
+        this.stopped = true;
+        this.emit({ type: "refused", code, reason, refused: refusal?.refused ?? [] });
+        this.rejectWaiters(this.failure);
+        return;
+      }
+      if (this.stopped) return;
+      const retryInMs = this.backoff.next();
+      this.emit({ type: "disconnected", wasConnected: opened, code, reason, retryInMs });
+      this.reconnectTimer = setTimeout(() => this.connect(), retryInMs);
+    });
+  }
+
+  private runJob(message: Extract<GatewayMessage, { type: "job" }>, send: (m: WorkerMessage) => void, forget: () => void): void {
+    const abort = new AbortController();
+    const { jobId } = message;
+    const finished = (async () => {
+      try {
+        for await (const event of this.node.run({ jobId, model: message.model, request: message.request }, abort.signal)) {
+          if (event.type === "delta") {
+            send({ type: "delta", jobId, text: event.text });
+          } else {
+            this.forgetOverdueSettlements();
+            this.unsettled.set(jobId, Date.now());
+            send({ type: "done", jobId, finishReason: event.finishReason, usage: event.usage, outputHash: event.outputHash, signature: Buffer.from(event.signature).toString("base64") });
+          }
+        }
+      } catch (error) {
+        if (!abort.signal.aborted) send({ type: "job_error", jobId, message: errorText(error) });
+      } finally {
+        this.running.delete(jobId);
+        forget();
+      }
+    })();
+    this.running.set(jobId, { abort, finished });
+  }
+
+  private forgetOverdueSettlements(): void {
+    const cutoff = Date.now() - SETTLEMENT_EXPECTED_WITHIN_MS;
+    for (const [jobId, finishedAt] of this.unsettled) if (finishedAt < cutoff) this.unsettled.delete(jobId);
+  }
+
+  private send(message: WorkerMessage): void {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encode(message));
+  }
+
+  private rejectWaiters(error: Error): void {
+    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+  }
+}
+
+function errorText(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).slice(0, 1000);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

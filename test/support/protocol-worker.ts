@@ -1,0 +1,36 @@
+/**
+ * Workers that join a test gateway through the worker protocol, running in the test process on
+ * the shared wiring-model engine: the seed-pool path of `svc dev`, without a child process.
+ */
+import { generateKeypair, type Signer } from "../../src/chain/keys.ts";
+import type { Engine } from "../../src/inference/engine.ts";
+import type { Service } from "../../src/service.ts";
+import { WorkerClient, type WorkerClientEvent } from "../../src/worker/worker-client.ts";
+import { MODEL, testEngine } from "./service.ts";
+
+export interface ProtocolWorkerOptions {
+  signer?: Signer;
+  engines?: ReadonlyMap<string, Engine>;
+  concurrency?: number;
+  onEvent?: (event: WorkerClientEvent) => void;
+}
+
+/** Connects a worker to the gateway and resolves once the gateway has registered it. Close it when done. */
+export async function attachProtocolWorker(service: Service, options: ProtocolWorkerOptions = {}): Promise<WorkerClient> {
+  const client = new WorkerClient({
+    gateway: service.origin,
+    signer: options.signer ?? generateKeypair(),
+    engines: options.engines ?? new Map([[MODEL, await testEngine()]]),
+    concurrency: options.concurrency ?? 4,
+    // Tests restart gateways in a second or two; a short cap keeps them from waiting on the backoff.
+    reconnect: { initialMs: 50, maxMs: 500 },
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+  }).start();
+  try {
+    await client.registered();
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  return client;
+}
