@@ -81,6 +81,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   try {
     await migrate(db, SERVICE_MIGRATIONS);
     chain = await openChain(options.dataDir ? { dataDir: options.dataDir } : {});
+    const openChainHandle = chain;
     const catalog = options.catalog ?? defaultCatalog();
     const pool = new WorkerPool();
     for (const worker of options.seedWorkers ?? []) pool.add(worker);
@@ -107,6 +108,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.workerHeartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.workerHeartbeatTimeoutMs } : {}),
       ...(options.workerCountTimeoutMs !== undefined ? { countTimeoutMs: options.workerCountTimeoutMs } : {}),
       ...(options.workerPublicHost !== undefined ? { publicHost: options.workerPublicHost } : {}),
+      isStaked: (address) => openChainHandle.isStaked(address),
     });
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
@@ -114,7 +116,6 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const port = typeof address === "object" && address ? address.port : options.port;
     // In development the web app (and its error docs) share the gateway's origin.
     if (!options.appUrl) ctx.appUrl = `http://${host}:${port}`;
-    const openChainHandle = chain;
     return {
       baseUrl: `http://${host}:${port}/v1`,
       origin: `http://${host}:${port}`,

@@ -28,8 +28,6 @@ interface PendingCount {
 }
 
 export class RemoteWorkerHandle implements WorkerHandle {
-  /** Staking is read from the chain once workers can stake; until then every remote worker is unstaked. */
-  readonly staked = false;
   private readonly windows: ReadonlyMap<string, number>;
   private readonly jobs = new Map<string, Channel<WorkerEvent>>();
   private readonly counts = new Map<number, PendingCount>();
@@ -42,6 +40,8 @@ export class RemoteWorkerHandle implements WorkerHandle {
     readonly concurrency: number,
     private readonly send: (message: GatewayMessage) => void,
     private readonly countTimeoutMs = DEFAULT_COUNT_TIMEOUT_MS,
+    /** Whether the worker's stake on the chain earns it the staked payout share (read at registration). */
+    readonly staked = false,
   ) {
     this.windows = new Map(models.map((m) => [m.id, m.contextWindow]));
   }

@@ -46,6 +46,10 @@ export interface WorkerGatewayOptions {
    * connection, which is what the worker dialed; set it when a proxy rewrites that header.
    */
   publicHost?: string;
+  /** Whether a worker's on-chain stake makes it staked; without it every worker is unstaked. */
+  isStaked?: (address: string) => Promise<boolean>;
+  /** Called once a worker is registered (e.g. to emit `worker.registered`). */
+  onRegistered?: (worker: { address: string; models: string[]; staked: boolean }) => void | Promise<void>;
 }
 
 export class WorkerGateway {
@@ -123,6 +127,20 @@ export class WorkerGateway {
     this.byAddress.set(handle.address, connection);
     if (previous && previous !== connection) void previous.drop(CloseCode.replaced, "replaced by a newer connection with the same key");
     this.options.pool.add(handle);
+    void Promise.resolve(this.options.onRegistered?.({ address: handle.address, models: handle.models(), staked: handle.staked })).catch((error: unknown) =>
+      this.logger.error({ err: error, worker: handle.address }, "worker registration hook failed"),
+    );
+  }
+
+  /** A stake lookup that fails counts as unstaked: the worker still serves, at the default share. */
+  async stakeOf(address: string): Promise<boolean> {
+    if (!this.options.isStaked) return false;
+    try {
+      return await this.options.isStaked(address);
+    } catch (error) {
+      this.logger.warn({ err: error, worker: address }, "could not read the worker's stake; treating it as unstaked");
+      return false;
+    }
   }
 
   forget(connection: WorkerConnection, handle: RemoteWorkerHandle | undefined): void {
@@ -146,6 +164,8 @@ function refuseUpgrade(socket: Duplex, status: number, text: string): void {
 class WorkerConnection {
   private readonly challenge = randomBytes(32).toString("base64url");
   private handle: RemoteWorkerHandle | undefined;
+  /** Between a valid-looking hello and the worker's entry in the pool (the stake lookup). */
+  private registering = false;
   private draining = false;
   private lastHeard = Date.now();
   private readonly handshakeTimer: NodeJS.Timeout;
@@ -227,8 +247,17 @@ class WorkerConnection {
 
   private handleMessage(message: WorkerMessage): void {
     if (!this.handle) {
+      if (this.registering) {
+        // The stake is being read from the chain; a worker may already be heartbeating.
+        if (message.type === "heartbeat") return;
+        throw new ProtocolError(`${message.type} before registration completed`);
+      }
       if (message.type !== "hello") throw new ProtocolError(`expected hello, got ${message.type}`);
-      this.register(message);
+      this.registering = true;
+      void this.register(message).catch((error: unknown) => {
+        this.gateway.logger.error({ err: error, peer: this.peer }, "worker registration failed");
+        void this.drop(CloseCode.internalError, "the gateway failed to register the worker");
+      });
       return;
     }
     switch (message.type) {
@@ -248,7 +277,7 @@ class WorkerConnection {
     }
   }
 
-  private register(hello: Extract<WorkerMessage, { type: "hello" }>): void {
+  private async register(hello: Extract<WorkerMessage, { type: "hello" }>): Promise<void> {
     clearTimeout(this.handshakeTimer);
     if (hello.protocol !== PROTOCOL_VERSION) {
       void this.drop(CloseCode.unsupportedProtocol, `protocol ${hello.protocol} is not supported; this gateway speaks ${PROTOCOL_VERSION}`);
@@ -268,10 +297,12 @@ class WorkerConnection {
       void this.drop(CloseCode.noAcceptableModel, reason);
       return;
     }
-    const handle = new RemoteWorkerHandle(hello.address, accepted, hello.concurrency, (m) => this.send(m), this.gateway.countTimeoutMs);
+    const staked = await this.gateway.stakeOf(hello.address);
+    if (this.dropped) return;
+    const handle = new RemoteWorkerHandle(hello.address, accepted, hello.concurrency, (m) => this.send(m), this.gateway.countTimeoutMs, staked);
     this.handle = handle;
     this.gateway.registered(this, handle);
     this.send({ type: "registered", address: handle.address, models: accepted, refused });
-    this.gateway.logger.info({ worker: handle.address, models: accepted.map((m) => m.id), refused, concurrency: hello.concurrency, peer: this.peer }, "worker registered");
+    this.gateway.logger.info({ worker: handle.address, models: accepted.map((m) => m.id), refused, concurrency: hello.concurrency, staked, peer: this.peer }, "worker registered");
   }
 }
