@@ -12,6 +12,7 @@ import type { HttpContext } from "./http/context.ts";
 import type { RateLimitOptions } from "./http/rate-limit.ts";
 import { buildServer } from "./http/server.ts";
 import { ChainActions } from "./jobs/chain-actions.ts";
+import { emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
 import { JobService } from "./jobs/job-service.ts";
 import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
@@ -42,6 +43,8 @@ export interface ServiceOptions {
   catalog?: Catalog;
   /** Workers that run inside this process, outside the worker protocol. */
   seedWorkers?: WorkerHandle[];
+  /** Webhooks: `svc dev` allows http://localhost; tests scale the retry delays and trust their receiver's CA. */
+  webhooks?: WebhookOptions;
   /** Worker protocol: silence after which a worker is dropped (default 15 s). */
   workerHeartbeatTimeoutMs?: number;
   /** Worker protocol: time a worker has to count a prompt (default 10 s). */
@@ -65,6 +68,9 @@ export interface Service {
   jobs: JobService;
   /** Chain transactions outside jobs (funding). */
   actions: ChainActions;
+  webhooks: Webhooks;
+  /** The background loop that delivers webhook events. */
+  delivery: DeliveryLoop;
   close(): Promise<void>;
 }
 
@@ -89,6 +95,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const actions = new ChainActions(db, chain, logger);
     const recovered = await jobs.recover();
     if (recovered.resumedActions > 0 || recovered.returnedJobs > 0) logger.info(recovered, "recovered work left by the last run");
+    const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
 
     const host = options.host ?? "127.0.0.1";
     const ctx: HttpContext = {
@@ -97,6 +104,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       pool,
       catalog,
       logger,
+      webhooks,
       appUrl: options.appUrl ?? "",
       ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     };
@@ -109,6 +117,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.workerCountTimeoutMs !== undefined ? { countTimeoutMs: options.workerCountTimeoutMs } : {}),
       ...(options.workerPublicHost !== undefined ? { publicHost: options.workerPublicHost } : {}),
       isStaked: (address) => openChainHandle.isStaked(address),
+      onRegistered: (worker) => emitWorkerRegistered(db, worker),
     });
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
@@ -116,6 +125,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const port = typeof address === "object" && address ? address.port : options.port;
     // In development the web app (and its error docs) share the gateway's origin.
     if (!options.appUrl) ctx.appUrl = `http://${host}:${port}`;
+    const delivery = startWebhookDelivery(webhooks);
     return {
       baseUrl: `http://${host}:${port}/v1`,
       origin: `http://${host}:${port}`,
@@ -127,6 +137,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       pool,
       jobs,
       actions,
+      webhooks,
+      delivery,
       async close() {
         // Jobs in flight finish on their workers before the workers are let go; the HTTP server
         // only finishes closing once the workers' upgraded sockets are gone too.
@@ -135,6 +147,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         await workers.close();
         await httpClosed;
         await jobs.drain();
+        await delivery.stop();
         await openChainHandle.close();
         await db.close();
       },

@@ -64,6 +64,7 @@ export async function runDev(argv: string[]): Promise<void> {
     port,
     catalog,
     logger,
+    webhooks: { allowHttpLocalhost: true },
     ...(values["database-url"] ? { databaseUrl: values["database-url"] } : {}),
   });
   let stopping = false;

@@ -1,6 +1,7 @@
 /** What the HTTP layer needs from the rest of the service. */
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Logger } from "../core/logger.ts";
+import type { Webhooks } from "../events/index.ts";
 import type { JobService } from "../jobs/job-service.ts";
 import type { WorkerPool } from "../network/worker-pool.ts";
 import type { Db } from "../store/db.ts";
@@ -15,11 +16,15 @@ export interface HttpContext {
   /** Origin of the web app; error bodies link to `<appUrl>/docs/errors#<code>`. */
   appUrl: string;
   rateLimit?: RateLimitOptions;
+  /** Webhooks, their delivery records and the web app's wallet sessions. */
+  webhooks: Webhooks;
 }
 
 declare module "fastify" {
   interface FastifyRequest {
     /** The wallet behind the request's API key, set by the authentication hook. */
     owner: { wallet: string; keyCreatedAt: Date };
+    /** The wallet signed in to the web app, set by the /app/api session hook. */
+    appWallet: string;
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The public HTTP surface: Fastify with the `/v1` routes, the per-IP burst limit, API-key
- * authentication, the spec's error bodies and 404/405/413 handling.
+ * authentication, the spec's error bodies and 404/405/413 handling; and the web app's `/app/api`
+ * routes, authenticated by wallet sessions instead of API keys.
  */
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { authenticate } from "../accounts/accounts.ts";
 import { ApiError } from "../core/errors.ts";
 import type { HttpContext } from "./context.ts";
@@ -13,20 +14,55 @@ import { registerChatCompletions } from "./routes/chat-completions.ts";
 import { registerErrorDocs } from "./routes/error-docs.ts";
 import { registerJobs } from "./routes/jobs.ts";
 import { registerModels } from "./routes/models.ts";
+import { registerAppSession, requireAppSession } from "./routes/app-session.ts";
+import { registerAppWebhooks } from "./routes/app-webhooks.ts";
+import { registerWebhooks } from "./routes/webhooks.ts";
 
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
+type Methods = Record<string, (typeof METHODS)[number][]>;
+
 /** The routes of /v1 and their methods; any other method on these paths is a 405. */
-const ROUTES: Record<string, (typeof METHODS)[number][]> = {
+const ROUTES: Methods = {
   "/chat/completions": ["POST"],
   "/models": ["GET"],
   "/models/*": ["GET"],
   "/account": ["GET"],
   "/jobs": ["GET"],
   "/jobs/:id": ["GET"],
+  "/webhooks": ["GET", "POST"],
+  "/webhooks/:id": ["DELETE"],
 };
+
+/** The web app's API under /app/api (wallet sessions, never API keys), likewise. */
+const APP_ROUTES: Methods = {
+  "/session/challenge": ["POST"],
+  "/session": ["POST"],
+  "/webhooks/:id/deliveries": ["GET"],
+  "/webhooks/:id/replay": ["POST"],
+};
+
+/** Any method a path does not take answers 405 with an Allow header. */
+function methodNotAllowed(scope: FastifyInstance, routes: Methods): void {
+  for (const [url, allowed] of Object.entries(routes)) {
+    const others = METHODS.filter((m) => !allowed.includes(m));
+    scope.route({
+      method: others,
+      url,
+      config: { public: true },
+      handler: async (request, reply) => {
+        reply.header("allow", allowed.join(", "));
+        throw new ApiError("method_not_allowed", `${request.method} is not allowed here; use ${allowed.join(" or ")}.`);
+      },
+    });
+  }
+}
+
+function isPublic(request: FastifyRequest): boolean {
+  return Boolean(request.routeOptions.config && (request.routeOptions.config as { public?: boolean }).public);
+}
 
 export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -53,27 +89,32 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
     async (v1) => {
       v1.decorateRequest("owner", undefined as unknown as { wallet: string; keyCreatedAt: Date });
       v1.addHook("preHandler", async (request) => {
-        if (request.routeOptions.config && (request.routeOptions.config as { public?: boolean }).public) return;
+        if (isPublic(request)) return;
         request.owner = await authenticate(ctx.db, request.headers.authorization);
       });
       registerChatCompletions(v1, ctx);
       registerModels(v1, ctx);
       registerAccount(v1, ctx);
       registerJobs(v1, ctx);
-      for (const [url, allowed] of Object.entries(ROUTES)) {
-        const others = METHODS.filter((m) => !allowed.includes(m));
-        v1.route({
-          method: others,
-          url,
-          config: { public: true },
-          handler: async (request, reply) => {
-            reply.header("allow", allowed.join(", "));
-            throw new ApiError("method_not_allowed", `${request.method} is not allowed here; use ${allowed.join(" or ")}.`);
-          },
-        });
-      }
+      registerWebhooks(v1, ctx.webhooks);
+      methodNotAllowed(v1, ROUTES);
     },
     { prefix: "/v1" },
+  );
+
+  // The web app's API: wallet sessions, never API keys (a key cannot change account settings).
+  const { webhooks } = ctx;
+  await app.register(
+    async (web) => {
+      web.decorateRequest("appWallet", "");
+      web.addHook("preHandler", async (request) => {
+        if (!isPublic(request)) await requireAppSession(webhooks, request);
+      });
+      registerAppSession(web, webhooks, () => ctx.appUrl);
+      registerAppWebhooks(web, webhooks);
+      methodNotAllowed(web, APP_ROUTES);
+    },
+    { prefix: "/app/api" },
   );
   return app;
 }

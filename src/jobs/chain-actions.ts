@@ -9,6 +9,7 @@ import { recordTopup } from "../accounts/accounts.ts";
 import type { Chain } from "../chain/chain.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Tier } from "../core/pricing.ts";
+import { emitCreditTopup, emitJobCompleted, emitJobEnded } from "../events/emit.ts";
 import type { Db } from "../store/db.ts";
 import type { JobRecord } from "./job-record.ts";
 import { getJob, updateJob } from "./job-repo.ts";
@@ -32,6 +33,12 @@ export class ChainRejectedError extends Error {
     super(`transaction ${signature} was rejected on-chain: ${reason}`);
     this.name = "ChainRejectedError";
   }
+}
+
+/** job.failed for a job whose escrow never reached the chain: its reservation was just released in `tx`. */
+async function emitEscrowGivenUp(tx: Db, jobId: string): Promise<void> {
+  const job = await getJob(tx, jobId);
+  if (job) await emitJobEnded(tx, job);
 }
 
 export class ChainActions {
@@ -131,6 +138,7 @@ export class ChainActions {
       if (action.kind === "deposit") {
         await money.deposit(tx, action.subject, action.params?.credits ?? 0, action.signature);
         await recordTopup(tx, action.subject, new Date());
+        await emitCreditTopup(tx, action.subject, { credits: action.params?.credits ?? 0, depositTx: action.signature });
         return;
       }
       const job = await getJob(tx, action.subject);
@@ -143,10 +151,12 @@ export class ChainActions {
         case "settlement":
           await money.settle(tx, job);
           await updateJob(tx, job.id, { status: "settled", slot, completedAt: now });
+          await emitJobCompleted(tx, { ...job, status: "settled" }, { settlementTx: action.signature, slot });
           break;
         case "refund":
           await money.release(tx, job.id);
           await updateJob(tx, job.id, { slot, completedAt: now, creditsCharged: 0 });
+          await emitJobEnded(tx, { ...job, refundTx: action.signature });
           break;
       }
     });
@@ -164,6 +174,7 @@ export class ChainActions {
         // Nothing left the wallet on-chain: release the reservation and end the job.
         await money.release(tx, action.subject);
         await updateJob(tx, action.subject, { status: "failed", failureReason: "escrow_failed", completedAt: new Date() });
+        await emitEscrowGivenUp(tx, action.subject);
       }
       // A rejected settlement leaves the job `settling` with its escrow intact; the caller (or
       // recovery) returns the escrow. A rejected refund stays open for the next recovery.
@@ -213,6 +224,7 @@ export class ChainActions {
       if (action.kind === "escrow") {
         await money.release(tx, action.subject);
         await updateJob(tx, action.subject, { status: "failed", failureReason: "interrupted", completedAt: new Date() });
+        await emitEscrowGivenUp(tx, action.subject);
       }
       if (!fresh) return;
       await this.record(tx, fresh);

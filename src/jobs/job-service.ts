@@ -17,6 +17,7 @@ import { completionCost, planEscrow, TIERS } from "../core/pricing.ts";
 import { outputHash } from "../core/proof.ts";
 import type { ChatRequest } from "../http/chat-request.ts";
 import type { FinishReason, Usage } from "../inference/engine.ts";
+import { emitJobProcessing, emitJobSubmitted } from "../events/emit.ts";
 import { ExceedsCreditsError } from "../ledger/index.ts";
 import type { WorkerEvent } from "../network/worker-handle.ts";
 import type { WorkerLease, WorkerPool } from "../network/worker-pool.ts";
@@ -111,7 +112,10 @@ export class JobService {
       // the ledger already holds the credits, and the driver awaits both before any settlement.
       const escrowLanded = this.actions.send(escrow);
       Object.assign(job, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
-      const assigned = updateJob(this.db, job.id, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
+      const assigned = this.db.transaction(async (tx) => {
+        await updateJob(tx, job.id, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
+        await emitJobProcessing(tx, job);
+      });
       // Awaited later by the job's driver; never let an early rejection count as unhandled.
       escrowLanded.catch(() => undefined);
       assigned.catch(() => undefined);
@@ -166,7 +170,9 @@ export class JobService {
           await money.reserve(tx, wallet, id, plan.lockCredits);
           await insertJob(tx, job);
           await this.actions.record(tx, escrow);
-          return money.availableCredits(tx, wallet);
+          const remaining = await money.availableCredits(tx, wallet);
+          await emitJobSubmitted(tx, job, remaining);
+          return remaining;
         });
         return { job, escrow, creditsAfterLock };
       } catch (error) {

@@ -1,0 +1,74 @@
+/**
+ * Writing an event: one statement that inserts the envelope into the outbox and fans it out to
+ * a delivery row for each of the account's webhooks subscribed to its name. Called with the
+ * transaction handle of the change that causes the event, so the event exists exactly when the
+ * change does. Delivery loops in this process are woken; they cannot see the row before the
+ * caller commits, so they look again until it shows up (see delivery.ts).
+ */
+import { newId } from "../core/ids.ts";
+import type { Db } from "../store/db.ts";
+import { API_VERSION, type EventName } from "./names.ts";
+
+export interface Envelope<D = Record<string, unknown>> {
+  id: string;
+  event: EventName;
+  created_at: string;
+  api_version: string;
+  data: D;
+}
+
+export interface NewEvent {
+  /** The wallet address the event belongs to; only its webhooks receive it. */
+  account: string;
+  name: EventName;
+  data: Record<string, unknown>;
+  /** Names the change; a second event with the same key is not written. */
+  dedupeKey?: string;
+}
+
+export function envelope(id: string, name: EventName, createdAt: Date, data: Record<string, unknown>): Envelope {
+  return { id, event: name, created_at: createdAt.toISOString(), api_version: API_VERSION, data };
+}
+
+/** Called with the new event's id, or with none when committed work became due (a replay). */
+type Waker = (eventId?: string) => void;
+const wakers = new Set<Waker>();
+
+/** Delivery loops subscribe here to hear of new work written by this process. */
+export function onEventWritten(waker: Waker): () => void {
+  wakers.add(waker);
+  return () => wakers.delete(waker);
+}
+
+/** Tells this process's delivery loops to look now; call after committing. */
+export function wakeDelivery(): void {
+  for (const wake of wakers) wake();
+}
+
+/**
+ * Writes the event inside `tx`. Returns its id, or undefined when `dedupeKey` says it was
+ * already written.
+ */
+export async function emitEvent(tx: Db, event: NewEvent): Promise<string | undefined> {
+  const id = newId("evt");
+  const createdAt = new Date();
+  const body = JSON.stringify(envelope(id, event.name, createdAt, event.data));
+  const rows = await tx.query<{ id: string; fanned_out: bigint }>(
+    `WITH e AS (
+       INSERT INTO events (id, account, name, dedupe_key, created_at, body)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (dedupe_key) DO NOTHING
+       RETURNING id
+     ), d AS (
+       INSERT INTO webhook_deliveries (webhook_id, event_id)
+       SELECT w.id, e.id FROM e JOIN webhooks w ON w.wallet = $2 AND $3 = ANY (w.events)
+       RETURNING webhook_id
+     )
+     SELECT e.id, (SELECT count(*) FROM d) AS fanned_out FROM e`,
+    [id, event.account, event.name, event.dedupeKey ?? null, createdAt, body],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  if (row.fanned_out > 0n) for (const wake of wakers) wake(id);
+  return id;
+}
