@@ -12,7 +12,7 @@ import type { HttpContext } from "./http/context.ts";
 import type { RateLimitOptions } from "./http/rate-limit.ts";
 import { buildServer } from "./http/server.ts";
 import { ChainActions } from "./jobs/chain-actions.ts";
-import { emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
+import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
 import { JobService } from "./jobs/job-service.ts";
 import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
@@ -74,7 +74,8 @@ export interface Service {
   close(): Promise<void>;
 }
 
-export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...JOBS_MIGRATIONS];
+// Events reference wallets, so they come after the accounts' tables.
+export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...JOBS_MIGRATIONS];
 
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();

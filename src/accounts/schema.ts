@@ -1,10 +1,4 @@
-import { EVENTS_MIGRATIONS } from "../events/schema.ts";
-
-/**
- * Tables owned by the accounts part: wallets and their API keys. The events part's tables follow
- * (an account's webhooks, its events, its credit.low flag and web-app sessions): listed here, every
- * service that migrates accounts also has the outbox the account's transitions write to.
- */
+/** Tables owned by the accounts part: wallets and their API keys. */
 export const ACCOUNTS_MIGRATIONS = [
   {
     id: "accounts/001_wallets_and_keys",
@@ -27,5 +21,4 @@ export const ACCOUNTS_MIGRATIONS = [
       CREATE UNIQUE INDEX api_keys_one_live_key_per_wallet ON api_keys (wallet) WHERE revoked_at IS NULL;
     `,
   },
-  ...EVENTS_MIGRATIONS,
 ];

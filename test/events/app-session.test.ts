@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ACCOUNTS_MIGRATIONS } from "../../src/accounts/schema.ts";
+import { EVENTS_MIGRATIONS } from "../../src/events/schema.ts";
 import { base58Encode } from "../../src/chain/base58.ts";
 import { generateKeypair } from "../../src/chain/keys.ts";
 import { createChallenge, decodeSignature, openSession, sessionWallet } from "../../src/events/app-session.ts";
@@ -15,7 +16,7 @@ for (const backend of testDatabases()) {
   describe(`app sessions on ${backend.name}`, () => {
     let db: Db;
     before(async () => {
-      db = await backend.open({ migrations: ACCOUNTS_MIGRATIONS });
+      db = await backend.open({ migrations: [...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS] });
     });
     after(() => db.close());
 

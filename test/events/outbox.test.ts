@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ensureWallet } from "../../src/accounts/accounts.ts";
 import { ACCOUNTS_MIGRATIONS } from "../../src/accounts/schema.ts";
+import { EVENTS_MIGRATIONS } from "../../src/events/schema.ts";
 import { generateKeypair } from "../../src/chain/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import {
@@ -60,7 +61,7 @@ for (const backend of testDatabases()) {
     let db: Db;
     // One database for the file: each test works on wallets of its own.
     before(async () => {
-      db = await backend.open({ migrations: [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS] });
+      db = await backend.open({ migrations: [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS] });
     });
     after(() => db.close());
 
