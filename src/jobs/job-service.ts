@@ -15,6 +15,7 @@ import { ApiError, insufficientCredits } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { completionCost, planEscrow, TIERS } from "../core/pricing.ts";
 import { outputHash } from "../core/proof.ts";
+import { splitPayout } from "../core/units.ts";
 import type { ChatRequest } from "../http/chat-request.ts";
 import type { FinishReason, Usage } from "../inference/engine.ts";
 import { emitJobProcessing, emitJobSubmitted } from "../events/emit.ts";
@@ -23,7 +24,7 @@ import type { WorkerEvent } from "../network/worker-handle.ts";
 import type { WorkerLease, WorkerPool } from "../network/worker-pool.ts";
 import type { Db } from "../store/db.ts";
 import type { Logger } from "../core/logger.ts";
-import { ChainActions, type PreparedAction } from "./chain-actions.ts";
+import { ChainActions, ChainRejectedError, type PreparedAction } from "./chain-actions.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { getJob, insertJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
@@ -45,6 +46,7 @@ export interface StartedJob {
   /** Unix seconds. */
   created: number;
   escrowTx: string;
+  /** The serving worker; it changes if the first one fails before its first token. */
   workerAddress: string;
   /** The wallet's available credits once this job's escrow is locked. */
   creditsAfterLock: number;
@@ -121,14 +123,7 @@ export class JobService {
       assigned.catch(() => undefined);
 
       const channel = new Channel<JobEvent>();
-      const drive = this.drive(job, request, lease, Promise.all([escrowLanded, assigned]).then(([slot]) => slot), channel, clientSignal)
-        .catch((error: unknown) => {
-          this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
-          channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
-        })
-        .finally(() => this.running.delete(drive));
-      this.running.add(drive);
-      return {
+      const started: StartedJob = {
         id: job.id,
         model: model.id,
         created: Math.floor(job.createdAt.getTime() / 1000),
@@ -137,6 +132,15 @@ export class JobService {
         creditsAfterLock,
         events: channel,
       };
+      const ready = Promise.all([escrowLanded, assigned]).then(([slot]) => slot);
+      const drive = this.drive(job, request, lease, ready, channel, clientSignal, started)
+        .catch((error: unknown) => {
+          this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
+          channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
+        })
+        .finally(() => this.running.delete(drive));
+      this.running.add(drive);
+      return started;
     } catch (error) {
       lease.release();
       throw error;
@@ -185,14 +189,19 @@ export class JobService {
     }
   }
 
-  /** Run the job on its worker and carry it to a final state, reporting to the channel. */
+  /**
+   * Run the job on its worker and carry it to a final state, reporting to the channel. A worker
+   * that fails before its first token is replaced by another one hosting the model, unnoticed by
+   * the caller; after the first token a failure fails the job.
+   */
   private async drive(
     job: JobRecord,
     request: ChatRequest,
-    lease: WorkerLease,
+    firstLease: WorkerLease,
     escrowLanded: Promise<number>,
     channel: Channel<JobEvent>,
     clientSignal: AbortSignal,
+    started: StartedJob,
   ): Promise<void> {
     const work = new AbortController();
     const onClientGone = () => work.abort();
@@ -203,37 +212,53 @@ export class JobService {
       work.abort();
     }, Math.max(0, job.createdAt.getTime() + this.timeoutMs - Date.now()));
 
-    const started = performance.now();
+    const generation = {
+      messages: request.messages,
+      maxTokens: job.maxTokens,
+      temperature: request.temperature,
+      topP: request.topP,
+      stop: request.stop,
+      frequencyPenalty: request.frequencyPenalty,
+      presencePenalty: request.presencePenalty,
+      ...(request.seed !== undefined ? { seed: request.seed } : {}),
+    };
+    const begun = performance.now();
+    const tried = new Set<string>();
+    let lease = firstLease;
     let text = "";
     let done: Extract<WorkerEvent, { type: "done" }> | undefined;
     let workerError: unknown;
     try {
-      const generation = {
-        messages: request.messages,
-        maxTokens: job.maxTokens,
-        temperature: request.temperature,
-        topP: request.topP,
-        stop: request.stop,
-        frequencyPenalty: request.frequencyPenalty,
-        presencePenalty: request.presencePenalty,
-        ...(request.seed !== undefined ? { seed: request.seed } : {}),
-      };
-      for await (const event of lease.worker.run({ jobId: job.id, model: job.model, request: generation }, work.signal)) {
-        if (timedOut) break;
-        if (event.type === "delta") {
-          if (text === "") lease.firstToken(Math.round(performance.now() - started));
-          text += event.text;
-          channel.push(event);
-        } else {
-          done = event;
+      for (;;) {
+        tried.add(lease.worker.address);
+        workerError = undefined;
+        try {
+          for await (const event of lease.worker.run({ jobId: job.id, model: job.model, request: generation }, work.signal)) {
+            if (timedOut) break;
+            if (event.type === "delta") {
+              if (text === "") lease.firstToken(Math.round(performance.now() - begun));
+              text += event.text;
+              channel.push(event);
+            } else {
+              done = event;
+            }
+          }
+        } catch (error) {
+          workerError = error;
+        } finally {
+          lease.release();
         }
+        if (done !== undefined || text !== "" || work.signal.aborted) break;
+        const next = this.pool.acquire(job.model, tried);
+        if (next === undefined) break;
+        this.logger.warn({ err: workerError, job: job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
+        lease = next;
+        await this.reassign(job, lease, escrowLanded);
+        started.workerAddress = lease.worker.address;
       }
-    } catch (error) {
-      workerError = error;
     } finally {
       clearTimeout(timer);
       clientSignal.removeEventListener("abort", onClientGone);
-      lease.release();
     }
 
     // A worker that finished just as the timer fired has finished: the rule is about finishing.
@@ -258,25 +283,40 @@ export class JobService {
 
     channel.push({ type: "finished", finishReason: done.finishReason, usage: done.usage });
     const settled = await this.settle(job, text, done, escrowLanded);
-    if (settled) channel.push({ type: "settled", ...settled });
-    else channel.close(new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
+    if (settled.ok) {
+      channel.push({ type: "settled", settlementTx: settled.settlementTx, slot: settled.slot, creditsRemaining: settled.creditsRemaining });
+      lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
+    } else if (settled.reason === "rejected") {
+      channel.close(new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
+    } else {
+      channel.close(new ApiError("internal_error", "The settlement could not be confirmed yet; the service completes it on its own. Check the job with GET /jobs/{id}."));
+    }
     channel.close();
+  }
+
+  /** Hand the job to another worker (after the first one failed before producing anything). */
+  private async reassign(job: JobRecord, lease: WorkerLease, escrowLanded: Promise<number>): Promise<void> {
+    // The first assignment's write must land first, or it could overwrite this one.
+    await escrowLanded.catch(() => undefined);
+    Object.assign(job, { workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
+    await updateJob(this.db, job.id, { workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
   }
 
   /**
    * Charge the job: record the worker's proof and the settlement transaction, send it (its first
    * instruction verifies the proof on-chain), and on confirmation post the charge in the ledger.
-   * Returns undefined when the chain rejects the proof; the escrow is then returned.
+   * When the chain rejects the proof the escrow is returned; when the chain cannot be reached the
+   * job stays `settling` with its settlement recorded, for recovery to finish.
    */
   private async settle(
     job: JobRecord,
     text: string,
     done: { finishReason: FinishReason; usage: Usage; signature: Uint8Array },
     escrowLanded: Promise<number>,
-  ): Promise<{ settlementTx: string; slot: number; creditsRemaining: number } | undefined> {
+  ): Promise<{ ok: true; settlementTx: string; slot: number; creditsRemaining: number } | { ok: false; reason: "rejected" | "unconfirmed" }> {
     if ((await escrowLanded.then(() => true, () => false)) === false) {
       await this.returnEscrow(job, escrowLanded, "failed", "escrow_failed");
-      return undefined;
+      return { ok: false, reason: "rejected" };
     }
     // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
     const proofHash = outputHash(text);
@@ -308,11 +348,16 @@ export class JobService {
     });
     try {
       const slot = await this.actions.send(settlement);
-      return { settlementTx: settlement.signature, slot, creditsRemaining: await money.availableCredits(this.db, job.wallet) };
+      return { ok: true, settlementTx: settlement.signature, slot, creditsRemaining: await money.availableCredits(this.db, job.wallet) };
     } catch (error) {
+      if (!(error instanceof ChainRejectedError)) {
+        // Not refused, just not confirmed: a refund now could race a settlement that still lands.
+        this.logger.error({ err: error, job: job.id }, "settlement not confirmed; left for recovery");
+        return { ok: false, reason: "unconfirmed" };
+      }
       this.logger.warn({ err: error, job: job.id }, "settlement rejected on-chain");
       await this.returnEscrow(job, escrowLanded, "failed", "proof_rejected");
-      return undefined;
+      return { ok: false, reason: "rejected" };
     }
   }
 

@@ -76,12 +76,15 @@ export class WorkerPool {
     return median(samples);
   }
 
-  /** Pick a worker for a job and count it as outstanding until the lease is released. */
-  acquire(model: string): WorkerLease | undefined {
+  /**
+   * Pick a worker for a job and count it as outstanding until the lease is released. `exclude`
+   * names workers the job already failed on.
+   */
+  acquire(model: string, exclude?: ReadonlySet<string>): WorkerLease | undefined {
     let best: WorkerState | undefined;
     let leastLoaded: WorkerState | undefined;
     for (const w of this.workers.values()) {
-      if (!w.handle.models().includes(model)) continue;
+      if (!w.handle.models().includes(model) || exclude?.has(w.handle.address)) continue;
       if (w.outstanding < (w.handle.concurrency ?? Number.POSITIVE_INFINITY)) {
         if (best === undefined || this.better(w, best)) best = w;
       } else if (leastLoaded === undefined || load(w) < load(leastLoaded) || (load(w) === load(leastLoaded) && this.better(w, leastLoaded))) {

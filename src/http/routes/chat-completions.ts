@@ -49,6 +49,8 @@ export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext):
           reply.header("x-svc-credits-remaining", String(event.creditsRemaining));
         }
       }
+      // The worker may have changed if the first one failed before its first token.
+      reply.header("x-svc-worker", job.workerAddress);
       if (!finish) throw new ApiError("internal_error", "The job ended without a result; nothing was charged.");
       return completionBody({ jobId: job.id, created: job.created, model: job.model, content, ...finish });
     }
