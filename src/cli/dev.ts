@@ -22,6 +22,7 @@ Starts the gateway at http://127.0.0.1:<port>/v1 with everything embedded.
 
 Options:
   --port <n>          Port to listen on (default ${DEFAULT_PORT})
+  --host <addr>       Address to listen on (default 127.0.0.1; 0.0.0.0 lets workers on other machines connect)
   --data-dir <dir>    Where the database, chain and keys are kept (default ./.svc)
   --credits <n>       Credits the dev wallet gets on first start (default 10000)
   --new-key           Replace the dev wallet's API key; the old key stops working at once
@@ -34,6 +35,7 @@ export async function runDev(argv: string[]): Promise<void> {
     args: argv,
     options: {
       port: { type: "string", default: String(DEFAULT_PORT) },
+      host: { type: "string", default: "127.0.0.1" },
       "data-dir": { type: "string", default: ".svc" },
       credits: { type: "string", default: "10000" },
       "new-key": { type: "boolean", default: false },
@@ -62,6 +64,7 @@ export async function runDev(argv: string[]): Promise<void> {
   const service = await startService({
     dataDir,
     port,
+    host: values.host,
     catalog,
     logger,
     webhooks: { allowHttpLocalhost: true },
