@@ -9,6 +9,7 @@ import type { Engine } from "../inference/engine.ts";
 import { LlamaEngine } from "../inference/llama-engine.ts";
 import { resolveModelSource } from "../inference/model-source.ts";
 import { ensureTestModel } from "../inference/test-model.ts";
+import { progressBar } from "./progress-bar.ts";
 
 export async function loadModelEngine(input: {
   spec: string | undefined;
@@ -36,19 +37,4 @@ export async function loadModelEngine(input: {
   input.catalog.approve(model);
   input.logger.info({ model: model.id, path }, "serving a local model");
   return { engine, model };
-}
-
-/** A one-line progress bar on stderr for model downloads. */
-function progressBar(): (downloaded: number, total: number) => void {
-  let last = -1;
-  return (downloaded, total) => {
-    const percent = total > 0 ? Math.floor((downloaded / total) * 100) : 0;
-    if (percent === last) return;
-    last = percent;
-    const width = 30;
-    const filled = Math.round((percent / 100) * width);
-    const mb = (n: number) => (n / 1_048_576).toFixed(1);
-    process.stderr.write(`\rDownloading model [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${percent}% ${mb(downloaded)}/${mb(total)} MB`);
-    if (percent >= 100) process.stderr.write("\n");
-  };
 }

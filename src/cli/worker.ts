@@ -10,6 +10,7 @@ import type { Engine } from "../inference/engine.ts";
 import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
 import { describeEngine, loadEngine, ModelSpecError, parseModelSpec, type ModelSpec } from "../worker/engine-spec.ts";
 import { WorkerClient, type WorkerClientEvent } from "../worker/worker-client.ts";
+import { progressBar } from "./progress-bar.ts";
 
 const HELP = `Usage: svc worker --gateway <url> --keypair <file.json> --model <catalog-id>=<engine> [options]
 
@@ -184,16 +185,4 @@ function positiveInteger(flag: string, value: string): number {
 function fail(message: string): never {
   console.error(`svc worker: ${message}`);
   process.exit(2);
-}
-
-/** A one-line progress bar on stderr for model downloads. */
-function progressBar(): (downloaded: number, total: number) => void {
-  let last = -1;
-  return (downloaded, total) => {
-    const percent = total > 0 ? Math.floor((downloaded / total) * 100) : 0;
-    if (percent === last) return;
-    last = percent;
-    process.stderr.write(`\rDownloading model: ${percent}% of ${(total / 1_048_576).toFixed(1)} MB`);
-    if (percent >= 100) process.stderr.write("\n");
-  };
 }
