@@ -15,14 +15,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { generateKeypair } from "../src/chain/keys.ts";
-import OpenAI from "openai";
-import { issueApiKey } from "../src/accounts/accounts.ts";
-import type { GenerationRequest } from "../src/inference/engine.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
 import { ensureTestModel, TEST_MODEL_ID } from "../src/inference/test-model.ts";
 import { startService } from "../src/service.ts";
 import { openDb, type Db } from "../src/store/db.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
+import { BENCH_MAX_TOKENS, BENCH_MESSAGES, fundedClient, percentile, row, timeEngine } from "./support.ts";
 
 const requests = Number(process.argv[2] ?? 200);
 const storage = process.argv[3] ?? "memory";
@@ -44,31 +42,20 @@ const service = await startService({
   seedWorkers: [new WorkerNode(generateKeypair(), new Map([[TEST_MODEL_ID, engine]]))],
   rateLimit: { ratePerSecond: 1e6, burst: 1e6 },
 });
-const wallet = generateKeypair().address;
-await service.actions.deposit(wallet, requests * 10);
-const client = new OpenAI({ apiKey: await issueApiKey(service.db, wallet), baseURL: service.baseUrl, maxRetries: 0 });
-
-const messages = [{ role: "user" as const, content: "Hello" }];
-const request: GenerationRequest = { messages, maxTokens: 16, temperature: 0, topP: 1, stop: [], frequencyPenalty: 0, presencePenalty: 0 };
-
-async function viaEngine(): Promise<[number, number]> {
-  const start = performance.now();
-  let first = 0;
-  for await (const event of engine.generate(request)) if (event.type === "delta" && first === 0) first = performance.now() - start;
-  return [first, performance.now() - start];
-}
+const client = await fundedClient(service, requests * 10);
+const viaEngine = () => timeEngine(engine);
 
 async function viaGatewayStream(): Promise<[number, number]> {
   const start = performance.now();
   let first = 0;
-  const stream = await client.chat.completions.create({ model: TEST_MODEL_ID, messages, max_tokens: 16, temperature: 0, stream: true });
+  const stream = await client.chat.completions.create({ model: TEST_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0, stream: true });
   for await (const chunk of stream) if (first === 0 && chunk.choices[0]?.delta.content) first = performance.now() - start;
   return [first, performance.now() - start];
 }
 
 async function viaGatewayJson(): Promise<number> {
   const start = performance.now();
-  await client.chat.completions.create({ model: TEST_MODEL_ID, messages, max_tokens: 16, temperature: 0 });
+  await client.chat.completions.create({ model: TEST_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0 });
   return performance.now() - start;
 }
 
@@ -95,12 +82,6 @@ for (let i = 0; i < requests; i++) {
   gatewayJsonTotal.push(jt);
 }
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-const row = (name: string, values: number[]) =>
-  `${name.padEnd(40)} p50 ${percentile(values, 50).toFixed(2).padStart(7)} ms   p95 ${percentile(values, 95).toFixed(2).padStart(7)} ms`;
 
 console.log(`gateway vs engine, ${requests} interleaved requests each, storage: ${storage}, completion: 7 tokens`);
 console.log(row("engine alone: time to first token", engineFirst));

@@ -14,16 +14,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import OpenAI from "openai";
-import { issueApiKey } from "../src/accounts/accounts.ts";
 import { generateKeypair } from "../src/chain/keys.ts";
-import type { GenerationRequest } from "../src/inference/engine.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
 import { ensureTestModel, KNOWN_REPLY, TEST_MODEL_ID } from "../src/inference/test-model.ts";
 import type { WorkerHandle } from "../src/network/worker-handle.ts";
 import { startService } from "../src/service.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { killWorkers, spawnWorker } from "../test/support/worker-process.ts";
+import { BENCH_MAX_TOKENS, BENCH_MESSAGES, fundedClient, percentile, row, signedMs, timeEngine } from "./support.ts";
 
 const requests = Number(process.argv[2] ?? 200);
 const scratch = await mkdtemp(join(tmpdir(), "svc-bench-hop-"));
@@ -35,19 +33,8 @@ try {
   await process_.waitFor(/Connected to /);
   const remote = service.pool.hosting(TEST_MODEL_ID).find((w) => w.address === process_.address)!;
 
-  const wallet = generateKeypair().address;
-  await service.actions.deposit(wallet, requests * 10);
-  const client = new OpenAI({ apiKey: await issueApiKey(service.db, wallet), baseURL: service.baseUrl, maxRetries: 0 });
-
-  const messages = [{ role: "user" as const, content: "Hello" }];
-  const request: GenerationRequest = { messages, maxTokens: 16, temperature: 0, topP: 1, stop: [], frequencyPenalty: 0, presencePenalty: 0 };
-
-  async function viaEngine(): Promise<[number, number]> {
-    const start = performance.now();
-    let first = 0;
-    for await (const event of engine.generate(request)) if (event.type === "delta" && first === 0) first = performance.now() - start;
-    return [first, performance.now() - start];
-  }
+  const client = await fundedClient(service, requests * 10);
+  const viaEngine = () => timeEngine(engine);
 
   function route(worker: WorkerHandle): void {
     for (const other of service.pool.hosting(TEST_MODEL_ID)) if (other !== worker) service.pool.remove(other.address);
@@ -59,7 +46,7 @@ try {
     const start = performance.now();
     let first = 0;
     let text = "";
-    const { data, response } = await client.chat.completions.create({ model: TEST_MODEL_ID, messages, max_tokens: 16, temperature: 0, stream: true }).withResponse();
+    const { data, response } = await client.chat.completions.create({ model: TEST_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0, stream: true }).withResponse();
     for await (const chunk of data) {
       const delta = chunk.choices[0]?.delta.content;
       if (delta && first === 0) first = performance.now() - start;
@@ -90,20 +77,17 @@ try {
     samples.remoteTotal.push(rt);
   }
 
-  const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
-  const row = (name: string, values: number[]) =>
-    `${name.padEnd(52)} p50 ${percentile(values, 50).toFixed(2).padStart(7)} ms   p95 ${percentile(values, 95).toFixed(2).padStart(7)} ms`;
+  const line = (name: string, values: number[]) => row(name, values, 52);
   console.log(`worker hop, ${requests} interleaved requests per path, streamed, completion: 7 tokens`);
-  console.log(row("engine alone: time to first token", samples.engineFirst));
-  console.log(row("gateway, engine in-process: time to first token", samples.localFirst));
-  console.log(row("gateway, svc worker process: time to first token", samples.remoteFirst));
-  console.log(row("engine alone: whole generation", samples.engineTotal));
-  console.log(row("gateway, engine in-process: to [DONE]", samples.localTotal));
-  console.log(row("gateway, svc worker process: to [DONE]", samples.remoteTotal));
-  const signed = (ms: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;
+  console.log(line("engine alone: time to first token", samples.engineFirst));
+  console.log(line("gateway, engine in-process: time to first token", samples.localFirst));
+  console.log(line("gateway, svc worker process: time to first token", samples.remoteFirst));
+  console.log(line("engine alone: whole generation", samples.engineTotal));
+  console.log(line("gateway, engine in-process: to [DONE]", samples.localTotal));
+  console.log(line("gateway, svc worker process: to [DONE]", samples.remoteTotal));
   console.log(
-    `worker hop (p50, worker process minus in-process): first token ${signed(percentile(samples.remoteFirst, 50) - percentile(samples.localFirst, 50))}, ` +
-      `whole stream ${signed(percentile(samples.remoteTotal, 50) - percentile(samples.localTotal, 50))}`,
+    `worker hop (p50, worker process minus in-process): first token ${signedMs(percentile(samples.remoteFirst, 50) - percentile(samples.localFirst, 50))}, ` +
+      `whole stream ${signedMs(percentile(samples.remoteTotal, 50) - percentile(samples.localTotal, 50))}`,
   );
 
   process_.child.kill("SIGTERM");

@@ -1,0 +1,47 @@
+/** What the benches share: a funded SDK client, the request they time, and percentile rows. */
+import { performance } from "node:perf_hooks";
+import OpenAI from "openai";
+import { issueApiKey } from "../src/accounts/accounts.ts";
+import { generateKeypair } from "../src/chain/keys.ts";
+import type { Engine, GenerationRequest } from "../src/inference/engine.ts";
+import type { Service } from "../src/service.ts";
+
+export const BENCH_MESSAGES = [{ role: "user" as const, content: "Hello" }];
+export const BENCH_MAX_TOKENS = 16;
+export const BENCH_REQUEST: GenerationRequest = {
+  messages: BENCH_MESSAGES,
+  maxTokens: BENCH_MAX_TOKENS,
+  temperature: 0,
+  topP: 1,
+  stop: [],
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+};
+
+/** An SDK client for a new wallet funded with `credits`. */
+export async function fundedClient(service: Service, credits: number): Promise<OpenAI> {
+  const wallet = generateKeypair().address;
+  await service.actions.deposit(wallet, credits);
+  return new OpenAI({ apiKey: await issueApiKey(service.db, wallet), baseURL: service.baseUrl, maxRetries: 0 });
+}
+
+/** Time to first token and whole generation of BENCH_REQUEST on the engine alone, in ms. */
+export async function timeEngine(engine: Engine): Promise<[number, number]> {
+  const start = performance.now();
+  let first = 0;
+  for await (const event of engine.generate(BENCH_REQUEST)) if (event.type === "delta" && first === 0) first = performance.now() - start;
+  return [first, performance.now() - start];
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export function row(name: string, values: number[], width = 44): string {
+  return `${name.padEnd(width)} p50 ${percentile(values, 50).toFixed(2).padStart(7)} ms   p95 ${percentile(values, 95).toFixed(2).padStart(7)} ms`;
+}
+
+export function signedMs(ms: number): string {
+  return `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;
+}
