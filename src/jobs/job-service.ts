@@ -31,8 +31,6 @@ import * as money from "./money.ts";
 
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000;
 
-/** Seconds a caller is told to wait when no worker hosts a model. */
-const NO_WORKER_RETRY_AFTER_S = 10;
 
 export type JobEvent =
   | { type: "delta"; text: string }
@@ -94,7 +92,7 @@ export class JobService {
     if (!lease) {
       throw new ApiError("no_workers_available", `No worker is serving ${model.id} right now. Retry shortly.`, null, {
         model: model.id,
-        retry_after: NO_WORKER_RETRY_AFTER_S,
+        retry_after: this.pool.retryAfterSeconds(model.id),
       });
     }
     try {

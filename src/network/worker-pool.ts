@@ -6,6 +6,7 @@
  * relative to its concurrency): it waits in that worker's queue, which serves the caller sooner
  * than a 503 would while a single slot is about to free up.
  */
+import { ModelOutages } from "./model-outages.ts";
 import type { WorkerHandle } from "./worker-handle.ts";
 
 const LATENCY_WINDOW = 50;
@@ -39,9 +40,12 @@ function load(w: WorkerState): number {
 export class WorkerPool {
   private readonly workers = new Map<string, WorkerState>();
 
+  constructor(private readonly outages = new ModelOutages()) {}
+
   /** Adds a worker; one already here under the same address is replaced (a reconnection). */
   add(handle: WorkerHandle): void {
     this.workers.set(handle.address, { handle, outstanding: 0, ttftMs: [] });
+    for (const model of handle.models()) this.outages.hosted(model);
   }
 
   /**
@@ -49,8 +53,16 @@ export class WorkerPool {
    * connection going away never removes the reconnection that replaced it.
    */
   remove(address: string, handle?: WorkerHandle): void {
-    if (handle !== undefined && this.workers.get(address)?.handle !== handle) return;
+    const leaving = this.workers.get(address);
+    if (leaving === undefined || (handle !== undefined && leaving.handle !== handle)) return;
     this.workers.delete(address);
+    const stillHosted = this.hostedModels();
+    for (const model of leaving.handle.models()) if (!stillHosted.has(model)) this.outages.unhosted(model);
+  }
+
+  /** For a 503 when no worker hosts the model: seconds until one likely will, from measured outages. */
+  retryAfterSeconds(model: string): number {
+    return this.outages.retryAfterSeconds(model);
   }
 
   /** Jobs routed to the worker and not finished yet (0 for a worker not in the pool). */

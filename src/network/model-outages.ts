@@ -1,0 +1,60 @@
+/**
+ * How long a model stays without workers, measured, so a 503 `no_workers_available` can tell the
+ * caller a `retry_after` drawn from what this gateway has seen rather than a constant. An outage
+ * runs from the moment a model's last worker leaves until a worker hosting it arrives.
+ */
+
+const HISTORY = 20;
+/** Never served here: nothing to expect soon. */
+const NEVER_HOSTED_S = 60;
+/** Workers reconnect with backoff starting near half a second; a fresh outage often ends quickly. */
+const FRESH_OUTAGE_S = 5;
+const MAX_S = 300;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export class ModelOutages {
+  /** Model → when its last worker left (only while it has none). */
+  private readonly downSince = new Map<string, number>();
+  /** Model → lengths of its recent outages in ms, newest last. */
+  private readonly lengths = new Map<string, number[]>();
+  private readonly everHosted = new Set<string>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** A worker now hosts the model. */
+  hosted(model: string): void {
+    this.everHosted.add(model);
+    const since = this.downSince.get(model);
+    if (since === undefined) return;
+    this.downSince.delete(model);
+    const history = this.lengths.get(model) ?? [];
+    history.push(this.now() - since);
+    if (history.length > HISTORY) history.shift();
+    this.lengths.set(model, history);
+  }
+
+  /** The model's last worker left. */
+  unhosted(model: string): void {
+    if (!this.downSince.has(model)) this.downSince.set(model, this.now());
+  }
+
+  /**
+   * Seconds to wait before retrying: what remains of this model's typical outage, or, once the
+   * current one has outlasted it, as long again as it has lasted so far (backing off).
+   */
+  retryAfterSeconds(model: string): number {
+    if (!this.everHosted.has(model)) return NEVER_HOSTED_S;
+    const since = this.downSince.get(model);
+    const elapsed = since === undefined ? 0 : this.now() - since;
+    const history = this.lengths.get(model);
+    let seconds: number;
+    if (history && history.length > 0 && median(history) > elapsed) seconds = (median(history) - elapsed) / 1000;
+    else seconds = Math.max(FRESH_OUTAGE_S, elapsed / 1000);
+    return Math.min(MAX_S, Math.max(1, Math.ceil(seconds)));
+  }
+}
