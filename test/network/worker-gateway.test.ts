@@ -42,6 +42,15 @@ async function api<T>(path: string): Promise<{ status: number; body: T }> {
   return { status: response.status, body: (await response.json()) as T };
 }
 
+/** Play a worker's part up to its first token: count the prompt, take the job, send one delta. */
+async function takeJobAndStart(worker: RawWorker): Promise<string> {
+  const count = await worker.next("count");
+  worker.send({ type: "count_result", requestId: count.requestId, tokens: 10 });
+  const job = await worker.next("job");
+  worker.send({ type: "delta", jobId: job.jobId, text: "Hel" });
+  return job.jobId;
+}
+
 async function credits(): Promise<number> {
   return (await api<{ credits_remaining: number }>("/account")).body.credits_remaining;
 }
@@ -180,13 +189,7 @@ describe("a job's life over the wire", () => {
     worker.hello();
     await worker.next("registered");
     const balance = await credits();
-    const served = (async () => {
-      const count = await worker.next("count");
-      worker.send({ type: "count_result", requestId: count.requestId, tokens: 10 });
-      const job = await worker.next("job");
-      worker.send({ type: "delta", jobId: job.jobId, text: "Hel" });
-      return job.jobId;
-    })();
+    const served = takeJobAndStart(worker);
     const abort = new AbortController();
     // Resolves with the response headers, which the gateway sends with the first token.
     await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 100, stream: true }, { signal: abort.signal });
@@ -258,14 +261,10 @@ describe("heartbeats", () => {
     worker.hello();
     await worker.next("registered");
     const balance = await credits();
-    const served = (async () => {
-      const count = await worker.next("count");
-      worker.send({ type: "count_result", requestId: count.requestId, tokens: 10 });
-      const job = await worker.next("job");
-      worker.send({ type: "delta", jobId: job.jobId, text: "Hel" });
+    const served = takeJobAndStart(worker).then((jobId) => {
       worker.silence();
-      return job.jobId;
-    })();
+      return jobId;
+    });
     const stream = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 50, stream: true });
     const silentAt = Date.now();
     let text = "";
