@@ -26,18 +26,10 @@
 import { sqlState, type Db } from "../store/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "./errors.ts";
 import { toTransfer, type TransferRow } from "./rows.ts";
-import type { Transfer, TransferKind } from "./types.ts";
+import type { Transfer } from "./types.ts";
 
-export interface NewTransfer {
-  id: string;
-  kind: TransferKind;
-  debitAccountId: string;
-  creditAccountId: string;
-  amount: bigint;
-  pendingId: string | null;
-  code: string;
-  reference: string | null;
-}
+/** A transfer as written: the stored fields less what the database sets or derives. */
+export type NewTransfer = Omit<Transfer, "createdAt" | "pendingState">;
 
 /** A transfer to record; for a post or void, with the amount its pending transfer reserved. */
 export interface Movement {
