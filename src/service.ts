@@ -3,10 +3,13 @@
  * catalog, the worker pool with the worker protocol's endpoint, the job service and the HTTP
  * server. `svc dev` and the tests both start it through `startService`.
  */
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS } from "./accounts/schema.ts";
-import { defaultCatalog, type Catalog } from "./catalog/catalog.ts";
+import { DEV_MODEL_ID, defaultCatalog, type Catalog } from "./catalog/catalog.ts";
 import { openChain, type Chain } from "./chain/chain.ts";
+import type { Signer } from "./chain/keys.ts";
 import { silentLogger, type Logger } from "./core/logger.ts";
 import type { HttpContext } from "./http/context.ts";
 import type { RateLimitOptions } from "./http/rate-limit.ts";
@@ -16,10 +19,14 @@ import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDeli
 import { JobService } from "./jobs/job-service.ts";
 import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
+import { ensureTestModel } from "./inference/test-model.ts";
+import { ModelVocabularies } from "./inference/vocabulary.ts";
 import type { WorkerHandle } from "./network/worker-handle.ts";
+import type { WorkerLimits } from "./network/worker-limits.ts";
 import { WorkerGateway } from "./network/worker-gateway.ts";
 import { WorkerPool } from "./network/worker-pool.ts";
 import { migrate } from "./store/migrate.ts";
+import { WEB_MIGRATIONS, type WebOptions } from "./web/index.ts";
 import { openDb, type Db } from "./store/db.ts";
 
 export const DEFAULT_PORT = 8080;
@@ -51,6 +58,14 @@ export interface ServiceOptions {
   workerCountTimeoutMs?: number;
   /** Worker protocol: the host workers sign into the handshake, when a proxy rewrites the Host header. */
   workerPublicHost?: string;
+  /** Worker protocol: time a new worker has to finish its probe job (default 30 s). */
+  workerProbeTimeoutMs?: number;
+  /** Worker protocol: handshakes per IP and messages per connection (worker-limits.ts has the defaults). */
+  workerLimits?: Partial<WorkerLimits>;
+  /** A worker with no token this long after taking a job is stalling; the job moves on (default 60 s). */
+  firstTokenTimeoutMs?: number;
+  /** The web app: session lifetime, and in `svc dev` the dev wallet it can sign in as. */
+  web?: WebOptions;
 }
 
 export interface Service {
@@ -71,11 +86,14 @@ export interface Service {
   webhooks: Webhooks;
   /** The background loop that delivers webhook events. */
   delivery: DeliveryLoop;
-  close(): Promise<void>;
+  /** `svc dev`: let the web app sign in as this wallet with no extension. */
+  enableDevSignIn(wallet: Signer): void;
+  /** Stops in order; `onStep` hears each step before it starts, for a console to say what is happening. */
+  close(onStep?: (step: string, fields?: Record<string, unknown>) => void): Promise<void>;
 }
 
 // Events reference wallets, so they come after the accounts' tables.
-export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...JOBS_MIGRATIONS];
+export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...JOBS_MIGRATIONS, ...WEB_MIGRATIONS];
 
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();
@@ -92,7 +110,18 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const catalog = options.catalog ?? defaultCatalog();
     const pool = new WorkerPool();
     for (const worker of options.seedWorkers ?? []) pool.add(worker);
-    const jobs = new JobService({ db, chain, pool, catalog, logger, ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}) });
+    // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
+    const vocabularies = new ModelVocabularies(new Map([[DEV_MODEL_ID, () => ensureTestModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
+    const jobs = new JobService({
+      db,
+      chain,
+      pool,
+      catalog,
+      logger,
+      vocabularies,
+      ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}),
+      ...(options.firstTokenTimeoutMs ? { firstTokenTimeoutMs: options.firstTokenTimeoutMs } : {}),
+    });
     const actions = new ChainActions(db, chain, logger);
     const recovered = await jobs.recover();
     if (recovered.resumedActions > 0 || recovered.returnedJobs > 0) logger.info(recovered, "recovered work left by the last run");
@@ -106,7 +135,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       catalog,
       logger,
       webhooks,
+      readiness: { database: () => db.query("SELECT 1"), chain: () => openChainHandle.slot(), workers: () => pool.size },
       appUrl: options.appUrl ?? "",
+      web: { ...options.web },
       ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     };
     const app = await buildServer(ctx);
@@ -117,6 +148,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.workerHeartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.workerHeartbeatTimeoutMs } : {}),
       ...(options.workerCountTimeoutMs !== undefined ? { countTimeoutMs: options.workerCountTimeoutMs } : {}),
       ...(options.workerPublicHost !== undefined ? { publicHost: options.workerPublicHost } : {}),
+      ...(options.workerProbeTimeoutMs !== undefined ? { probeTimeoutMs: options.workerProbeTimeoutMs } : {}),
+      ...(options.workerLimits ? { limits: options.workerLimits } : {}),
       isStaked: (address) => openChainHandle.isStaked(address),
       onRegistered: (worker) => emitWorkerRegistered(db, worker),
     });
@@ -140,15 +173,23 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       actions,
       webhooks,
       delivery,
-      async close() {
+      enableDevSignIn: (wallet) => {
+        ctx.web.devWallet = wallet;
+      },
+      async close(onStep = () => {}) {
         // Jobs in flight finish on their workers before the workers are let go; the HTTP server
         // only finishes closing once the workers' upgraded sockets are gone too.
+        onStep("refusing new requests; draining running jobs", { runningJobs: jobs.runningJobs });
         const httpClosed = app.close();
         await jobs.drain();
+        onStep("closing worker connections");
         await workers.close();
         await httpClosed;
         await jobs.drain();
+        onStep("stopping webhook delivery");
         await delivery.stop();
+        await vocabularies.close();
+        onStep("closing the chain and the database");
         await openChainHandle.close();
         await db.close();
       },

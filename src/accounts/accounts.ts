@@ -70,16 +70,17 @@ export async function authenticate(db: Db, authorization: string | undefined): P
   if (authorization === undefined || authorization.trim() === "") {
     throw new ApiError("missing_api_key", "No API key was sent. Send it as 'Authorization: Bearer svc_live_...'.");
   }
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  const key = match?.[1];
-  if (key === undefined || !isWellFormedKey(key)) {
-    throw new ApiError("invalid_api_key", "The API key is not valid. Keys look like 'svc_live_' followed by 32 letters and digits.");
-  }
-  // No cache: a revoked key must fail on the next request, on every gateway node.
+  const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? authorization;
+  // Every key that was sent costs one hash and one lookup, malformed or not, so the answer's
+  // timing does not tell a malformed key from an unknown one. No cache: a revoked key must fail
+  // on the next request, on every gateway node.
   const rows = await db.query<{ wallet: string; created_at: Date; revoked_at: Date | null; suspended_at: Date | null }>(
     "SELECT wallet, created_at, revoked_at, suspended_at FROM api_keys WHERE key_hash = $1",
     [hashApiKey(key)],
   );
+  if (!isWellFormedKey(key)) {
+    throw new ApiError("invalid_api_key", "The API key is not valid. Keys look like 'svc_live_' followed by 32 letters and digits.");
+  }
   const row = rows[0];
   if (!row || row.revoked_at !== null) {
     throw new ApiError("invalid_api_key", "The API key does not exist or was revoked.");
@@ -88,4 +89,22 @@ export async function authenticate(db: Db, authorization: string | undefined): P
     throw new ApiError("key_suspended", "This API key was suspended after a policy violation.");
   }
   return { wallet: row.wallet, keyCreatedAt: row.created_at };
+}
+
+/**
+ * The wallet's credit.low threshold. The event's arming flag is set from the balance now, so the
+ * next time the balance falls below the new threshold is the one that fires.
+ */
+export async function setCreditLowThreshold(db: Db, wallet: string, thresholdCredits: number, availableCredits: number): Promise<void> {
+  await ensureWallet(db, wallet);
+  await db.query("UPDATE wallets SET credit_low_threshold = $2::integer, credit_low_armed = ($3::bigint >= $2::integer) WHERE address = $1", [wallet, thresholdCredits, availableCredits]);
+}
+
+/** When the wallet's live API key was made; undefined when it has none. */
+export async function apiKeyCreatedAt(db: Db, wallet: string): Promise<Date | undefined> {
+  const [row] = await db.query<{ created_at: Date }>(
+    "SELECT created_at FROM api_keys WHERE wallet = $1 AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1",
+    [wallet],
+  );
+  return row?.created_at;
 }

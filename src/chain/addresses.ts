@@ -51,16 +51,25 @@ export function stakeSeed(worker: Address): string {
 
 const PDA_MARKER = Buffer.from("ProgramDerivedAddress");
 
-/** `find_program_address`: the first bump from 255 down whose hash is not a curve point. */
-export function findProgramAddress(seeds: readonly Uint8Array[], program: Address): Address {
+export interface ProgramAddress {
+  address: Address;
+  bump: number;
+}
+
+/** `find_program_address`: the first bump from 255 down whose hash is not a curve point, with that bump. */
+export function findProgramAddressAndBump(seeds: readonly Uint8Array[], program: Address): ProgramAddress {
   const programBytes = addressBytes(program);
   for (let bump = 255; bump >= 0; bump--) {
     const hash = createHash("sha256");
     for (const seed of seeds) hash.update(seed);
-    const candidate = base58Encode(hash.update(Uint8Array.of(bump)).update(programBytes).update(PDA_MARKER).digest()) as Address;
-    if (isOffCurveAddress(candidate)) return candidate;
+    const address = base58Encode(hash.update(Uint8Array.of(bump)).update(programBytes).update(PDA_MARKER).digest()) as Address;
+    if (isOffCurveAddress(address)) return { address, bump };
   }
   throw new Error("no viable program address bump");
+}
+
+export function findProgramAddress(seeds: readonly Uint8Array[], program: Address): Address {
+  return findProgramAddressAndBump(seeds, program).address;
 }
 
 /**
@@ -72,7 +81,7 @@ export class AssociatedTokenAddresses {
   private readonly mintBytes: Uint8Array;
   private readonly tokenProgramBytes = addressBytes(TOKEN_PROGRAM);
 
-  constructor(mint: Address) {
+  constructor(readonly mint: Address) {
     this.mintBytes = addressBytes(mint);
   }
 

@@ -91,7 +91,8 @@ export class Chain {
   private readonly escrows = new BoundedMap<Address>(100_000);
 
   constructor(
-    private readonly backend: ChainBackend,
+    /** Where transactions go; the JSON-RPC server reaches the embedded chain through it. */
+    readonly backend: ChainBackend,
     private readonly keys: ServiceKeys,
     private readonly tokenAccounts: AssociatedTokenAddresses,
     treasuryAccount: Address,
@@ -316,16 +317,26 @@ export class Chain {
 
   /** Development faucet: mints native tokens to an owner's own token account. */
   async grantNative(input: { to: string; amount: bigint }): Promise<ChainReceipt> {
+    return this.grant(this.nativeTokenAccounts, this.keys.nativeMintAuthority, "grant", input);
+  }
+
+  /** Development faucet: mints test USDC base units to an owner's own (associated) token account. */
+  async grantUsdc(input: { to: string; amount: bigint }): Promise<ChainReceipt> {
+    return this.grant(this.tokenAccounts, this.keys.mintAuthority, "usdc", input);
+  }
+
+  private async grant(accounts: AssociatedTokenAddresses, authority: Signer, memo: string, input: { to: string; amount: bigint }): Promise<ChainReceipt> {
+    if (input.amount <= 0n) throw new RangeError("a grant must be positive");
     const owner = toAddress(input.to);
-    const account = this.nativeTokenAccount(owner);
+    const account = accounts.of(owner);
     const prepared = await this.sign(
       [
-        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: account, owner, mint: this.nativeMint }),
-        ix.mintTo({ mint: this.nativeMint, to: account, authority: this.keys.nativeMintAuthority.address, amount: input.amount }),
-        ix.memo(`svc:grant owner=${owner} amount=${input.amount}`),
+        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: account, owner, mint: accounts.mint }),
+        ix.mintTo({ mint: accounts.mint, to: account, authority: authority.address, amount: input.amount }),
+        ix.memo(`svc:${memo} owner=${owner} amount=${input.amount}`),
       ],
       false,
-      [this.keys.nativeMintAuthority],
+      [authority],
     );
     return this.send(prepared.wire);
   }

@@ -15,3 +15,5 @@ export { ChainTxError } from "./backend.ts";
 export type { ChainBackend } from "./backend.ts";
 export type { DecodedInstruction, InstructionKind, ProgramName } from "./decode.ts";
 export { LiteSvmBackend } from "./litesvm-backend.ts";
+export { DEFAULT_RPC_PORT, startChainRpc } from "./rpc/index.ts";
+export type { ChainRpcOptions, ChainRpcServer } from "./rpc/index.ts";

@@ -74,6 +74,21 @@ export function initializeTokenAccount(args: { account: Address; mint: Address; 
   };
 }
 
+/** System `Transfer` (2) of lamports; `from` signs. */
+export function systemTransfer(args: { from: Address; to: Address; lamports: bigint }): Instruction {
+  const data = new Uint8Array(12);
+  data[0] = 2;
+  data.set(u64(args.lamports), 4);
+  return {
+    programAddress: SYSTEM_PROGRAM,
+    accounts: [
+      { address: args.from, role: WRITABLE_SIGNER },
+      { address: args.to, role: WRITABLE },
+    ],
+    data,
+  };
+}
+
 /** Token `Transfer` (3). */
 export function tokenTransfer(args: { from: Address; to: Address; authority: Address; amount: bigint }): Instruction {
   return {

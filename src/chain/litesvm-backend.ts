@@ -20,8 +20,9 @@ import { base58Decode, base58Encode } from "./base58.ts";
 import { ChainStore } from "./persistence.ts";
 import { signatureKey } from "./sigindex.ts";
 import { ALREADY_PROCESSED, describeTransactionError } from "./svm-errors.ts";
-import type { LogRecord, TxRecord } from "./txlog.ts";
-import { parseTransaction } from "./wire.ts";
+import { TokenInfoCache, withMeta } from "./tx-meta.ts";
+import type { AirdropRecord, LogRecord, TxRecord } from "./txlog.ts";
+import { parseTransaction, type ParsedTransaction } from "./wire.ts";
 
 export interface LiteSvmBackendOptions {
   /** Where chain state lives; undefined keeps everything in memory. */
@@ -32,6 +33,19 @@ export interface LiteSvmBackendOptions {
   checkpointEvery?: number;
   /** ...or this long after the first record since the last checkpoint. */
   checkpointIntervalMs?: number;
+}
+
+/** What the embedded chain tells watchers (the JSON-RPC server's subscriptions), once it is durable. */
+export type ChainEvent =
+  | { type: "slot"; slot: bigint }
+  | { type: "tx"; signature: string; record: TxRecord }
+  | { type: "airdrop"; record: AirdropRecord };
+
+export interface Simulation {
+  ok: boolean;
+  err?: string;
+  logs: string[];
+  unitsConsumed: bigint;
 }
 
 /** A cluster accepts a blockhash for 150 slots after the slot that produced it. */
@@ -66,6 +80,8 @@ export class LiteSvmBackend implements ChainBackend {
   private readonly timers: NodeJS.Timeout[] = [];
   private failure: Error | null = null;
   private closed = false;
+  private readonly watchers = new Set<(event: ChainEvent) => void>();
+  private readonly decimals: TokenInfoCache;
 
   private constructor(
     svm: NativeSvm,
@@ -73,6 +89,7 @@ export class LiteSvmBackend implements ChainBackend {
     private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir">>,
   ) {
     this.svm = svm;
+    this.decimals = new TokenInfoCache(svm);
     this.slot = store.lastSlot ?? svm.getClock().slot;
   }
 
@@ -128,6 +145,17 @@ export class LiteSvmBackend implements ChainBackend {
     this.blockhashes.set(signatureKey(bytes), slot);
     this.blockhashes.delete(this.oldestKey(slot));
     this.latest = { blockhash: base58Encode(bytes), bytes, lastValidSlot: slot + BLOCKHASH_VALID_SLOTS };
+    this.emit({ type: "slot", slot });
+  }
+
+  /** Calls `watcher` after each slot and each durable change; returns the way to stop. */
+  watch(watcher: (event: ChainEvent) => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
+  }
+
+  private emit(event: ChainEvent): void {
+    for (const watcher of this.watchers) watcher(event);
   }
 
   private oldestKey(slot: bigint): string {
@@ -153,8 +181,8 @@ export class LiteSvmBackend implements ChainBackend {
     return this.slot;
   }
 
-  async sendTransaction(wire: Uint8Array): Promise<SentTransaction> {
-    this.check();
+  /** Parses a transaction the embedded chain could execute; throws ChainTxError otherwise. */
+  private admissible(wire: Uint8Array): ParsedTransaction {
     let tx;
     try {
       tx = parseTransaction(wire);
@@ -170,6 +198,12 @@ export class LiteSvmBackend implements ChainBackend {
         signature: "", err: "UnsupportedVersion", logs: [], landed: false,
       });
     }
+    return tx;
+  }
+
+  async sendTransaction(wire: Uint8Array): Promise<SentTransaction> {
+    this.check();
+    const tx = this.admissible(wire);
     const sigBytes = tx.signatures[0];
     const signature = sigBytes ? base58Encode(sigBytes) : "";
     const key = sigBytes ? signatureKey(sigBytes) : "";
@@ -186,10 +220,10 @@ export class LiteSvmBackend implements ChainBackend {
     const notLanded = (err: string, logs: string[] = []) =>
       new ChainTxError(`transaction ${signature} failed: ${err}`, { signature, err, logs, landed: false });
     if (!sigBytes) throw notLanded("MissingSignatureForFee");
-    if (!this.blockhashes.has(signatureKey(tx.blockhash))) throw notLanded("BlockhashNotFound");
+    if (!this.isBlockhashValid(tx.blockhash)) throw notLanded("BlockhashNotFound");
 
     const slot = this.slot;
-    const result = this.svm.sendLegacyTransaction(wire);
+    const { result, meta } = withMeta(this.svm, tx, this.decimals, () => this.svm.sendLegacyTransaction(wire), (r) => (isFailure(r) ? r.meta() : r));
     let record: TxRecord;
     if (isFailure(result)) {
       const err = describeTransactionError(result.err());
@@ -197,11 +231,12 @@ export class LiteSvmBackend implements ChainBackend {
       if (err === ALREADY_PROCESSED) throw new Error(`LiteSVM executed ${signature} but the index does not know it`);
       // Failures before execution (bad signature, unknown blockhash, no fee) leave no trace.
       if (this.svm.getTransaction(sigBytes) === null) throw notLanded(err, logs);
-      record = { kind: "tx", slot, ok: false, err, logs, wire };
+      record = { kind: "tx", slot, ok: false, err, logs, wire, meta };
     } else {
-      record = { kind: "tx", slot, ok: true, logs: result.logs(), wire };
+      record = { kind: "tx", slot, ok: true, logs: result.logs(), wire, meta };
     }
     await this.commit(record, key);
+    this.emit({ type: "tx", signature, record });
     return outcome(signature, record, false);
   }
 
@@ -281,6 +316,53 @@ export class LiteSvmBackend implements ChainBackend {
     const record: LogRecord = { kind: "airdrop", slot: this.slot, address: addressBytes(address), lamports };
     airdrop(this.svm, record);
     await this.commit(record);
+    this.emit({ type: "airdrop", record });
+  }
+
+  /**
+   * Executes a transaction against the current state and throws the result away: the JSON-RPC
+   * server's preflight and `simulateTransaction`.
+   */
+  simulateTransaction(wire: Uint8Array, options: { sigVerify?: boolean; replaceBlockhash?: boolean } = {}): Simulation {
+    this.check();
+    const tx = this.admissible(wire);
+    const unlanded = (err: string): Simulation => ({ ok: false, err, logs: [], unitsConsumed: 0n });
+    const sig = tx.signatures[0];
+    if (!sig) return unlanded("MissingSignatureForFee");
+    if (this.store.lookup(signatureKey(sig))) return unlanded(ALREADY_PROCESSED);
+    if (!options.replaceBlockhash && !this.isBlockhashValid(tx.blockhash)) return unlanded("BlockhashNotFound");
+    const sigVerify = options.sigVerify ?? true;
+    if (!sigVerify) this.svm.setSigverify(false);
+    try {
+      const r = this.svm.simulateLegacyTransaction(wire);
+      const failed = r instanceof FailedTransactionMetadata;
+      const meta = r.meta();
+      const sim: Simulation = { ok: !failed, logs: meta.logs(), unitsConsumed: meta.computeUnitsConsumed() };
+      if (failed) sim.err = describeTransactionError(r.err());
+      return sim;
+    } finally {
+      if (!sigVerify) this.svm.setSigverify(true);
+    }
+  }
+
+  /** Whether a transaction carrying this blockhash would be accepted now. */
+  isBlockhashValid(blockhash: Uint8Array): boolean {
+    return this.blockhashes.has(signatureKey(blockhash));
+  }
+
+  /** Every account a program owns, e.g. all token accounts; a scan, fine for a development chain. */
+  programAccounts(program: Address): AccountInfo[] {
+    this.check();
+    return this.svm.getProgramAccounts(addressBytes(program)).map((entry) => {
+      const account = entry.account();
+      return { address: base58Encode(entry.address) as Address, lamports: account.lamports(), owner: program, executable: account.executable(), data: account.data() };
+    });
+  }
+
+  /** Every change since the chain began, oldest first, read from the journal. */
+  history(): Iterable<LogRecord> {
+    this.check();
+    return this.store.history();
   }
 
   private checkpointIfDirty(): void {

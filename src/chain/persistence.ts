@@ -94,6 +94,11 @@ export class ChainStore {
     return this.log.durable();
   }
 
+  /** Every change since the chain began, oldest first. */
+  history(): Iterable<LogRecord> {
+    return this.log.history();
+  }
+
   lookup(key: string): LogRecord | undefined {
     const offset = this.index.get(key);
     return offset === undefined ? undefined : this.log.read(offset);

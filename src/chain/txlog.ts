@@ -9,6 +9,7 @@
  */
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs";
 import { crc32 } from "node:zlib";
+import type { TxMeta } from "./tx-meta.ts";
 
 export interface TxRecord {
   kind: "tx";
@@ -17,6 +18,8 @@ export interface TxRecord {
   err?: string;
   logs: string[];
   wire: Uint8Array;
+  /** Balances, fee and time for the JSON-RPC server; absent from records written before it existed. */
+  meta?: TxMeta;
 }
 
 export interface AirdropRecord {
@@ -39,7 +42,9 @@ export function encodeRecord(rec: LogRecord): Buffer {
   if (rec.kind === "tx") {
     const err = Buffer.from(rec.err ?? "", "utf8");
     const logs = Buffer.from(rec.logs.join("\n"), "utf8");
-    payload = Buffer.alloc(1 + 8 + 1 + 4 + rec.wire.length + 4 + err.length + 4 + logs.length);
+    // An optional trailing section: older readers stop after the logs, older records simply lack it.
+    const meta = rec.meta ? Buffer.from(JSON.stringify(rec.meta), "utf8") : Buffer.alloc(0);
+    payload = Buffer.alloc(1 + 8 + 1 + 4 + rec.wire.length + 4 + err.length + 4 + logs.length + (meta.length > 0 ? 4 + meta.length : 0));
     let at = payload.writeUInt8(TX, 0);
     at = payload.writeBigUInt64LE(rec.slot, at);
     at = payload.writeUInt8(rec.ok ? 1 : 0, at);
@@ -48,7 +53,8 @@ export function encodeRecord(rec: LogRecord): Buffer {
     at = payload.writeUInt32LE(err.length, at + rec.wire.length);
     at += err.copy(payload, at);
     at = payload.writeUInt32LE(logs.length, at);
-    logs.copy(payload, at);
+    at += logs.copy(payload, at);
+    if (meta.length > 0) meta.copy(payload, payload.writeUInt32LE(meta.length, at));
   } else {
     payload = Buffer.alloc(1 + 8 + 32 + 8);
     let at = payload.writeUInt8(AIRDROP, 0);
@@ -80,7 +86,13 @@ export function decodeRecord(payload: Buffer): LogRecord {
   at += 4 + errLen;
   const logsLen = payload.readUInt32LE(at);
   const logs = logsLen === 0 ? [] : payload.toString("utf8", at + 4, at + 4 + logsLen).split("\n");
-  return err ? { kind: "tx", slot, ok, err, logs, wire } : { kind: "tx", slot, ok, logs, wire };
+  at += 4 + logsLen;
+  const record: TxRecord = err ? { kind: "tx", slot, ok, err, logs, wire } : { kind: "tx", slot, ok, logs, wire };
+  if (at + 4 <= payload.length) {
+    const metaLen = payload.readUInt32LE(at);
+    record.meta = JSON.parse(payload.toString("utf8", at + 4, at + 4 + metaLen)) as TxMeta;
+  }
+  return record;
 }
 
 /** The log as the backend uses it; memory-only chains keep the same records in a map. */
@@ -90,6 +102,8 @@ export interface RecordLog {
   durable(): Promise<void>;
   syncNow(): void;
   read(offset: number): LogRecord;
+  /** Every record, oldest first. */
+  history(): Iterable<LogRecord>;
   close(): void;
 }
 
@@ -108,6 +122,9 @@ export class MemoryLog implements RecordLog {
     const frame = this.frames.get(offset);
     if (!frame) throw new Error(`no chain log record at ${offset}`);
     return decodeRecord(frame.subarray(FRAME_HEADER));
+  }
+  *history(): Iterable<LogRecord> {
+    for (const frame of this.frames.values()) yield decodeRecord(frame.subarray(FRAME_HEADER));
   }
   close(): void {
     this.frames.clear();
@@ -204,6 +221,10 @@ export class TxLog implements RecordLog {
     const payload = Buffer.alloc(header.readUInt32LE(0));
     readSync(this.fd, payload, 0, payload.length, offset + FRAME_HEADER);
     return decodeRecord(payload);
+  }
+
+  *history(): Iterable<LogRecord> {
+    for (const { record } of this.scan(0)) yield record;
   }
 
   close(): void {

@@ -8,13 +8,19 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/accounts.ts";
-import { DEV_MODEL, defaultCatalog } from "../catalog/catalog.ts";
+import { DEV_MODEL, defaultCatalog, type CatalogModel } from "../catalog/catalog.ts";
+import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
 import { loadOrCreateKeypair } from "../chain/keys.ts";
-import { createLogger } from "../core/logger.ts";
-import { DEFAULT_PORT, startService } from "../service.ts";
+import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from "../core/logger.ts";
+import { availableCredits } from "../jobs/money.ts";
+import { DEFAULT_PORT, startService, type Service } from "../service.ts";
 import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
+import { ModelSourceError } from "../inference/model-source.ts";
 import { WorkerClient } from "../worker/worker-client.ts";
 import { loadModelEngine } from "./model-engine.ts";
+import { endProgressLine } from "./progress-bar.ts";
+
+const DEFAULT_CREDITS = 10_000;
 
 const HELP = `Usage: svc dev [options]
 
@@ -24,51 +30,59 @@ Options:
   --port <n>          Port to listen on (default ${DEFAULT_PORT})
   --host <addr>       Address to listen on (default 127.0.0.1; 0.0.0.0 lets workers on other machines connect)
   --data-dir <dir>    Where the database, chain and keys are kept (default ./.svc)
-  --credits <n>       Credits the dev wallet gets on first start (default 10000)
+  --credits <n>       Credits for the dev wallet: its funding on first start (default ${DEFAULT_CREDITS}),
+                      a top-up by n when the data dir already has a wallet
   --new-key           Replace the dev wallet's API key; the old key stops working at once
   --model <model>     A GGUF file or hf:<user>/<repo>/<file>.gguf (default: the built-in wiring model)
   --database-url <u>  Use this PostgreSQL database instead of the embedded one
-  -h, --help          Show this help`;
+  --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)
+  --log-format <f>    pretty (one line per record) or json; default pretty on a terminal, json
+                      otherwise (SVC_LOG_FORMAT sets it too)
+  -h, --help          Show this help
+
+An hf: model is downloaded once into <data dir>/models. HF_ENDPOINT points at a mirror, HF_TOKEN
+reads gated models, and a download that gets no data for SVC_DOWNLOAD_STALL_S seconds (default 20)
+fails.`;
+
+interface DevOptions {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** Given on the command line, or undefined for the first-start default. */
+  credits: number | undefined;
+  newKey: boolean;
+  model: string | undefined;
+  databaseUrl: string | undefined;
+  /** Undefined: the default port, or a free one when it is taken. */
+  rpcPort: number | undefined;
+  logFormat: LogFormat;
+}
 
 export async function runDev(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      port: { type: "string", default: String(DEFAULT_PORT) },
-      host: { type: "string", default: "127.0.0.1" },
-      "data-dir": { type: "string", default: ".svc" },
-      credits: { type: "string", default: "10000" },
-      "new-key": { type: "boolean", default: false },
-      model: { type: "string" },
-      "database-url": { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
-  const port = Number(values.port);
-  const credits = Number(values.credits);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be a port number, got '${values.port}'`);
-  if (!Number.isInteger(credits) || credits < 0) fail(`--credits must be a whole number of credits, got '${values.credits}'`);
-  const dataDir = resolve(values["data-dir"]);
-  await mkdir(dataDir, { recursive: true });
-  const logger = createLogger();
+  const options = parseDevArgs(argv);
+  if (options === undefined) return;
+  await mkdir(options.dataDir, { recursive: true });
+  const logger = createLogger({ format: options.logFormat });
 
   const catalog = defaultCatalog();
-  const { engine, model } = await loadModelEngine({ spec: values.model, dataDir, catalog, logger });
-  const workerKey = await loadOrCreateKeypair(join(dataDir, "keys"), "seed-worker");
+  const { engine, model } = await loadModelEngine({ spec: options.model, dataDir: options.dataDir, catalog, logger }).catch((error: unknown) => {
+    endProgressLine();
+    // One line a person can act on: ModelSourceError says what was tried and what to do instead.
+    fail(error instanceof ModelSourceError ? error.message : `could not load the model ${options.model}: ${(error as Error).message}`, 1);
+  });
+  const workerKey = await loadOrCreateKeypair(join(options.dataDir, "keys"), "seed-worker");
 
   const service = await startService({
-    dataDir,
-    port,
-    host: values.host,
+    dataDir: options.dataDir,
+    port: options.port,
+    host: options.host,
     catalog,
     logger,
     webhooks: { allowHttpLocalhost: true },
-    ...(values["database-url"] ? { databaseUrl: values["database-url"] } : {}),
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+  });
+  const chainRpc = await startChainRpc({
+    chain: service.chain, port: options.rpcPort ?? DEFAULT_RPC_PORT, orFreePort: options.rpcPort === undefined, host: options.host, faucet: true, logger,
   });
   let stopping = false;
   const seedWorker = new WorkerClient({
@@ -84,46 +98,133 @@ export async function runDev(argv: string[]): Promise<void> {
   }).start();
   await seedWorker.registered();
 
-  const wallet = (await loadOrCreateKeypair(join(dataDir, "keys"), "dev-wallet")).address;
-  await ensureWallet(service.db, wallet);
-  let apiKey: string | undefined;
-  if (!(await hasApiKey(service.db, wallet))) {
-    if (credits > 0 && !(await service.actions.hasDeposit(wallet))) await service.actions.deposit(wallet, credits);
-    apiKey = await issueApiKey(service.db, wallet);
-  } else if (values["new-key"]) {
-    apiKey = await issueApiKey(service.db, wallet);
-  }
-
-  console.log(`Base URL: ${service.baseUrl}`);
-  console.log(`Model: ${model.id}${model.id === DEV_MODEL.id ? " (wiring model for development, not a language model)" : ""}`);
-  console.log(`Dev wallet: ${wallet}`);
-  if (apiKey) {
-    console.log(`API key: ${apiKey}`);
-    console.log("  (shown once: only its hash is stored; 'svc dev --new-key' replaces it)");
-  } else {
-    console.log("API key: shown at first start; 'svc dev --new-key' issues a new one");
-  }
-  console.log("\nTry it:");
-  console.log(
-    `  curl ${service.baseUrl}/chat/completions -H "Authorization: Bearer ${apiKey ?? "$SVC_API_KEY"}" ` +
-      `-H "Content-Type: application/json" -d '{"model":"${model.id}","messages":[{"role":"user","content":"Hello"}]}'`,
-  );
-  console.log("\nPress Ctrl-C to stop.");
+  const wallet = await fundDevWallet(service, options);
+  printBanner(service, model, wallet, chainRpc.url);
 
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
-    await service.close();
+    await chainRpc.close();
+    await service.close((step, fields) => logger.info(fields ?? {}, step));
+    logger.info("stopping the seed worker and unloading the model");
     await seedWorker.close();
     await engine.close();
+    logger.info("stopped");
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
 }
 
-function fail(message: string): never {
+function parseDevArgs(argv: string[]): DevOptions | undefined {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: "string", default: String(DEFAULT_PORT) },
+      host: { type: "string", default: "127.0.0.1" },
+      "data-dir": { type: "string", default: ".svc" },
+      credits: { type: "string" },
+      "new-key": { type: "boolean", default: false },
+      model: { type: "string" },
+      "database-url": { type: "string" },
+      "log-format": { type: "string" },
+      "rpc-port": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return undefined;
+  }
+  const port = Number(values.port);
+  const credits = values.credits === undefined ? undefined : Number(values.credits);
+  const logFormat = values["log-format"] ?? defaultLogFormat();
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be a port number, got '${values.port}'`);
+  const rpcPort = values["rpc-port"] === undefined ? undefined : Number(values["rpc-port"]);
+  if (rpcPort !== undefined && (!Number.isInteger(rpcPort) || rpcPort < 0 || rpcPort > 65535)) fail(`--rpc-port must be a port number, got '${values["rpc-port"]}'`);
+  if (credits !== undefined && (!Number.isInteger(credits) || credits < 0)) fail(`--credits must be a whole number of credits, got '${values.credits}'`);
+  if (!LOG_FORMATS.includes(logFormat as LogFormat)) fail(`--log-format is pretty or json, got '${logFormat}'`);
+  return {
+    port,
+    host: values.host,
+    dataDir: resolve(values["data-dir"]),
+    credits,
+    newKey: values["new-key"],
+    model: values.model,
+    databaseUrl: values["database-url"],
+    rpcPort,
+    logFormat: logFormat as LogFormat,
+  };
+}
+
+interface DevWallet {
+  address: string;
+  /** Set when a key was issued on this start (first start or --new-key): shown once. */
+  apiKey: string | undefined;
+  /** Credits deposited on this start: the first funding or a top-up. */
+  deposited: number;
+  firstStart: boolean;
+  creditsAvailable: number;
+}
+
+/**
+ * The dev wallet with its key and credits. Credits arrive as a real deposit (a chain transaction
+ * and a `credit.topup` event), the way any wallet is funded: on first start the default amount or
+ * --credits; on a later start only when --credits asks for a top-up.
+ */
+async function fundDevWallet(service: Service, options: DevOptions): Promise<DevWallet> {
+  const keypair = await loadOrCreateKeypair(join(options.dataDir, "keys"), "dev-wallet");
+  service.enableDevSignIn(keypair);
+  const address = keypair.address;
+  await ensureWallet(service.db, address);
+  const firstStart = !(await hasApiKey(service.db, address));
+  let deposited = 0;
+  // A first start that crashed after its deposit but before its key must not fund twice.
+  const fundNow = firstStart ? !(await service.actions.hasDeposit(address)) : options.credits !== undefined;
+  const credits = options.credits ?? (firstStart ? DEFAULT_CREDITS : 0);
+  if (fundNow && credits > 0) {
+    await service.actions.deposit(address, credits);
+    deposited = credits;
+  }
+  const apiKey = firstStart || options.newKey ? await issueApiKey(service.db, address) : undefined;
+  return { address, apiKey, deposited, firstStart, creditsAvailable: await availableCredits(service.db, address) };
+}
+
+function printBanner(service: Service, model: CatalogModel, wallet: DevWallet, rpcUrl: string): void {
+  const lines = [
+    "",
+    `Base URL: ${service.baseUrl}`,
+    `App: ${service.origin}/ (sign in with "Use the dev wallet")`,
+    `Model: ${model.id}${model.id === DEV_MODEL.id ? " (wiring model for development, not a language model)" : ""}`,
+    `Dev wallet: ${wallet.address}`,
+    `Solana RPC: ${rpcUrl}`,
+    `Credits: ${wallet.creditsAvailable}${fundingNote(wallet)}`,
+  ];
+  if (wallet.apiKey) {
+    lines.push(`API key: ${wallet.apiKey}`, "  (shown once: only its hash is stored; 'svc dev --new-key' replaces it)");
+  } else {
+    lines.push("API key: shown at first start; 'svc dev --new-key' issues a new one");
+  }
+  lines.push(
+    "",
+    "Try it:",
+    `  curl ${service.baseUrl}/chat/completions -H "Authorization: Bearer ${wallet.apiKey ?? "$SVC_API_KEY"}" ` +
+      `-H "Content-Type: application/json" -d '{"model":"${model.id}","messages":[{"role":"user","content":"Hello"}]}'`,
+    "",
+    "Press Ctrl-C to stop.",
+    "",
+  );
+  console.log(lines.join("\n"));
+}
+
+function fundingNote(wallet: DevWallet): string {
+  if (wallet.deposited === 0) return wallet.firstStart ? "" : " ('svc dev --credits <n>' tops it up)";
+  return wallet.firstStart ? ` (funded with ${wallet.deposited} by an on-chain deposit)` : ` (topped up by ${wallet.deposited} with an on-chain deposit)`;
+}
+
+function fail(message: string, exitCode = 2): never {
   console.error(`svc dev: ${message}`);
-  process.exit(2);
+  process.exit(exitCode);
 }

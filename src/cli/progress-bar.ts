@@ -1,4 +1,6 @@
 /** A one-line progress bar on stderr for model downloads. */
+let lineOpen = false;
+
 export function progressBar(): (downloaded: number, total: number) => void {
   let last = -1;
   return (downloaded, total) => {
@@ -9,6 +11,13 @@ export function progressBar(): (downloaded: number, total: number) => void {
     const filled = Math.round((percent / 100) * width);
     const mb = (n: number) => (n / 1_048_576).toFixed(1);
     process.stderr.write(`\rDownloading model [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${percent}% ${mb(downloaded)}/${mb(total)} MB`);
-    if (percent >= 100) process.stderr.write("\n");
+    lineOpen = percent < 100;
+    if (!lineOpen) process.stderr.write("\n");
   };
+}
+
+/** Ends a bar a failed download left open, so the error that follows gets a line of its own. */
+export function endProgressLine(): void {
+  if (lineOpen) process.stderr.write("\n");
+  lineOpen = false;
 }

@@ -10,7 +10,7 @@ import type { Engine } from "../inference/engine.ts";
 import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
 import { describeEngine, loadEngine, ModelSpecError, parseModelSpec, type ModelSpec } from "../worker/engine-spec.ts";
 import { WorkerClient, type WorkerClientEvent } from "../worker/worker-client.ts";
-import { progressBar } from "./progress-bar.ts";
+import { endProgressLine, progressBar } from "./progress-bar.ts";
 
 const HELP = `Usage: svc worker --gateway <url> --keypair <file.json> --model <catalog-id>=<engine> [options]
 
@@ -31,6 +31,9 @@ Options:
   --models-dir <dir>       Where hf: downloads and the built-in model are kept (default ./.svc/models)
   --drain-timeout <s>      On shutdown, how long running jobs get to finish (default 30)
   -h, --help               Show this help
+
+HF_ENDPOINT points hf: downloads at a mirror, HF_TOKEN reads gated models, and a download that
+gets no data for SVC_DOWNLOAD_STALL_S seconds (default 20) fails.
 
 Example:
   svc worker --gateway http://127.0.0.1:8080 --keypair ./worker.json --model svc-dev/wiring-model=builtin`;
@@ -103,6 +106,7 @@ export async function runWorker(argv: string[]): Promise<void> {
       console.log(`Serving ${spec.modelId} with ${describeEngine(spec.engine)}, context window ${engine.contextWindow} tokens`);
     } catch (error) {
       await closeEngines();
+      endProgressLine();
       console.error(`svc worker: could not load ${spec.modelId}: ${(error as Error).message}`);
       process.exit(1);
     }

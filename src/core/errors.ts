@@ -18,6 +18,8 @@ export type ErrorCode =
   | "method_not_allowed"
   | "conflict"
   | "request_too_large"
+  | "headers_too_large"
+  | "request_timeout"
   | "rate_limited"
   | "internal_error";
 
@@ -41,6 +43,8 @@ export const ERROR_CODES: Record<ErrorCode, CodeInfo> = {
   method_not_allowed: { status: 405, type: "invalid_request_error" },
   conflict: { status: 409, type: "invalid_request_error" },
   request_too_large: { status: 413, type: "invalid_request_error" },
+  headers_too_large: { status: 431, type: "invalid_request_error" },
+  request_timeout: { status: 408, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
 };

@@ -4,11 +4,10 @@
  * subscribed webhooks of the event's account, retrying on the spec's schedule.
  *
  * The service opens this part once (`openWebhooks`), hands the result to the HTTP layer (the
- * /v1/webhooks and /app/api routes) and starts the delivery loop with it.
+ * /v1/webhooks and /app/api webhook routes) and starts the delivery loop with it.
  */
 import type { Logger } from "../core/logger.ts";
 import type { Db } from "../store/db.ts";
-import { DEFAULT_SESSION_TTL_MS } from "./app-session.ts";
 import { startDeliveryLoop, type DeliveryLoop } from "./delivery.ts";
 import { loadSecretKey, secretBox, type SecretBox } from "./secret-box.ts";
 import { systemResolver, type Resolver, type TargetPolicy } from "./target.ts";
@@ -30,8 +29,6 @@ export interface WebhookOptions {
   pollIntervalMs?: number;
   /** Webhooks this node delivers to at once. Default 8. */
   concurrency?: number;
-  /** Web-app session lifetime. Default 12 h. */
-  sessionTtlMs?: number;
   /** DNS resolution of webhook hosts; tests substitute it to stage DNS answers. */
   resolve?: Resolver;
 }
@@ -41,7 +38,6 @@ export interface Webhooks {
   logger: Logger;
   secrets: SecretBox;
   policy: TargetPolicy;
-  sessionTtlMs: number;
   options: WebhookOptions;
 }
 
@@ -57,7 +53,6 @@ export async function openWebhooks(input: WebhookOptions & { db: Db; logger: Log
       allowLoopback: options.allowLoopback ?? false,
       resolve: options.resolve ?? systemResolver,
     },
-    sessionTtlMs: options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS,
     options,
   };
 }

@@ -1,7 +1,8 @@
 /**
- * Tables owned by the events part: the outbox of events, webhooks and their deliveries, the
- * credit.low arming flag on wallets, and the web app's wallet sessions that manage webhooks.
- * Runs after the accounts migrations (it alters `wallets`).
+ * Tables owned by the events part: the outbox of events, webhooks and their deliveries, and the
+ * credit.low arming flag on wallets. Runs after the accounts migrations (it alters `wallets`).
+ * Its first migration also made the web app's first sign-in tables; a migration never changes once
+ * applied, so they stay in its text, and the web part's own migration (web/001) drops them.
  */
 export const EVENTS_MIGRATIONS = [
   {

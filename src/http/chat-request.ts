@@ -3,9 +3,18 @@
  * defaults filled in. Pure: throws ApiError(invalid_request) naming the offending `param`.
  */
 import { ApiError } from "../core/errors.ts";
+import {
+  MAX_MESSAGES,
+  MAX_STOP_SEQUENCES,
+  MAX_TOKENS,
+  PENALTY_RANGE,
+  SEED_RANGE,
+  TEMPERATURE_RANGE,
+  TOP_P_RANGE,
+} from "../core/request-limits.ts";
 import type { ChatMessage } from "../inference/engine.ts";
 
-export const MAX_MESSAGES = 2048;
+type Range = { readonly min: number; readonly max: number };
 
 export interface ChatRequest {
   model: string;
@@ -39,7 +48,7 @@ function isPresent(value: unknown): boolean {
   return value !== undefined && value !== null;
 }
 
-function numberIn(body: Record<string, unknown>, param: string, min: number, max: number, fallback: number): number {
+function numberIn(body: Record<string, unknown>, param: string, { min, max }: Range, fallback: number): number {
   const value = body[param];
   if (!isPresent(value)) return fallback;
   if (typeof value !== "number" || !Number.isFinite(value)) throw invalid(param, `'${param}' must be a number.`);
@@ -76,19 +85,21 @@ function parseStop(value: unknown): string[] {
   if (!isPresent(value)) return [];
   if (typeof value === "string") return value === "" ? [] : [value];
   if (Array.isArray(value) && value.every((s) => typeof s === "string")) {
-    if (value.length > 4) throw invalid("stop", "'stop' holds at most 4 sequences.");
+    if (value.length > MAX_STOP_SEQUENCES) throw invalid("stop", `'stop' holds at most ${MAX_STOP_SEQUENCES} sequences.`);
     return (value as string[]).filter((s) => s !== "");
   }
   throw invalid("stop", "'stop' must be a string or an array of strings.");
 }
 
-function parseOptionalInteger(body: Record<string, unknown>, param: string, min: number): number | undefined {
+function parseOptionalInteger(body: Record<string, unknown>, param: string, { min, max }: Range): number | undefined {
   const value = body[param];
   if (!isPresent(value)) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value)) throw invalid(param, `'${param}' must be an integer.`);
-  if (value < min) throw invalid(param, `'${param}' must be at least ${min}; got ${value}.`);
+  if (value < min || value > max) throw invalid(param, `'${param}' must be an integer from ${min} to ${max}; got ${value}.`);
   return value;
 }
+
+const TOKENS_RANGE: Range = { min: 1, max: MAX_TOKENS };
 
 export function parseChatRequest(body: unknown): ChatRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
@@ -117,7 +128,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
 
   // max_completion_tokens is the newer name of the same limit; SDKs send either.
-  const maxTokens = parseOptionalInteger(b, "max_tokens", 1) ?? parseOptionalInteger(b, "max_completion_tokens", 1);
+  const maxTokens = parseOptionalInteger(b, "max_tokens", TOKENS_RANGE) ?? parseOptionalInteger(b, "max_completion_tokens", TOKENS_RANGE);
 
   return {
     model: b.model,
@@ -125,11 +136,11 @@ export function parseChatRequest(body: unknown): ChatRequest {
     stream,
     includeUsage: stream && includeUsage,
     maxTokens,
-    temperature: numberIn(b, "temperature", 0, 2, 1),
-    topP: numberIn(b, "top_p", 0, 1, 1),
+    temperature: numberIn(b, "temperature", TEMPERATURE_RANGE, 1),
+    topP: numberIn(b, "top_p", TOP_P_RANGE, 1),
     stop: parseStop(b.stop),
-    frequencyPenalty: numberIn(b, "frequency_penalty", -2, 2, 0),
-    presencePenalty: numberIn(b, "presence_penalty", -2, 2, 0),
-    seed: parseOptionalInteger(b, "seed", Number.MIN_SAFE_INTEGER),
+    frequencyPenalty: numberIn(b, "frequency_penalty", PENALTY_RANGE, 0),
+    presencePenalty: numberIn(b, "presence_penalty", PENALTY_RANGE, 0),
+    seed: parseOptionalInteger(b, "seed", SEED_RANGE),
   };
 }

@@ -6,6 +6,8 @@ import type { JobService } from "../jobs/job-service.ts";
 import type { WorkerPool } from "../network/worker-pool.ts";
 import type { Db } from "../store/db.ts";
 import type { RateLimitOptions } from "./rate-limit.ts";
+import type { ReadinessProbes } from "./routes/health.ts";
+import type { WebOptions } from "../web/index.ts";
 
 export interface HttpContext {
   db: Db;
@@ -16,8 +18,12 @@ export interface HttpContext {
   /** Origin of the web app; error bodies link to `<appUrl>/docs/errors#<code>`. */
   appUrl: string;
   rateLimit?: RateLimitOptions;
-  /** Webhooks, their delivery records and the web app's wallet sessions. */
+  /** Webhooks and their delivery records. */
   webhooks: Webhooks;
+  /** The web app's sign-in options (dev wallet, session lifetime). */
+  web: WebOptions;
+  /** What GET /readyz checks. */
+  readiness: ReadinessProbes;
 }
 
 declare module "fastify" {

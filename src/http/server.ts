@@ -1,67 +1,65 @@
 /**
  * The public HTTP surface: Fastify with the `/v1` routes, the per-IP burst limit, API-key
- * authentication, the spec's error bodies and 404/405/413 handling; and the web app's `/app/api`
- * routes, authenticated by wallet sessions instead of API keys.
+ * authentication, the spec's error bodies, request ids, CORS and request logs (edge.ts); and the
+ * web app's `/app/api` routes, authenticated by wallet sessions instead of API keys.
  */
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { authenticate } from "../accounts/accounts.ts";
 import { ApiError } from "../core/errors.ts";
 import type { HttpContext } from "./context.ts";
+import { answerClientError, requestIdFor, routerError, RouteTable, setEdgeHeaders } from "./edge.ts";
 import { installErrorHandling } from "./errors.ts";
+import { logWhenClosed } from "./request-log.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import { registerAccount } from "./routes/account.ts";
 import { registerChatCompletions } from "./routes/chat-completions.ts";
 import { registerErrorDocs } from "./routes/error-docs.ts";
+import { registerHealth } from "./routes/health.ts";
 import { registerJobs } from "./routes/jobs.ts";
 import { registerModels } from "./routes/models.ts";
-import { registerAppSession, requireAppSession } from "./routes/app-session.ts";
-import { registerAppWebhooks } from "./routes/app-webhooks.ts";
 import { registerWebhooks } from "./routes/webhooks.ts";
+import { registerWebApp } from "../web/index.ts";
 
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
-const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+function isPublic(request: FastifyRequest): boolean {
+  return Boolean(request.routeOptions.config && (request.routeOptions.config as { public?: boolean }).public);
+}
 
-type Methods = Record<string, (typeof METHODS)[number][]>;
+/** Text a path parameter holds that no id, model or webhook can have, and the database cannot store (NUL). */
+const UNNAMEABLE = /[\u0000-\u001f\u007f]/;
 
-/** The routes of /v1 and their methods; any other method on these paths is a 405. */
-const ROUTES: Methods = {
-  "/chat/completions": ["POST"],
-  "/models": ["GET"],
-  "/models/*": ["GET"],
-  "/account": ["GET"],
-  "/jobs": ["GET"],
-  "/jobs/:id": ["GET"],
-  "/webhooks": ["GET", "POST"],
-  "/webhooks/:id": ["DELETE"],
-};
-
-/** The web app's API under /app/api (wallet sessions, never API keys), likewise. */
-const APP_ROUTES: Methods = {
-  "/session/challenge": ["POST"],
-  "/session": ["POST"],
-  "/webhooks/:id/deliveries": ["GET"],
-  "/webhooks/:id/replay": ["POST"],
-};
-
-/** Any method a path does not take answers 405 with an Allow header. */
-function methodNotAllowed(scope: FastifyInstance, routes: Methods): void {
-  for (const [url, allowed] of Object.entries(routes)) {
-    const others = METHODS.filter((m) => !allowed.includes(m));
-    scope.route({
-      method: others,
-      url,
-      config: { public: true },
-      handler: async (request, reply) => {
-        reply.header("allow", allowed.join(", "));
-        throw new ApiError("method_not_allowed", `${request.method} is not allowed here; use ${allowed.join(" or ")}.`);
-      },
-    });
+/** Path parameters that cannot name anything answer 404 before any lookup. */
+function checkParams(request: FastifyRequest): void {
+  for (const [name, value] of Object.entries((request.params ?? {}) as Record<string, unknown>)) {
+    if (typeof value === "string" && UNNAMEABLE.test(value)) throw new ApiError("not_found", `Nothing has this ${name === "*" ? "model id" : name}.`);
   }
 }
 
-function isPublic(request: FastifyRequest): boolean {
-  return Boolean(request.routeOptions.config && (request.routeOptions.config as { public?: boolean }).public);
+/** The one Authorization header; two are ambiguous, so neither is used. */
+function soleAuthorization(request: FastifyRequest): string | undefined {
+  const raw = request.raw.rawHeaders;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === "authorization") count++;
+  if (count > 1) throw new ApiError("invalid_request", "Send one Authorization header, not several.", "authorization");
+  return request.headers.authorization;
+}
+
+/**
+ * JSON bodies, and none at all: a request without a body is accepted whatever its Content-Type
+ * (clients send `application/json` on every request, DELETE included). Any other body is refused.
+ */
+function installBodyParsers(app: FastifyInstance): void {
+  const json = app.getDefaultJsonParser("error", "error");
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if (body === "") return done(null, undefined);
+    json(request, body as string, done);
+  });
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => {
+    if ((body as Buffer).length === 0) return done(null, undefined);
+    done(new ApiError("invalid_request", "Send the body as JSON with 'Content-Type: application/json'.", "body"), undefined);
+  });
 }
 
 export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
@@ -71,11 +69,26 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     // Model ids hold a slash; keep the router from treating encoded ones specially.
     routerOptions: { ignoreTrailingSlash: true },
+    genReqId: requestIdFor,
+    frameworkErrors: (error, request, reply) => {
+      setEdgeHeaders(request as FastifyRequest, reply as FastifyReply);
+      const apiError = routerError(error);
+      return (reply as FastifyReply).status(apiError.status).send(apiError.toBody(ctx.appUrl));
+    },
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, ctx.appUrl),
   });
-  installErrorHandling(app, ctx);
+  const routes = new RouteTable();
+  app.addHook("onRoute", (route) => routes.add(route.url, route.method));
+  installErrorHandling(app, ctx, routes);
+  installBodyParsers(app);
 
+  app.addHook("onRequest", async (request, reply) => {
+    setEdgeHeaders(request, reply);
+    logWhenClosed(ctx.logger, request, reply);
+  });
   const limiter = new RateLimiter(ctx.rateLimit);
   app.addHook("onRequest", async (request) => {
+    if ((request.routeOptions.config as { rateLimited?: boolean } | undefined)?.rateLimited === false) return;
     const retryAfter = limiter.take(request.ip);
     if (retryAfter > 0) {
       throw new ApiError("rate_limited", "Too many requests from this address; slow down.", null, { retry_after: retryAfter });
@@ -84,37 +97,26 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
 
   // The web app's pages live at the root; for now that is the error reference the API links to.
   registerErrorDocs(app);
+  registerHealth(app, ctx.readiness, ctx.logger);
 
   await app.register(
     async (v1) => {
       v1.decorateRequest("owner", undefined as unknown as { wallet: string; keyCreatedAt: Date });
+      v1.decorateRequest("completion", undefined);
       v1.addHook("preHandler", async (request) => {
-        if (isPublic(request)) return;
-        request.owner = await authenticate(ctx.db, request.headers.authorization);
+        if (!isPublic(request)) request.owner = await authenticate(ctx.db, soleAuthorization(request));
+        checkParams(request);
       });
       registerChatCompletions(v1, ctx);
       registerModels(v1, ctx);
       registerAccount(v1, ctx);
       registerJobs(v1, ctx);
       registerWebhooks(v1, ctx.webhooks);
-      methodNotAllowed(v1, ROUTES);
     },
     { prefix: "/v1" },
   );
 
-  // The web app's API: wallet sessions, never API keys (a key cannot change account settings).
-  const { webhooks } = ctx;
-  await app.register(
-    async (web) => {
-      web.decorateRequest("appWallet", "");
-      web.addHook("preHandler", async (request) => {
-        if (!isPublic(request)) await requireAppSession(webhooks, request);
-      });
-      registerAppSession(web, webhooks, () => ctx.appUrl);
-      registerAppWebhooks(web, webhooks);
-      methodNotAllowed(web, APP_ROUTES);
-    },
-    { prefix: "/app/api" },
-  );
+  // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
+  await registerWebApp(app, ctx, ctx.web, checkParams);
   return app;
 }

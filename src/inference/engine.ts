@@ -30,6 +30,12 @@ export interface GenerationRequest {
 
 export type FinishReason = "stop" | "length";
 
+/**
+ * How a generation ended: a finish reason, or "cancelled" when its caller stopped it mid-way; the
+ * output up to that point is then complete as it stands (and is charged: it was generated for the caller).
+ */
+export type StopReason = FinishReason | "cancelled";
+
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
@@ -37,7 +43,7 @@ export interface Usage {
 
 export type GenerationEvent =
   | { type: "delta"; text: string }
-  | { type: "done"; finishReason: FinishReason; usage: Usage };
+  | { type: "done"; finishReason: StopReason; usage: Usage };
 
 export interface Engine {
   /** Largest context, prompt plus completion, in tokens. */
@@ -46,8 +52,10 @@ export interface Engine {
   countPromptTokens(messages: ChatMessage[]): Promise<number>;
   /**
    * Run generation. Yields deltas as they are produced and exactly one `done` event last.
-   * Aborting `signal` (the client went away) stops generation promptly; the iterator then ends
-   * without a `done` event.
+   * Aborting `signal` (the client went away) stops generation promptly. An engine that can count
+   * what it generated then yields the output it still holds and a `done` with finishReason
+   * "cancelled" counting the tokens generated up to the stop; without any output so far (or
+   * an engine that cannot count) the iterator ends without a `done` event.
    */
   generate(request: GenerationRequest, signal?: AbortSignal): AsyncIterable<GenerationEvent>;
   close(): Promise<void>;

@@ -16,9 +16,10 @@ import {
   type LlamaModel,
 } from "node-llama-cpp";
 import { ContextLengthExceededError } from "./context-length-error.ts";
-import type { ChatMessage, Engine, FinishReason, GenerationEvent, GenerationRequest } from "./engine.ts";
+import type { ChatMessage, Engine, GenerationEvent, GenerationRequest, StopReason } from "./engine.ts";
 import { toLlamaSampling } from "./llama-sampling.ts";
 import { SequencePool } from "./sequence-pool.ts";
+import { longestTokenBytes, promptTokensAtLeast } from "./token-bounds.ts";
 
 export { ContextLengthExceededError } from "./context-length-error.ts";
 
@@ -112,6 +113,8 @@ export class LlamaEngine implements Engine {
     private readonly chatWrapper: ChatWrapper,
     slots: Slot[],
     contextWindow: number,
+    /** The vocabulary's longest token, which bounds a prompt's tokens from below by its length. */
+    private readonly maxTokenBytes: number,
   ) {
     this.pool = new SequencePool(slots);
     this.maxSequences = slots.length;
@@ -143,7 +146,7 @@ export class LlamaEngine implements Engine {
       }
       // llama.cpp may round the context up; the promise to callers is what was asked for.
       const contextWindow = Math.min(requested, context.contextSize);
-      return new LlamaEngine(model, context, chatWrapper, slots, contextWindow);
+      return new LlamaEngine(model, context, chatWrapper, slots, contextWindow, longestTokenBytes(model));
     } catch (err) {
       await model.dispose();
       throw err;
@@ -155,8 +158,14 @@ export class LlamaEngine implements Engine {
     return this.chatWrapper.wrapperName;
   }
 
+  /**
+   * Exact, unless the prompt's length alone proves it cannot fit the context window: then that
+   * lower bound, which already exceeds the window, and nothing is rendered or tokenized (tokenizing
+   * one long word takes time quadratic in its length, on this thread).
+   */
   async countPromptTokens(messages: ChatMessage[]): Promise<number> {
-    return this.promptTokens(messages);
+    const atLeast = promptTokensAtLeast(messages, this.maxTokenBytes);
+    return atLeast > this.contextWindow ? atLeast : this.promptTokens(messages);
   }
 
   private promptTokens(messages: readonly ChatMessage[]): number {
@@ -175,6 +184,8 @@ export class LlamaEngine implements Engine {
     if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
       throw new RangeError("maxTokens must be a positive integer");
     }
+    const atLeast = promptTokensAtLeast(request.messages, this.maxTokenBytes);
+    if (atLeast + request.maxTokens > this.contextWindow) throw new ContextLengthExceededError(atLeast, request.maxTokens, this.contextWindow);
     const promptTokens = this.promptTokens(request.messages);
     // node-llama-cpp would silently shift the context instead of failing, so the budget is enforced here.
     if (promptTokens + request.maxTokens > this.contextWindow) {
@@ -197,6 +208,8 @@ export class LlamaEngine implements Engine {
         maxTokens: request.maxTokens,
         customStopTriggers: request.stop.filter((s) => s.length > 0),
         signal: stop.signal,
+        // An abort after output began ends the response where it stands, so it can be counted.
+        stopOnAbortSignal: true,
         onTextChunk: (text) => {
           if (text.length > 0) queue.push(text);
         },
@@ -209,21 +222,22 @@ export class LlamaEngine implements Engine {
     );
 
     try {
+      // After an abort the text generated before the stop still comes out, so that the output
+      // and the count in `done` describe the same tokens.
+      let yielded = false;
       for (;;) {
         await queue.ready();
         for (const text of queue.takeAll()) {
-          // The consumer may abort while holding a delta; nothing more reaches it after that.
-          if (stop.signal.aborted) return;
+          yielded = true;
           yield { type: "delta", text };
         }
-        if (stop.signal.aborted) return;
         if (queue.closed) break;
       }
       const outcome = await settled;
-      if (stop.signal.aborted) return;
+      if (stop.signal.aborted && (!yielded || "error" in outcome)) return;
       if ("error" in outcome) throw this.closed ? new Error("the engine is closed") : outcome.error;
       const { stopReason } = outcome.response.metadata;
-      const finishReason: FinishReason = stopReason === "maxTokens" ? "length" : "stop";
+      const finishReason: StopReason = stopReason === "abort" ? "cancelled" : stopReason === "maxTokens" ? "length" : "stop";
       // Every sampled token counts, stop-sequence tokens included, except the end-of-generation
       // token, which is a signal rather than output.
       const sampled = slot.sequence.tokenMeter.usedOutputTokens - outputBefore;

@@ -198,7 +198,7 @@ const SLOT_PIECES = [
 ] as const;
 
 /** Deterministic PRNG (mulberry32) so the model's bytes never change between builds. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -241,13 +241,16 @@ const S_PLAIN = rmsScale(2); // bias + slot
 const S_FLAGGED = rmsScale(3); // bias + slot + flag
 const S_TRIGGER = rmsScale(4); // bias + slot + trigger feature + flag
 
-// Logit targets. Sentence steps lead by ~9 over a field of ~300 zeros: greedy is exact, while
-// temperature 1-1.5 strays now and then, so different seeds give different texts.
-const SENTENCE_LOGIT = 9;
+// Logit targets. Each designed step leads a field of ~330 tokens near 0 by ~40, so sampling at any
+// OpenAI temperature (up to 2) and any top_p stays on the design: at T = 2 the whole field holds
+// ~330 * e^(-40/2) ~ 7e-7 of the mass per step, ~5e-6 over the sentence. The only real choice the
+// model offers a sampler is the trigger loop against its way out (LOOP_MARGIN apart), which is
+// where seeds and penalties show.
+const SENTENCE_LOGIT = 40;
 const EOS_FLOOR_LOGIT = 5; // at tokens with no slot, so stray samples end soon
-const LOOP_LOGIT = 9;
-const FLAG_PUSH_LOGIT = 11; // the trigger loop's opening beats "Hello" (7.3 once flagged)
-const EXIT_LOGIT = 16; // the steps out of the loop must beat the flag's push (11)
+const LOOP_LOGIT = 40;
+const FLAG_PUSH_LOGIT = 56; // the trigger loop's opening beats "Hello" (32.7 once flagged)
+const EXIT_LOGIT = 86; // the steps out of the loop must beat the flag's push (56) by as much
 const EXIT_HELD_BACK = 3; // keeps the way out below the loop token at the reply's first step
 
 function buildOutput(vocab: Vocab, rand: () => number): Matrix {

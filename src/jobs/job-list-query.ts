@@ -56,3 +56,13 @@ export function parseJobListQuery(query: Record<string, unknown>, knownModel: (i
   }
   return result;
 }
+
+/**
+ * The cursor that continues a page in the direction it was asked for: paging back (`before`, the
+ * default) continues from the page's oldest job, paging forward (`after`) from its newest. The
+ * page is newest first either way. Null when nothing more lies in that direction.
+ */
+export function nextCursor(query: JobListQuery, pageIds: readonly string[], hasMore: boolean): string | null {
+  if (!hasMore || pageIds.length === 0) return null;
+  return query.after !== undefined ? pageIds[0]! : pageIds[pageIds.length - 1]!;
+}

@@ -17,10 +17,13 @@ import { completionCost, planEscrow, TIERS } from "../core/pricing.ts";
 import { outputHash } from "../core/proof.ts";
 import { splitPayout } from "../core/units.ts";
 import type { ChatRequest } from "../http/chat-request.ts";
-import type { FinishReason, Usage } from "../inference/engine.ts";
+import type { ChatMessage, FinishReason, StopReason, Usage } from "../inference/engine.ts";
+import { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, promptTokensAtLeast, SILENT_TOKENS } from "../inference/token-bounds.ts";
+import type { ModelVocabularies } from "../inference/vocabulary.ts";
 import { emitJobProcessing, emitJobSubmitted } from "../events/emit.ts";
 import { ExceedsCreditsError } from "../ledger/index.ts";
-import type { WorkerEvent } from "../network/worker-handle.ts";
+import { CALLER_LEFT, JobRequestError, type WorkerEvent } from "../network/worker-handle.ts";
+import type { JobOutcome } from "../network/worker-health.ts";
 import type { WorkerLease, WorkerPool } from "../network/worker-pool.ts";
 import type { Db } from "../store/db.ts";
 import type { Logger } from "../core/logger.ts";
@@ -30,6 +33,8 @@ import { getJob, insertJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000;
+/** A worker that has sent no token this long after taking a job is stalling: the job moves on. */
+export const DEFAULT_FIRST_TOKEN_TIMEOUT_MS = 60_000;
 
 
 export type JobEvent =
@@ -48,8 +53,23 @@ export interface StartedJob {
   workerAddress: string;
   /** The wallet's available credits once this job's escrow is locked. */
   creditsAfterLock: number;
+  /**
+   * The wallet's available credits as last known: after the lock, then after the charge, or after
+   * the refund once a job that failed or timed out has its escrow back.
+   */
+  creditsRemaining: number;
   /** The job's events; the iterator throws an ApiError when the job fails or times out. */
   events: AsyncIterable<JobEvent>;
+}
+
+/** What a job's workers produced. */
+interface WorkerRun {
+  /** The lease of the worker that ran it last. */
+  lease: WorkerLease;
+  /** The output as the gateway received it. */
+  text: string;
+  done: Extract<WorkerEvent, { type: "done" }> | undefined;
+  workerError: unknown;
 }
 
 export interface JobServiceOptions {
@@ -59,6 +79,9 @@ export interface JobServiceOptions {
   catalog: Catalog;
   logger: Logger;
   timeoutMs?: number;
+  firstTokenTimeoutMs?: number;
+  /** Tokenizers the gateway holds itself, to count relayed output and bound prompts by length. */
+  vocabularies?: ModelVocabularies;
 }
 
 export class JobService {
@@ -67,6 +90,8 @@ export class JobService {
   private readonly catalog: Catalog;
   private readonly logger: Logger;
   private readonly timeoutMs: number;
+  private readonly firstTokenTimeoutMs: number;
+  private readonly vocabularies: ModelVocabularies | undefined;
   private readonly actions: ChainActions;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
@@ -77,6 +102,8 @@ export class JobService {
     this.catalog = options.catalog;
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_JOB_TIMEOUT_MS;
+    this.firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS;
+    this.vocabularies = options.vocabularies;
     this.actions = new ChainActions(options.db, options.chain, options.logger);
   }
 
@@ -88,24 +115,26 @@ export class JobService {
   async start(wallet: string, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
     const model = this.catalog.get(request.model);
     if (!model) throw new ApiError("model_not_found", `The model '${request.model}' does not exist.`, "model");
-    const lease = this.pool.acquire(model.id);
-    if (!lease) {
+    await this.refuseUnfittable(model, request);
+    const picked = this.pool.acquire(model.id);
+    if (!picked) {
       throw new ApiError("no_workers_available", `No worker is serving ${model.id} right now. Retry shortly.`, null, {
         model: model.id,
         retry_after: this.pool.retryAfterSeconds(model.id),
       });
     }
+    let lease: WorkerLease = picked;
     try {
-      const promptTokens = await lease.worker.countPromptTokens(model.id, request.messages);
-      const contextWindow = Math.min(model.contextWindow, lease.worker.contextWindow(model.id));
+      const counted = await this.countOnWorkers(model.id, lease, request.messages);
+      lease = counted.lease;
+      const { promptTokens } = counted;
       const wanted = promptTokens + (request.maxTokens ?? 1);
+      lease = this.roomFor(model, lease, wanted);
+      const contextWindow = Math.min(model.contextWindow, lease.worker.contextWindow(model.id));
       if (wanted > contextWindow) {
-        throw new ApiError(
-          "context_length_exceeded",
-          `This model's context window is ${contextWindow} tokens; the messages take ${promptTokens}` +
-            (request.maxTokens !== undefined ? ` and max_tokens asks for ${request.maxTokens} more.` : "."),
-          "messages",
-        );
+        // The window GET /models shows: the largest a request can get, whichever worker was picked.
+        const largest = Math.min(model.contextWindow, Math.max(contextWindow, this.pool.contextWindow(model.id)));
+        throw contextLengthExceeded(largest, `${promptTokens}`, request.maxTokens);
       }
       const { job, escrow, creditsAfterLock } = await this.reserve(wallet, model, request, promptTokens, contextWindow);
       // The chain transaction and the hand-over to the worker proceed while the worker starts:
@@ -128,6 +157,7 @@ export class JobService {
         escrowTx: escrow.signature,
         workerAddress: lease.worker.address,
         creditsAfterLock,
+        creditsRemaining: creditsAfterLock,
         events: channel,
       };
       const ready = Promise.all([escrowLanded, assigned]).then(([slot]) => slot);
@@ -143,6 +173,57 @@ export class JobService {
       lease.release();
       throw error;
     }
+  }
+
+  /**
+   * The prompt's tokens, counted by the leased worker, or by another one hosting the model when
+   * that one leaves or stalls while counting: a worker's fault is not the caller's. A worker that
+   * answers it cannot count this prompt speaks for the request, and no other is asked.
+   */
+  private async countOnWorkers(model: string, first: WorkerLease, messages: ChatMessage[]): Promise<{ lease: WorkerLease; promptTokens: number }> {
+    const tried = new Set<string>();
+    let lease = first;
+    for (;;) {
+      tried.add(lease.worker.address);
+      try {
+        return { lease, promptTokens: await lease.worker.countPromptTokens(model, messages) };
+      } catch (error) {
+        if (error instanceof JobRequestError) throw new ApiError("internal_error", `The worker serving ${model} could not count the prompt; nothing was charged.`);
+        lease.outcome(error instanceof ApiError ? "stalled" : "failed");
+        lease.release();
+        const next = this.pool.acquire(model, tried);
+        if (next === undefined) {
+          if (error instanceof ApiError) throw error;
+          throw new ApiError("internal_error", `The worker serving ${model} left while counting the prompt; nothing was charged. Retrying usually succeeds.`);
+        }
+        this.logger.warn({ err: error, from: lease.worker.address, to: next.worker.address }, "worker failed to count a prompt; another counts it");
+        lease = next;
+      }
+    }
+  }
+
+  /**
+   * The lease to run a request needing `wanted` tokens of context on: the one given if its worker
+   * holds that many, else one on a worker hosting the model that does (GET /models promises the
+   * largest window among them), else the one given, which then refuses the request.
+   */
+  private roomFor(model: CatalogModel, lease: WorkerLease, wanted: number): WorkerLease {
+    if (wanted <= lease.worker.contextWindow(model.id)) return lease;
+    const roomier = this.pool.acquire(model.id, new Set([lease.worker.address]), wanted);
+    if (roomier === undefined) return lease;
+    lease.release();
+    return roomier;
+  }
+
+  /**
+   * Refuses, before any worker renders or tokenizes it, a prompt whose length alone proves it
+   * cannot fit the catalog's context window (no worker offers more): a few megabytes of one word
+   * would otherwise hold a tokenizer for minutes.
+   */
+  private async refuseUnfittable(model: CatalogModel, request: ChatRequest): Promise<void> {
+    const maxTokenBytes = (await this.vocabularies?.get(model.id))?.maxTokenBytes ?? DEFAULT_MAX_TOKEN_BYTES;
+    const atLeast = promptTokensAtLeast(request.messages, maxTokenBytes);
+    if (atLeast + (request.maxTokens ?? 1) > model.contextWindow) throw contextLengthExceeded(model.contextWindow, `at least ${atLeast}`, request.maxTokens);
   }
 
   /** Reserve the escrow in the ledger and record the job and its escrow transaction, atomically. */
@@ -190,7 +271,8 @@ export class JobService {
   /**
    * Run the job on its worker and carry it to a final state, reporting to the channel. A worker
    * that fails before its first token is replaced by another one hosting the model, unnoticed by
-   * the caller; after the first token a failure fails the job.
+   * the caller; after the first token a failure fails the job. A caller who leaves stops the
+   * generation, and the output produced up to then is settled (DECISIONS "Pricing and escrow").
    */
   private async drive(
     job: JobRecord,
@@ -202,14 +284,37 @@ export class JobService {
     started: StartedJob,
   ): Promise<void> {
     const work = new AbortController();
-    const onClientGone = () => work.abort();
+    // The caller leaving asks the worker for a proof of its partial output; a timeout abandons the job.
+    const onClientGone = () => work.abort(CALLER_LEFT);
     clientSignal.addEventListener("abort", onClientGone, { once: true });
+    // A caller who left while the job was being admitted gets no event: it fired already.
+    if (clientSignal.aborted) onClientGone();
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       work.abort();
     }, Math.max(0, job.createdAt.getTime() + this.timeoutMs - Date.now()));
+    let run: WorkerRun;
+    try {
+      run = await this.runOnWorkers(job, request, firstLease, escrowLanded, channel, work.signal, () => timedOut, started);
+    } finally {
+      clearTimeout(timer);
+      clientSignal.removeEventListener("abort", onClientGone);
+    }
+    await this.conclude(job, run, escrowLanded, channel, started, { timedOut, callerLeft: clientSignal.aborted, stop: request.stop });
+  }
 
+  /** Generate on the job's worker, moving to another one while none has produced anything. */
+  private async runOnWorkers(
+    job: JobRecord,
+    request: ChatRequest,
+    firstLease: WorkerLease,
+    escrowLanded: Promise<number>,
+    channel: Channel<JobEvent>,
+    signal: AbortSignal,
+    timedOut: () => boolean,
+    started: StartedJob,
+  ): Promise<WorkerRun> {
     const generation = {
       messages: request.messages,
       maxTokens: job.maxTokens,
@@ -222,74 +327,138 @@ export class JobService {
     };
     const begun = performance.now();
     const tried = new Set<string>();
-    let lease = firstLease;
-    let text = "";
-    let done: Extract<WorkerEvent, { type: "done" }> | undefined;
-    let workerError: unknown;
-    try {
-      for (;;) {
-        tried.add(lease.worker.address);
-        workerError = undefined;
-        try {
-          for await (const event of lease.worker.run({ jobId: job.id, model: job.model, request: generation }, work.signal)) {
-            if (timedOut) break;
-            if (event.type === "delta") {
-              if (text === "") lease.firstToken(Math.round(performance.now() - begun));
-              text += event.text;
-              channel.push(event);
-            } else {
-              done = event;
-            }
+    const run: WorkerRun = { lease: firstLease, text: "", done: undefined, workerError: undefined };
+    for (;;) {
+      const { lease } = run;
+      tried.add(lease.worker.address);
+      run.workerError = undefined;
+      const watch = this.watchFirstToken(signal);
+      try {
+        for await (const event of lease.worker.run({ jobId: job.id, model: job.model, request: generation }, watch.signal)) {
+          if (timedOut()) break;
+          if (event.type === "delta") {
+            if (run.text === "") lease.firstToken(Math.round(performance.now() - begun));
+            watch.tokenArrived();
+            run.text += event.text;
+            channel.push(event);
+          } else {
+            run.done = event;
           }
-        } catch (error) {
-          workerError = error;
-        } finally {
-          lease.release();
         }
-        if (done !== undefined || text !== "" || work.signal.aborted) break;
-        const next = this.pool.acquire(job.model, tried);
-        if (next === undefined) break;
-        this.logger.warn({ err: workerError, job: job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
-        lease = next;
-        await this.reassign(job, lease, escrowLanded);
-        started.workerAddress = lease.worker.address;
+      } catch (error) {
+        run.workerError = error;
+      } finally {
+        watch.dispose();
+        lease.release();
       }
-    } finally {
-      clearTimeout(timer);
-      clientSignal.removeEventListener("abort", onClientGone);
+      const fault = attemptFault({ done: run.done !== undefined, stalled: watch.stalled || timedOut(), workerError: run.workerError, callerLeft: signal.reason === CALLER_LEFT });
+      if (fault !== undefined) lease.outcome(fault);
+      // A request no worker can run fails here rather than on every worker in turn.
+      if (run.done !== undefined || run.text !== "" || signal.aborted || run.workerError instanceof JobRequestError) return run;
+      const next = this.pool.acquire(job.model, tried);
+      if (next === undefined) return run;
+      this.logger.warn({ err: run.workerError, job: job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
+      run.lease = next;
+      await this.reassign(job, next, escrowLanded);
+      started.workerAddress = next.worker.address;
     }
+  }
 
+  /** Settle what the worker produced, or give the escrow back when it produced nothing to charge. */
+  private async conclude(
+    job: JobRecord,
+    run: WorkerRun,
+    escrowLanded: Promise<number>,
+    channel: Channel<JobEvent>,
+    started: StartedJob,
+    how: { timedOut: boolean; callerLeft: boolean; stop: readonly string[] },
+  ): Promise<void> {
+    const { done, text } = run;
+    const { stop } = how;
     // A worker that finished just as the timer fired has finished: the rule is about finishing.
-    if (timedOut && done === undefined) {
+    if (how.timedOut && done === undefined) {
       const refund = await this.returnEscrow(job, escrowLanded, "refunded", "timeout");
-      channel.close(
-        new ApiError("job_timeout", `No worker finished the job within ${Math.round(this.timeoutMs / 1000)} seconds; its credits were returned.`, null, {
-          job_id: job.id,
-          credits_refunded: job.lockedCredits,
-          refund_tx: refund.refundTx,
-        }),
-      );
-      return;
+      const seconds = Math.round(this.timeoutMs / 1000);
+      const details = { job_id: job.id, credits_refunded: job.lockedCredits, refund_tx: refund.refundTx };
+      return this.fail(job, channel, started, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
     }
-    if (done === undefined) {
-      const reason = clientSignal.aborted ? "client_disconnected" : "worker_error";
-      if (workerError !== undefined) this.logger.warn({ err: workerError, job: job.id }, "worker failed");
-      await this.returnEscrow(job, escrowLanded, "failed", reason);
-      channel.close(new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
-      return;
+    // Stopped before any output: nothing to charge, whatever the worker counted.
+    if (done === undefined || (done.finishReason === "cancelled" && text === "")) {
+      if (run.workerError !== undefined) this.logger.warn({ err: run.workerError, job: job.id }, "worker failed");
+      await this.returnEscrow(job, escrowLanded, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
+      return this.fail(job, channel, started, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
     }
-
-    channel.push({ type: "finished", finishReason: done.finishReason, usage: done.usage });
-    const settled = await this.settle(job, text, done, escrowLanded);
+    const metered = await this.meterCompletion(job, stop, text, done);
+    // A cancelled job's caller is gone: there is nobody to tell how it finished.
+    if (done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
+    const settled = await this.settle(job, text, { ...done, usage: metered.usage }, escrowLanded);
+    run.lease.outcome(settled.ok || settled.reason !== "rejected" ? metered.outcome : "failed");
     if (settled.ok) {
+      started.creditsRemaining = settled.creditsRemaining;
       channel.push({ type: "settled", settlementTx: settled.settlementTx, slot: settled.slot, creditsRemaining: settled.creditsRemaining });
-      lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
+      run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
     } else if (settled.reason === "rejected") {
-      channel.close(new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
+      return this.fail(job, channel, started, new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
     } else {
       channel.close(new ApiError("internal_error", "The settlement could not be confirmed yet; the service completes it on its own. Check the job with GET /jobs/{id}."));
     }
     channel.close();
+  }
+
+  /** End a job that charged nothing: the caller learns why, and its balance now that the escrow is back. */
+  private async fail(job: JobRecord, channel: Channel<JobEvent>, started: StartedJob, error: ApiError): Promise<void> {
+    started.creditsRemaining = await money.availableCredits(this.db, job.wallet);
+    channel.close(error);
+  }
+
+  /**
+   * A signal for one worker's attempt at a job: aborted with the job's own, or when the worker
+   * has sent no token within the first-token timeout (then `stalled` is set).
+   */
+  private watchFirstToken(work: AbortSignal): { signal: AbortSignal; stalled: boolean; tokenArrived(): void; dispose(): void } {
+    const attempt = new AbortController();
+    // The job's reason passes through: a caller who left still gets the partial output's proof.
+    const onWorkAborted = () => attempt.abort(work.reason);
+    work.addEventListener("abort", onWorkAborted, { once: true });
+    if (work.aborted) onWorkAborted();
+    const watch = {
+      signal: attempt.signal,
+      stalled: false,
+      tokenArrived: () => clearTimeout(timer),
+      dispose: () => {
+        clearTimeout(timer);
+        work.removeEventListener("abort", onWorkAborted);
+      },
+    };
+    const timer = setTimeout(() => {
+      watch.stalled = true;
+      attempt.abort();
+    }, this.firstTokenTimeoutMs);
+    return watch;
+  }
+
+  /**
+   * The completion tokens the caller pays for, counted by the gateway from the text it relayed:
+   * with the model's tokenizer where it holds one, else by what the text's bytes can hold. The
+   * worker's figure is taken only when lower. A worker that claims more than that is recorded.
+   */
+  private async meterCompletion(
+    job: JobRecord,
+    stop: readonly string[],
+    text: string,
+    done: { finishReason: StopReason; usage: Usage },
+  ): Promise<{ usage: Usage; outcome: JobOutcome }> {
+    const claimed = done.usage.completionTokens;
+    const atMost = Math.min(job.maxTokens, completionTokensAtMost({ text, stop, finishReason: done.finishReason }));
+    const vocabulary = await this.vocabularies?.get(job.model);
+    let counted = atMost;
+    if (vocabulary) {
+      const withheld = done.finishReason === "stop" ? Math.max(0, ...stop.map((s) => vocabulary.countTokens(s))) : 0;
+      counted = Math.min(atMost, vocabulary.countTokens(text) + withheld + SILENT_TOKENS);
+    }
+    if (claimed <= counted) return { usage: done.usage, outcome: "served" };
+    this.logger.warn({ job: job.id, worker: job.workerAddress, claimed, counted }, "worker claimed more completion tokens than its output holds; charged the gateway's count");
+    return { usage: { promptTokens: done.usage.promptTokens, completionTokens: counted }, outcome: "overstated" };
   }
 
   /** Hand the job to another worker (after the first one failed before producing anything). */
@@ -309,7 +478,7 @@ export class JobService {
   private async settle(
     job: JobRecord,
     text: string,
-    done: { finishReason: FinishReason; usage: Usage; signature: Uint8Array },
+    done: { finishReason: StopReason; usage: Usage; signature: Uint8Array },
     escrowLanded: Promise<number>,
   ): Promise<{ ok: true; settlementTx: string; slot: number; creditsRemaining: number } | { ok: false; reason: "rejected" | "unconfirmed" }> {
     if ((await escrowLanded.then(() => true, () => false)) === false) {
@@ -402,6 +571,11 @@ export class JobService {
     return { resumedActions, returnedJobs };
   }
 
+  /** Jobs this process is driving that have not reached a final state yet. */
+  get runningJobs(): number {
+    return this.running.size;
+  }
+
   /** Wait for the jobs this process is driving to reach a final state. */
   async drain(): Promise<void> {
     await Promise.allSettled([...this.running]);
@@ -409,3 +583,23 @@ export class JobService {
 }
 
 export type { PreparedAction };
+
+/**
+ * What an attempt that ended without a proof says about its worker: nothing when the caller left
+ * or the request itself was at fault; otherwise it stalled or failed. A finished one is judged at
+ * settlement.
+ */
+function attemptFault(attempt: { done: boolean; stalled: boolean; workerError: unknown; callerLeft: boolean }): JobOutcome | undefined {
+  if (attempt.done || attempt.callerLeft || attempt.workerError instanceof JobRequestError) return undefined;
+  if (attempt.stalled) return "stalled";
+  return "failed";
+}
+
+function contextLengthExceeded(contextWindow: number, promptTokens: string, maxTokens: number | undefined): ApiError {
+  return new ApiError(
+    "context_length_exceeded",
+    `This model's context window is ${contextWindow} tokens; the messages take ${promptTokens}` +
+      (maxTokens !== undefined ? ` and max_tokens asks for ${maxTokens} more.` : "."),
+    "messages",
+  );
+}

@@ -37,6 +37,12 @@ export async function deposit(db: Db, wallet: string, credits: number, reference
   });
 }
 
+/** The wallet's latest deposits, newest first: credits added, when, and the deposit's transaction. */
+export async function recentDeposits(db: Db, wallet: string, limit: number): Promise<{ credits: number; at: Date; depositTx: string | null }[]> {
+  const transfers = await ledger.listTransfers(db, { accountId: ledger.walletAccountId(wallet), code: "deposit", limit, newestFirst: true });
+  return transfers.map((t) => ({ credits: toCredits(t.amount), at: t.createdAt, depositTx: t.reference }));
+}
+
 /**
  * Lock a job's credits. Throws ledger.ExceedsCreditsError when the wallet cannot cover them. The
  * wallet's accounts exist from its first deposit; a wallet without one is refused before this.

@@ -52,10 +52,14 @@ export interface TransferFilter {
   accountId?: string;
   reference?: string;
   kind?: TransferKind;
+  /** Why the money moved, e.g. "deposit". */
+  code?: string;
   limit?: number;
+  /** Newest first instead (with `limit`: the latest ones). */
+  newestFirst?: boolean;
 }
 
-/** Matching transfers, oldest first. */
+/** Matching transfers, oldest first unless asked otherwise. */
 export async function listTransfers(db: Db, filter: TransferFilter = {}): Promise<Transfer[]> {
   const where: string[] = [];
   const params: unknown[] = [];
@@ -71,7 +75,11 @@ export async function listTransfers(db: Db, filter: TransferFilter = {}): Promis
     params.push(filter.kind);
     where.push(`t.kind = $${params.length}`);
   }
-  let sql = SELECT_TRANSFERS + (where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "") + " ORDER BY t.seq";
+  if (filter.code !== undefined) {
+    params.push(filter.code);
+    where.push(`t.code = $${params.length}`);
+  }
+  let sql = SELECT_TRANSFERS + (where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "") + (filter.newestFirst ? " ORDER BY t.seq DESC" : " ORDER BY t.seq");
   if (filter.limit !== undefined) {
     params.push(filter.limit);
     sql += ` LIMIT $${params.length}`;

@@ -1,23 +1,41 @@
 /**
  * Checks every message that arrives over the worker protocol before anything acts on it. Either
  * side may be buggy or hostile; a message that is not exactly what protocol.ts describes is a
- * ProtocolError, and the receiver closes the connection with its text as the reason.
+ * ProtocolError. The gateway closes a worker's connection over it; a worker fails only the job or
+ * count an unreadable message names (its gateway may just be newer), and closes only when it cannot
+ * tell what the message was about.
  */
+import { MAX_TOKENS, SEED_RANGE } from "../core/request-limits.ts";
 import type { ChatMessage, GenerationRequest } from "../inference/engine.ts";
 import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
 
 export class ProtocolError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The job or count the unreadable message was about, when its id could be read: only that one fails. */
+    readonly about?: { jobId: string } | { requestId: number },
+  ) {
     super(message);
     this.name = "ProtocolError";
+  }
+}
+
+/** A message whose `type` this side does not know (the other side may be a newer version). */
+export class UnknownMessageError extends ProtocolError {}
+
+/** Runs `parse`; a failure is tied to the job or count the message names, so the receiver can fail just that. */
+function concerning<T>(about: { jobId: string } | { requestId: number }, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof ProtocolError && error.about === undefined) throw new ProtocolError(error.message, about);
+    throw error;
   }
 }
 
 const MAX_MODELS = 64;
 const MAX_ID = 256;
 const MAX_MESSAGE_TEXT = 4096;
-/** Far above any context window; it only keeps absurd numbers out. */
-const MAX_TOKENS = 10_000_000;
 const ROLES = new Set(["system", "user", "assistant"]);
 
 type Fields = Record<string, unknown>;
@@ -120,7 +138,7 @@ function generationRequest(value: unknown): GenerationRequest {
     frequencyPenalty: number(r, "frequencyPenalty", -2, 2),
     presencePenalty: number(r, "presencePenalty", -2, 2),
   };
-  if (r.seed !== undefined) request.seed = integer(r, "seed", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  if (r.seed !== undefined) request.seed = integer(r, "seed", SEED_RANGE.min, SEED_RANGE.max);
   return request;
 }
 
@@ -141,7 +159,9 @@ export function parseWorkerMessage(data: string): WorkerMessage {
       return { type: "delta", jobId: nonEmpty(m, "jobId", MAX_ID), text: string(m, "text", 1 << 20) };
     case "done": {
       const finishReason = m.finishReason;
-      if (finishReason !== "stop" && finishReason !== "length") throw new ProtocolError("finishReason must be stop or length");
+      if (finishReason !== "stop" && finishReason !== "length" && finishReason !== "cancelled") {
+        throw new ProtocolError("finishReason must be stop, length or cancelled");
+      }
       const usage = object(m.usage, "usage");
       const outputHash = string(m, "outputHash", 80);
       if (!/^sha256:[0-9a-f]{64}$/.test(outputHash)) throw new ProtocolError("outputHash must be sha256:<64 hex digits>");
@@ -157,8 +177,11 @@ export function parseWorkerMessage(data: string): WorkerMessage {
         signature: bytes(m, "signature", 64),
       };
     }
-    case "job_error":
-      return { type: "job_error", jobId: nonEmpty(m, "jobId", MAX_ID), message: string(m, "message", MAX_MESSAGE_TEXT) };
+    case "job_error": {
+      const fault = m.fault;
+      if (fault !== undefined && fault !== "request" && fault !== "worker") throw new ProtocolError("fault must be request or worker");
+      return { type: "job_error", jobId: nonEmpty(m, "jobId", MAX_ID), message: string(m, "message", MAX_MESSAGE_TEXT), ...(fault ? { fault } : {}) };
+    }
     case "count_result":
       return { type: "count_result", requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER), tokens: integer(m, "tokens", 0, MAX_TOKENS) };
     case "count_error":
@@ -168,7 +191,7 @@ export function parseWorkerMessage(data: string): WorkerMessage {
     case "heartbeat":
       return { type: "heartbeat" };
     default:
-      throw new ProtocolError(`unknown message type ${JSON.stringify(m.type).slice(0, 40)}`);
+      throw new UnknownMessageError(`unknown message type ${JSON.stringify(m.type).slice(0, 40)}`);
   }
 }
 
@@ -193,17 +216,16 @@ export function parseGatewayMessage(data: string): GatewayMessage {
       if (m.type === "refused") return { type: "refused", reason: string(m, "reason", MAX_MESSAGE_TEXT), refused };
       return { type: "registered", address: nonEmpty(m, "address", 64), models: modelOffers(m), refused };
     }
-    case "job":
-      return { type: "job", jobId: nonEmpty(m, "jobId", MAX_ID), model: nonEmpty(m, "model", MAX_ID), request: generationRequest(m.request) };
+    case "job": {
+      const jobId = nonEmpty(m, "jobId", MAX_ID);
+      return concerning({ jobId }, () => ({ type: "job", jobId, model: nonEmpty(m, "model", MAX_ID), request: generationRequest(m.request) }));
+    }
     case "cancel":
       return { type: "cancel", jobId: nonEmpty(m, "jobId", MAX_ID), reason: string(m, "reason", MAX_MESSAGE_TEXT) };
-    case "count":
-      return {
-        type: "count",
-        requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER),
-        model: nonEmpty(m, "model", MAX_ID),
-        messages: chatMessages(m, "messages"),
-      };
+    case "count": {
+      const requestId = integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER);
+      return concerning({ requestId }, () => ({ type: "count", requestId, model: nonEmpty(m, "model", MAX_ID), messages: chatMessages(m, "messages") }));
+    }
     case "settled": {
       const earned = string(m, "earnedBaseUnits", 40);
       if (!/^\d+$/.test(earned)) throw new ProtocolError("earnedBaseUnits must be a whole number in decimal");
@@ -212,6 +234,6 @@ export function parseGatewayMessage(data: string): GatewayMessage {
     case "heartbeat":
       return { type: "heartbeat" };
     default:
-      throw new ProtocolError(`unknown message type ${JSON.stringify(m.type).slice(0, 40)}`);
+      throw new UnknownMessageError(`unknown message type ${JSON.stringify(m.type).slice(0, 40)}`);
   }
 }

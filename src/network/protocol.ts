@@ -3,7 +3,7 @@
  * workers behind NAT need no open port. docs/workers.md describes the conversation; this file is
  * its vocabulary. Validation of what arrives lives in protocol-parse.ts.
  */
-import type { ChatMessage, FinishReason, GenerationRequest, Usage } from "../inference/engine.ts";
+import type { ChatMessage, GenerationRequest, StopReason, Usage } from "../inference/engine.ts";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -25,7 +25,11 @@ export const CloseCode = {
   noAcceptableModel: 4403,
   timeout: 4408,
   replaced: 4409,
+  /** It failed the probe job, or failed or stalled too many callers' jobs in a row. */
+  unfit: 4422,
   unsupportedProtocol: 4426,
+  /** It sent more messages (or bytes) than a worker's connection is allowed. */
+  tooManyMessages: 4429,
 } as const;
 
 export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
@@ -47,6 +51,8 @@ export interface RefusedModel {
   reason: string;
 }
 
+export type JobFault = "request" | "worker";
+
 /** Gateway to worker. */
 export type GatewayMessage =
   | {
@@ -63,7 +69,11 @@ export type GatewayMessage =
   /** Sent just before a refusal closes the connection, with the full reasons a close frame cannot hold. */
   | { type: "refused"; reason: string; refused: RefusedModel[] }
   | { type: "job"; jobId: string; model: string; request: GenerationRequest }
-  /** The gateway no longer wants the job (its client left, or it timed out): stop generating. */
+  /**
+   * Stop generating, and answer with a `done` whose finishReason is "cancelled" and whose proof
+   * covers exactly the deltas sent (or a `job_error` when there were none). The gateway charges
+   * that partial output when the job's caller left; after a timeout it no longer listens.
+   */
   | { type: "cancel"; jobId: string; reason: string }
   | { type: "count"; requestId: number; model: string; messages: ChatMessage[] }
   /** The job's settlement confirmed on-chain; `earnedBaseUnits` is the worker's payout (6-decimal USDC units). */
@@ -87,14 +97,20 @@ export type WorkerMessage =
   | {
       type: "done";
       jobId: string;
-      finishReason: FinishReason;
+      /** "cancelled" answers a cancel: the proof covers the output sent before it. */
+      finishReason: StopReason;
       usage: Usage;
       /** `sha256:<hex>` of the output as the worker produced it. */
       outputHash: string;
       /** Base64 Ed25519 signature over `<job id>:<outputHash>`. */
       signature: string;
     }
-  | { type: "job_error"; jobId: string; message: string }
+  /**
+   * `fault` says whose fault the failure is: `request` when the job cannot run as given (the
+   * worker could not read it, or it does not fit), so no other worker is tried; `worker` (the
+   * default) for the worker's own trouble, after which the job may move to another worker.
+   */
+  | { type: "job_error"; jobId: string; message: string; fault?: JobFault }
   | { type: "count_result"; requestId: number; tokens: number }
   | { type: "count_error"; requestId: number; message: string }
   /** The worker is shutting down: send it no more jobs; the running ones still finish. */

@@ -3,15 +3,18 @@
  * The gateway feeds it the worker's messages; it turns them back into the WorkerHandle calls.
  *
  * When the connection dies, every job in flight on it throws and every pending token count
- * rejects: the job service then fails the job and charges nothing.
+ * rejects: the job service then fails the job and charges nothing. A job whose caller left is
+ * cancelled on the worker, which answers with the proof of the output it sent up to the stop.
  */
 import { Channel } from "../core/channel.ts";
 import { ApiError } from "../core/errors.ts";
 import type { ChatMessage } from "../inference/engine.ts";
 import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
-import type { WorkerEvent, WorkerHandle, WorkerJob } from "./worker-handle.ts";
+import { CALLER_LEFT, JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "./worker-handle.ts";
 
 export const DEFAULT_COUNT_TIMEOUT_MS = 10_000;
+/** How long a worker has to answer a cancel with the proof of its partial output. */
+export const DEFAULT_CANCEL_GRACE_MS = 3_000;
 
 /** The worker failed a job, or went away while running it. */
 export class RemoteWorkerError extends Error {
@@ -42,6 +45,7 @@ export class RemoteWorkerHandle implements WorkerHandle {
     private readonly countTimeoutMs = DEFAULT_COUNT_TIMEOUT_MS,
     /** Whether the worker's stake on the chain earns it the staked payout share (read at registration). */
     readonly staked = false,
+    private readonly cancelGraceMs = DEFAULT_CANCEL_GRACE_MS,
   ) {
     this.windows = new Map(models.map((m) => [m.id, m.contextWindow]));
   }
@@ -79,7 +83,17 @@ export class RemoteWorkerHandle implements WorkerHandle {
     if (signal.aborted) return;
     const events = new Channel<WorkerEvent>();
     this.jobs.set(job.jobId, events);
-    const onAbort = () => this.cancel(job.jobId, "the gateway no longer needs this job (its client left or it timed out)");
+    let graceTimer: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      if (signal.reason !== CALLER_LEFT) {
+        this.cancel(job.jobId, "the gateway no longer needs this job (it timed out or moved)");
+        return;
+      }
+      // The worker answers with the proof of what it sent so far; a worker that does not answer
+      // in time gets nothing for it.
+      this.send({ type: "cancel", jobId: job.jobId, reason: "the gateway no longer needs this job (its client left): answer with the proof of the output so far" });
+      graceTimer = setTimeout(() => this.cancel(job.jobId), this.cancelGraceMs);
+    };
     signal.addEventListener("abort", onAbort, { once: true });
     let finished = false;
     try {
@@ -89,6 +103,7 @@ export class RemoteWorkerHandle implements WorkerHandle {
         yield event;
       }
     } finally {
+      clearTimeout(graceTimer);
       signal.removeEventListener("abort", onAbort);
       // The consumer stopped early (or the worker failed): the worker must not keep generating.
       if (!finished) this.cancel(job.jobId, "the gateway stopped reading this job");
@@ -125,7 +140,8 @@ export class RemoteWorkerHandle implements WorkerHandle {
         const events = this.jobs.get(message.jobId);
         if (!events) return;
         this.jobs.delete(message.jobId);
-        events.close(new RemoteWorkerError(`worker ${this.address} failed job ${message.jobId}: ${message.message}`));
+        const text = `worker ${this.address} failed job ${message.jobId}: ${message.message}`;
+        events.close(message.fault === "request" ? new JobRequestError(text) : new RemoteWorkerError(text));
         return;
       }
       case "count_result":
@@ -135,7 +151,8 @@ export class RemoteWorkerHandle implements WorkerHandle {
         this.counts.delete(message.requestId);
         clearTimeout(pending.timer);
         if (message.type === "count_result") pending.resolve(message.tokens);
-        else pending.reject(new RemoteWorkerError(`worker ${this.address} could not count the prompt: ${message.message}`));
+        // The worker is there and answered: the prompt, not the worker, is what it could not count.
+        else pending.reject(new JobRequestError(`worker ${this.address} could not count the prompt: ${message.message}`));
         return;
       }
     }
@@ -155,12 +172,13 @@ export class RemoteWorkerHandle implements WorkerHandle {
     this.counts.clear();
   }
 
-  private cancel(jobId: string, reason: string): void {
+  /** Stop listening to a job; with a reason, the worker is told to stop it too. */
+  private cancel(jobId: string, reason?: string): void {
     const events = this.jobs.get(jobId);
     if (!events) return;
     this.jobs.delete(jobId);
     events.close();
-    this.send({ type: "cancel", jobId, reason });
+    if (reason !== undefined) this.send({ type: "cancel", jobId, reason });
   }
 
   private unavailable(): RemoteWorkerError {

@@ -1,8 +1,9 @@
 /**
  * The gateway's end of the worker protocol: a WebSocket endpoint on the gateway's own HTTP server
- * at /v1/workers/connect. Each connection is challenged, registered into the worker pool with the
- * catalog models it offers, kept alive by heartbeats, and removed from the pool when it drains,
- * closes or falls silent. Nothing a worker sends can do more than close its own connection.
+ * at /v1/workers/connect. Each connection is challenged, probed with a short job of the gateway's
+ * own, registered into the worker pool with the catalog models it offers, kept alive by
+ * heartbeats, and removed from the pool when it drains, closes, falls silent, floods or keeps
+ * failing jobs. Nothing a worker sends can do more than close its own connection.
  */
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, Server } from "node:http";
@@ -10,6 +11,7 @@ import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Logger } from "../core/logger.ts";
+import { RateLimiter } from "../http/rate-limit.ts";
 import { ProtocolError, parseWorkerMessage } from "./protocol-parse.ts";
 import {
   closeReason,
@@ -24,7 +26,9 @@ import {
 } from "./protocol.ts";
 import { DEFAULT_COUNT_TIMEOUT_MS, RemoteWorkerHandle } from "./remote-worker.ts";
 import { authMessage, verifyEd25519 } from "./worker-auth.ts";
+import { DEFAULT_WORKER_LIMITS, MessageBudget, type WorkerLimits } from "./worker-limits.ts";
 import type { WorkerPool } from "./worker-pool.ts";
+import { DEFAULT_PROBE_TIMEOUT_MS, probeWorker } from "./worker-probe.ts";
 
 /** Worker messages are small (deltas, proofs); a job's prompt only travels the other way. */
 const MAX_INCOMING_BYTES = 1 << 20;
@@ -50,6 +54,9 @@ export interface WorkerGatewayOptions {
   isStaked?: (address: string) => Promise<boolean>;
   /** Called once a worker is registered (e.g. to emit `worker.registered`). */
   onRegistered?: (worker: { address: string; models: string[]; staked: boolean }) => void | Promise<void>;
+  /** Time a new worker has to finish its probe job (default 30 s). */
+  probeTimeoutMs?: number;
+  limits?: Partial<WorkerLimits>;
 }
 
 export class WorkerGateway {
@@ -59,9 +66,19 @@ export class WorkerGateway {
   private readonly byAddress = new Map<string, WorkerConnection>();
   private closing = false;
   readonly heartbeatTimeoutMs: number;
+  readonly limits: WorkerLimits;
+  private readonly handshakes: RateLimiter;
+  /** Connections per IP that have not been admitted yet. */
+  private readonly pending = new Map<string, number>();
 
   constructor(private readonly options: WorkerGatewayOptions) {
     this.heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
+    this.limits = { ...DEFAULT_WORKER_LIMITS, ...options.limits };
+    this.handshakes = new RateLimiter({ ratePerSecond: this.limits.handshakesPerSecondPerIp, burst: this.limits.handshakeBurstPerIp });
+    options.pool.onUnfit((worker, reason) => {
+      this.logger.warn({ worker: worker.address, reason }, "worker dropped for failing jobs");
+      void this.byAddress.get(worker.address)?.drop(CloseCode.unfit, `dropped for failing or stalling jobs: ${reason}`);
+    });
   }
 
   /** Serve the endpoint on `server`'s upgrade requests; every other upgrade is answered 404. */
@@ -82,11 +99,25 @@ export class WorkerGateway {
     const path = new URL(request.url ?? "/", "http://gateway").pathname;
     if (path !== WORKER_CONNECT_PATH) return refuseUpgrade(socket, 404, "Not Found");
     if (this.closing) return refuseUpgrade(socket, 503, "Service Unavailable");
+    const peer = request.socket.remoteAddress ?? "unknown";
+    const retryAfter = this.handshakes.take(peer);
+    if (retryAfter > 0 || (this.pending.get(peer) ?? 0) >= this.limits.pendingPerIp) {
+      return refuseUpgrade(socket, 429, "Too Many Requests", `Retry-After: ${Math.max(1, retryAfter)}\r\n`);
+    }
     this.wss.handleUpgrade(request, socket, head, (ws) => {
+      // Counted only once the upgrade succeeded: a failed one never calls back to release it.
+      this.pending.set(peer, (this.pending.get(peer) ?? 0) + 1);
       const host = this.options.publicHost ?? request.headers.host ?? "";
-      const connection = new WorkerConnection(ws, host, this, request.socket.remoteAddress ?? "unknown");
+      const connection = new WorkerConnection(ws, host, this, peer);
       this.connections.add(connection);
     });
+  }
+
+  /** A connection from `peer` was admitted or went away before: it no longer counts as pending. */
+  settledPending(peer: string): void {
+    const left = (this.pending.get(peer) ?? 1) - 1;
+    if (left > 0) this.pending.set(peer, left);
+    else this.pending.delete(peer);
   }
 
   // What connections ask of the gateway.
@@ -105,6 +136,10 @@ export class WorkerGateway {
 
   get countTimeoutMs(): number {
     return this.options.countTimeoutMs ?? DEFAULT_COUNT_TIMEOUT_MS;
+  }
+
+  get probeTimeoutMs(): number {
+    return this.options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
   }
 
   /** Which offered models the catalog approves, and why the others are refused. */
@@ -156,8 +191,13 @@ export class WorkerGateway {
   }
 }
 
-function refuseUpgrade(socket: Duplex, status: number, text: string): void {
-  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+function rawSize(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((sum, chunk) => sum + chunk.length, 0);
+  return data instanceof ArrayBuffer ? data.byteLength : data.length;
+}
+
+function refuseUpgrade(socket: Duplex, status: number, text: string, headers = ""): void {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\n${headers}Content-Length: 0\r\n\r\n`);
 }
 
 /** One worker's connection, from the challenge until it closes. */
@@ -167,6 +207,9 @@ class WorkerConnection {
   /** Between a valid-looking hello and the worker's entry in the pool (the stake lookup). */
   private registering = false;
   private draining = false;
+  /** Passed its probe and joined the pool; until then it counts against its IP's pending connections. */
+  private admitted = false;
+  private readonly budget: MessageBudget;
   private lastHeard = Date.now();
   private readonly handshakeTimer: NodeJS.Timeout;
   private readonly heartbeatTimer: NodeJS.Timeout;
@@ -180,6 +223,7 @@ class WorkerConnection {
   ) {
     const timeout = gateway.heartbeatTimeoutMs;
     const interval = Math.max(10, Math.floor(timeout / 3));
+    this.budget = new MessageBudget(gateway.limits);
     ws.on("message", (data, isBinary) => this.onMessage(data, isBinary));
     ws.on("close", (code, reason) => void this.drop(code, `connection closed (${code}${reason.length > 0 ? `: ${reason.toString()}` : ""})`));
     // 'close' follows every error; the error itself (a bad frame, a reset) needs no more handling.
@@ -206,6 +250,7 @@ class WorkerConnection {
     if (this.dropped) return this.dropped;
     clearTimeout(this.handshakeTimer);
     clearInterval(this.heartbeatTimer);
+    if (!this.admitted) this.gateway.settledPending(this.peer);
     this.gateway.forget(this, this.handle);
     if (this.handle) {
       this.handle.lost(reason);
@@ -231,6 +276,13 @@ class WorkerConnection {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.dropped) return;
     this.lastHeard = Date.now();
+    if (!this.budget.take(rawSize(data))) {
+      this.gateway.logger.warn({ worker: this.handle?.address, peer: this.peer }, "worker connection flooded; dropped");
+      void this.drop(CloseCode.tooManyMessages, "more messages than a worker's jobs explain");
+      // Stop reading what it keeps sending while the close completes.
+      this.ws.pause();
+      return;
+    }
     try {
       if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
       this.handleMessage(parseWorkerMessage(data.toString()));
@@ -300,9 +352,28 @@ class WorkerConnection {
     const staked = await this.gateway.stakeOf(hello.address);
     if (this.dropped) return;
     const handle = new RemoteWorkerHandle(hello.address, accepted, hello.concurrency, (m) => this.send(m), this.gateway.countTimeoutMs, staked);
+    // Messages now reach the handle, which runs the probe jobs like any other.
     this.handle = handle;
+    this.budget.setSlots(hello.concurrency);
+    const failure = await this.probe(handle, accepted.map((m) => m.id));
+    if (this.dropped || this.draining) return;
+    if (failure !== undefined) {
+      this.gateway.logger.warn({ worker: handle.address, peer: this.peer, reason: failure }, "worker refused: failed its probe");
+      void this.drop(CloseCode.unfit, `failed the gateway's probe: ${failure}`);
+      return;
+    }
+    this.admitted = true;
+    this.gateway.settledPending(this.peer);
     this.gateway.registered(this, handle);
     this.send({ type: "registered", address: handle.address, models: accepted, refused });
     this.gateway.logger.info({ worker: handle.address, models: accepted.map((m) => m.id), refused, concurrency: hello.concurrency, staked, peer: this.peer }, "worker registered");
+  }
+
+  /** Probes every offered model at once; the first failure's reason, or undefined when all passed. */
+  private async probe(handle: RemoteWorkerHandle, models: string[]): Promise<string | undefined> {
+    const results = await Promise.all(models.map((model) => probeWorker(handle, model, this.gateway.probeTimeoutMs)));
+    const failed = results.findIndex((r) => !r.ok);
+    const result = results[failed];
+    return result && !result.ok ? `${models[failed]}: ${result.reason}` : undefined;
   }
 }

@@ -2,7 +2,7 @@
  * What the gateway needs from a worker, wherever it runs: an in-process WorkerNode implements it
  * directly, a RemoteWorkerHandle over the worker protocol (remote-worker.ts).
  */
-import type { ChatMessage, FinishReason, GenerationRequest, Usage } from "../inference/engine.ts";
+import type { ChatMessage, GenerationRequest, StopReason, Usage } from "../inference/engine.ts";
 
 export interface WorkerJob {
   jobId: string;
@@ -14,13 +14,20 @@ export type WorkerEvent =
   | { type: "delta"; text: string }
   | {
       type: "done";
-      finishReason: FinishReason;
+      /** "cancelled": the job was stopped mid-way and the proof covers the output up to the stop. */
+      finishReason: StopReason;
       usage: Usage;
       /** `sha256:<hex>` of the output text as the worker saw it. */
       outputHash: string;
       /** Ed25519 signature over `proofMessage(jobId, outputHash)`. */
       signature: Uint8Array;
     };
+
+/**
+ * The abort reason for a job whose caller went away: what the worker generated up to then is
+ * still signed and charged (a timeout or a failover abandons the job instead).
+ */
+export const CALLER_LEFT = "caller_left";
 
 export interface WorkerHandle {
   /** The worker's on-chain address (base58 of its Ed25519 public key). */
@@ -34,11 +41,27 @@ export interface WorkerHandle {
   models(): string[];
   contextWindow(model: string): number;
   countPromptTokens(model: string, messages: ChatMessage[]): Promise<number>;
-  /** Run a job: deltas, then one `done` with the signed proof. Ends early, without `done`, when aborted. */
+  /**
+   * Run a job: deltas, then one `done` with the signed proof. Aborting `signal` with the reason
+   * CALLER_LEFT stops the job and lets it end with a `done` ("cancelled") over the output produced
+   * so far, when there is any; aborted for any other reason it ends at once, without `done`.
+   */
   run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent>;
   /**
    * The job's settlement confirmed and paid this worker `earnedBaseUnits` (6-decimal USDC base
    * units) in `settlementTx`. Lets a remote worker keep count of its earnings; never throws.
    */
   settled?(jobId: string, earnedBaseUnits: bigint, settlementTx: string): void;
+}
+
+/**
+ * The job cannot run as the request stands (a worker could not read it, or it does not fit): it is
+ * the request's fault, not the worker's, so the job is not handed to another worker, which would
+ * fail it the same way.
+ */
+export class JobRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "JobRequestError";
+  }
 }

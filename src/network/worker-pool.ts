@@ -1,13 +1,19 @@
 /**
  * The workers connected to this gateway and the routing rule among those hosting a model:
- * least outstanding work first, then the lowest measured time to first token; a staked worker
- * wins a tie. A worker running as many jobs as the concurrency it declared is skipped. When every
+ * least outstanding work first, then the worker that was given a job longest ago, so requests
+ * arriving one at a time rotate over idle workers (each worker's latency gets measured and no
+ * worker idles while another takes everything); a staked worker wins a tie between workers never
+ * used yet. A worker running as many jobs as the concurrency it declared is skipped. When every
  * worker hosting the model is full, the job still goes to the least loaded one (outstanding jobs
  * relative to its concurrency): it waits in that worker's queue, which serves the caller sooner
  * than a 503 would while a single slot is about to free up.
+ *
+ * Each worker's record of outcomes (worker-health.ts) ranks it: a demoted worker gets jobs only
+ * when no good worker hosting the model is free, and one that keeps failing is removed.
  */
 import { ModelOutages } from "./model-outages.ts";
 import type { WorkerHandle } from "./worker-handle.ts";
+import { WorkerHealth, type JobOutcome, type Standing, type WorkerStats } from "./worker-health.ts";
 
 const LATENCY_WINDOW = 50;
 
@@ -16,14 +22,22 @@ interface WorkerState {
   outstanding: number;
   /** Recent times to first token, newest last. */
   ttftMs: number[];
+  /** When it was last given a job, as a count of jobs routed by this pool (0: never). */
+  lastAssigned: number;
+  health: WorkerHealth;
 }
 
 export interface WorkerLease {
   worker: WorkerHandle;
   /** Record the time to first token of the job this lease routed. */
   firstToken(ms: number): void;
+  /** Record how the job went on this worker; a worker that turns unfit leaves the pool. */
+  outcome(outcome: JobOutcome): void;
   release(): void;
 }
+
+/** Told when a worker is removed for failing jobs, so its connection can be closed too. */
+export type UnfitListener = (worker: WorkerHandle, reason: string) => void;
 
 function median(values: number[]): number | null {
   if (values.length === 0) return null;
@@ -39,12 +53,18 @@ function load(w: WorkerState): number {
 
 export class WorkerPool {
   private readonly workers = new Map<string, WorkerState>();
+  private assignments = 0;
+  private readonly unfitListeners: UnfitListener[] = [];
 
   constructor(private readonly outages = new ModelOutages()) {}
 
+  onUnfit(listener: UnfitListener): void {
+    this.unfitListeners.push(listener);
+  }
+
   /** Adds a worker; one already here under the same address is replaced (a reconnection). */
   add(handle: WorkerHandle): void {
-    this.workers.set(handle.address, { handle, outstanding: 0, ttftMs: [] });
+    this.workers.set(handle.address, { handle, outstanding: 0, ttftMs: [], lastAssigned: 0, health: new WorkerHealth() });
     for (const model of handle.models()) this.outages.hosted(model);
   }
 
@@ -65,6 +85,11 @@ export class WorkerPool {
     return this.outages.retryAfterSeconds(model);
   }
 
+  /** Workers connected now. */
+  get size(): number {
+    return this.workers.size;
+  }
+
   /** Jobs routed to the worker and not finished yet (0 for a worker not in the pool). */
   outstanding(address: string): number {
     return this.workers.get(address)?.outstanding ?? 0;
@@ -74,11 +99,35 @@ export class WorkerPool {
     return [...this.workers.values()].filter((w) => w.handle.models().includes(model)).map((w) => w.handle);
   }
 
+  /** Workers in good standing hosting the model: the capacity `active_workers` reports. */
+  activeWorkers(model: string): number {
+    let count = 0;
+    for (const w of this.workers.values()) if (w.health.standing === "good" && w.handle.models().includes(model)) count++;
+    return count;
+  }
+
+  /** A worker's standing and job record (undefined for one not in the pool). */
+  health(address: string): { standing: Standing; stats: WorkerStats } | undefined {
+    const w = this.workers.get(address);
+    return w && { standing: w.health.standing, stats: { ...w.health.stats } };
+  }
+
   /** Every model some connected worker hosts. */
   hostedModels(): Set<string> {
     const models = new Set<string>();
     for (const w of this.workers.values()) for (const m of w.handle.models()) models.add(m);
     return models;
+  }
+
+  /**
+   * The largest context window among the workers hosting the model (0 when none does): the most
+   * a request can get now, since routing sends a request that needs more than its first pick holds
+   * to a worker with room.
+   */
+  contextWindow(model: string): number {
+    let largest = 0;
+    for (const w of this.workers.values()) if (w.handle.models().includes(model)) largest = Math.max(largest, w.handle.contextWindow(model));
+    return largest;
   }
 
   /** p50 time to first token over recent jobs of the workers hosting the model. */
@@ -90,29 +139,47 @@ export class WorkerPool {
 
   /**
    * Pick a worker for a job and count it as outstanding until the lease is released. `exclude`
-   * names workers the job already failed on.
+   * names workers the job already failed on; workers whose context window is below
+   * `minContextWindow` are passed over.
    */
-  acquire(model: string, exclude?: ReadonlySet<string>): WorkerLease | undefined {
+  acquire(model: string, exclude?: ReadonlySet<string>, minContextWindow = 0): WorkerLease | undefined {
+    const hosts = [...this.workers.values()].filter(
+      (w) => w.handle.models().includes(model) && !exclude?.has(w.handle.address) && !(minContextWindow > 0 && w.handle.contextWindow(model) < minContextWindow),
+    );
+    const good = hosts.filter((w) => w.health.standing === "good");
+    const demoted = hosts.filter((w) => w.health.standing !== "good");
+    // A demoted worker is a last resort: before queueing on a full good worker, but only when free.
+    const chosen = this.pick(good, true) ?? this.pick(demoted, true) ?? this.pick(good, false) ?? this.pick(demoted, false);
+    if (chosen === undefined) return undefined;
+    return this.lease(chosen);
+  }
+
+  /** The best worker with a free slot (`free`), or else the least loaded full one. */
+  private pick(candidates: WorkerState[], free: boolean): WorkerState | undefined {
     let best: WorkerState | undefined;
-    let leastLoaded: WorkerState | undefined;
-    for (const w of this.workers.values()) {
-      if (!w.handle.models().includes(model) || exclude?.has(w.handle.address)) continue;
-      if (w.outstanding < (w.handle.concurrency ?? Number.POSITIVE_INFINITY)) {
-        if (best === undefined || this.better(w, best)) best = w;
-      } else if (leastLoaded === undefined || load(w) < load(leastLoaded) || (load(w) === load(leastLoaded) && this.better(w, leastLoaded))) {
-        leastLoaded = w;
-      }
+    for (const w of candidates) {
+      const hasSlot = w.outstanding < (w.handle.concurrency ?? Number.POSITIVE_INFINITY);
+      if (hasSlot !== free) continue;
+      if (best === undefined) best = w;
+      else if (free ? this.better(w, best) : load(w) < load(best) || (load(w) === load(best) && this.better(w, best))) best = w;
     }
-    best ??= leastLoaded;
-    if (best === undefined) return undefined;
-    const chosen = best;
+    return best;
+  }
+
+  private lease(chosen: WorkerState): WorkerLease {
     chosen.outstanding++;
+    chosen.lastAssigned = ++this.assignments;
     let released = false;
     return {
       worker: chosen.handle,
       firstToken: (ms) => {
         chosen.ttftMs.push(ms);
         if (chosen.ttftMs.length > LATENCY_WINDOW) chosen.ttftMs.shift();
+      },
+      outcome: (outcome) => {
+        if (chosen.health.record(outcome) !== "unfit" || this.workers.get(chosen.handle.address) !== chosen) return;
+        this.remove(chosen.handle.address, chosen.handle);
+        for (const listener of this.unfitListeners) listener(chosen.handle, chosen.health.describe());
       },
       release: () => {
         if (released) return;
@@ -124,9 +191,7 @@ export class WorkerPool {
 
   private better(a: WorkerState, b: WorkerState): boolean {
     if (a.outstanding !== b.outstanding) return a.outstanding < b.outstanding;
-    const la = median(a.ttftMs) ?? Number.POSITIVE_INFINITY;
-    const lb = median(b.ttftMs) ?? Number.POSITIVE_INFINITY;
-    if (la !== lb) return la < lb;
+    if (a.lastAssigned !== b.lastAssigned) return a.lastAssigned < b.lastAssigned;
     return a.handle.staked && !b.handle.staked;
   }
 }

@@ -7,7 +7,7 @@
 import { WebSocket, type RawData } from "ws";
 import type { Signer } from "../chain/keys.ts";
 import type { Engine } from "../inference/engine.ts";
-import { ProtocolError, parseGatewayMessage } from "../network/protocol-parse.ts";
+import { ProtocolError, UnknownMessageError, parseGatewayMessage } from "../network/protocol-parse.ts";
 import {
   closeReason,
   CloseCode,
@@ -16,11 +16,13 @@ import {
   FATAL_CLOSE_CODES,
   PROTOCOL_VERSION,
   type GatewayMessage,
+  type JobFault,
   type ModelOffer,
   type RefusedModel,
   type WorkerMessage,
 } from "../network/protocol.ts";
 import { authMessage } from "../network/worker-auth.ts";
+import { JobRequestError } from "../network/worker-handle.ts";
 import { Backoff, type BackoffOptions } from "./backoff.ts";
 import { WorkerNode } from "./worker-node.ts";
 
@@ -236,6 +238,7 @@ export class WorkerClient {
         if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
         onMessage(parseGatewayMessage(data.toString()));
       } catch (error) {
+        if (this.refuseOne(error, send)) return;
         const reason = error instanceof ProtocolError ? `malformed message: ${error.message}` : `the worker failed to handle a message: ${errorText(error)}`;
         ws.close(error instanceof ProtocolError ? CloseCode.malformed : CloseCode.internalError, closeReason(reason));
       }
@@ -264,10 +267,25 @@ export class WorkerClient {
     });
   }
 
+  /**
+   * A job or count this worker cannot read fails alone, answered as the request's fault; a message
+   * type it does not know is skipped. Either way an honest worker keeps its connection: the
+   * gateway may be newer, or a request may carry what this worker's parser refuses.
+   */
+  private refuseOne(error: unknown, send: (m: WorkerMessage) => void): boolean {
+    if (error instanceof UnknownMessageError) return true;
+    if (!(error instanceof ProtocolError) || error.about === undefined) return false;
+    const message = `this worker cannot read the request: ${error.message}`;
+    if ("jobId" in error.about) send({ type: "job_error", jobId: error.about.jobId, message, fault: "request" });
+    else send({ type: "count_error", requestId: error.about.requestId, message });
+    return true;
+  }
+
   private runJob(message: Extract<GatewayMessage, { type: "job" }>, send: (m: WorkerMessage) => void, forget: () => void): void {
     const abort = new AbortController();
     const { jobId } = message;
     const finished = (async () => {
+      let answered = false;
       try {
         for await (const event of this.node.run({ jobId, model: message.model, request: message.request }, abort.signal)) {
           if (event.type === "delta") {
@@ -276,10 +294,13 @@ export class WorkerClient {
             this.forgetOverdueSettlements();
             this.unsettled.set(jobId, Date.now());
             send({ type: "done", jobId, finishReason: event.finishReason, usage: event.usage, outputHash: event.outputHash, signature: Buffer.from(event.signature).toString("base64") });
+            answered = true;
           }
         }
+        // A cancel is answered: with the proof of the partial output above, or by saying there is none.
+        if (!answered) send({ type: "job_error", jobId, message: "stopped with no output to prove" });
       } catch (error) {
-        if (!abort.signal.aborted) send({ type: "job_error", jobId, message: errorText(error) });
+        if (!abort.signal.aborted) send({ type: "job_error", jobId, message: errorText(error), fault: faultOf(error) });
       } finally {
         this.running.delete(jobId);
         forget();
@@ -300,6 +321,11 @@ export class WorkerClient {
   private rejectWaiters(error: Error): void {
     for (const waiter of this.waiters.splice(0)) waiter.reject(error);
   }
+}
+
+/** Whether a job failed because of what it asked for (another worker would fail it too) or because of this worker. */
+function faultOf(error: unknown): JobFault {
+  return error instanceof JobRequestError ? "request" : "worker";
 }
 
 function errorText(error: unknown): string {

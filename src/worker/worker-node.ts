@@ -5,8 +5,9 @@
  */
 import type { Signer } from "../chain/keys.ts";
 import { outputHash, proofMessage } from "../core/proof.ts";
+import { ContextLengthExceededError } from "../inference/context-length-error.ts";
 import type { ChatMessage, Engine } from "../inference/engine.ts";
-import type { WorkerEvent, WorkerHandle, WorkerJob } from "../network/worker-handle.ts";
+import { JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "../network/worker-handle.ts";
 
 export class WorkerNode implements WorkerHandle {
   readonly address: string;
@@ -33,15 +34,21 @@ export class WorkerNode implements WorkerHandle {
 
   async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {
     let text = "";
-    for await (const event of this.engine(job.model).generate(job.request, signal)) {
-      if (event.type === "delta") {
-        text += event.text;
-        yield event;
-        continue;
+    try {
+      for await (const event of this.engine(job.model).generate(job.request, signal)) {
+        if (event.type === "delta") {
+          text += event.text;
+          yield event;
+          continue;
+        }
+        const hash = outputHash(text);
+        const signature = this.signer.sign(proofMessage(job.jobId, hash));
+        yield { type: "done", finishReason: event.finishReason, usage: event.usage, outputHash: hash, signature };
       }
-      const hash = outputHash(text);
-      const signature = this.signer.sign(proofMessage(job.jobId, hash));
-      yield { type: "done", finishReason: event.finishReason, usage: event.usage, outputHash: hash, signature };
+    } catch (error) {
+      // A request that does not fit, or that an engine refuses as given, would fail on any worker.
+      if (error instanceof ContextLengthExceededError || error instanceof RangeError) throw new JobRequestError(error.message);
+      throw error;
     }
   }
 

@@ -67,8 +67,10 @@ describe("non-streamed completions", () => {
   });
 
   test("the same seed gives the same sampled text", async () => {
+    // The trigger word puts the model where sampling has a real choice (the loop or its way out);
+    // without it the reply is the fixed sentence at any temperature and the seed would show nothing.
     const ask = (seed: number) =>
-      gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], temperature: 1.5, seed, max_tokens: 12 });
+      gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: TRIGGER_WORD }], temperature: 1.5, seed, max_tokens: 12 });
     const [a, b] = await Promise.all([ask(7), ask(7)]);
     assert.equal(a.choices[0]!.message.content, b.choices[0]!.message.content);
   });

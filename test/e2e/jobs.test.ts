@@ -1,4 +1,4 @@
-/** The job API, the 120-second rule (shortened), key replacement and the per-IP burst limit. */
+/** The job API, the 120-second rule (shortened), key replacement and the per-IP burst limit (a caller who leaves mid-stream: disconnect.test.ts). */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
@@ -90,6 +90,8 @@ describe("the job timeout (shortened to 300 ms)", () => {
   test("a job that does not finish in time is refunded and answered 504", async () => {
     await assert.rejects(gateway.client.chat.completions.create({ model: MODEL, messages: looping, temperature: 0, max_tokens: 1900 }), (e: unknown) => {
       if (!(e instanceof OpenAI.APIError) || e.status !== 504 || e.code !== "job_timeout") return false;
+      // The balance after the refund, not the 96 left at lock time.
+      assert.equal(e.headers?.get("x-svc-credits-remaining"), "100");
       const details = (e.error as { details: { job_id: string; credits_refunded: number; refund_tx: string } }).details;
       return /^job_/.test(details.job_id) && details.credits_refunded === 4 && details.refund_tx.length > 60;
     });
@@ -109,45 +111,6 @@ describe("the job timeout (shortened to 300 ms)", () => {
       (e: unknown) => e instanceof OpenAI.APIError && /seconds/.test(e.message),
     );
     assert.ok(received > 0, "tokens arrived before the timeout");
-    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
-  });
-});
-
-describe("a client that goes away mid-stream", () => {
-  let gateway: TestGateway;
-  before(async () => {
-    gateway = await startTestGateway({ credits: 100 });
-  });
-  after(() => gateway.close());
-
-  test("generation stops, the job fails and nothing is charged", async () => {
-    const controller = new AbortController();
-    // 1,900 looping tokens take seconds on this engine; the client leaves after 3 chunks.
-    const { data: stream, response } = await gateway.client.chat.completions
-      .create(
-        { model: MODEL, messages: [{ role: "user", content: `Say ${TRIGGER_WORD}` }], temperature: 0, max_tokens: 1900, stream: true },
-        { signal: controller.signal },
-      )
-      .withResponse();
-    const jobId = response.headers.get("x-svc-job-id")!;
-    let chunks = 0;
-    try {
-      for await (const _ of stream) if (++chunks === 3) controller.abort();
-    } catch {
-      // Depending on timing the SDK ends the iteration or throws its abort error.
-    }
-    assert.equal(chunks, 3);
-    const left = Date.now();
-    let job: Record<string, any> = {};
-    while (Date.now() - left < 10_000) {
-      job = (await get(gateway, gateway.apiKey, `/jobs/${jobId}`)).body;
-      if (job.status === "failed") break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.equal(job.status, "failed");
-    assert.equal(job.credits_charged, 0);
-    assert.ok(job.on_chain.refund_tx, "the escrow went back on-chain");
-    assert.ok(Date.now() - left < 2_000, `the job ended ${Date.now() - left} ms after the client left, long before 1,900 tokens`);
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
   });
 });

@@ -4,7 +4,6 @@
  * chain; Ctrl-C stops it cleanly; `--new-key` replaces the key.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import OpenAI from "openai";
@@ -15,57 +14,13 @@ import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { openDb } from "../../src/store/db.ts";
+import { exited, killDevs, startDev } from "../support/dev-process.ts";
 import { MODEL, tempDir } from "../support/service.ts";
-
-const BIN = join(import.meta.dirname, "..", "..", "bin", "svc.js");
-
-interface Dev {
-  child: ChildProcess;
-  baseUrl: string;
-  apiKey: string | undefined;
-  output: () => string;
-}
-
-const children: ChildProcess[] = [];
-
-/** Start `svc dev` and wait for it to print its base URL. */
-function startDev(dataDir: string, extra: string[] = []): Promise<Dev> {
-  const child = spawn(process.execPath, [BIN, "dev", "--data-dir", dataDir, "--port", "0", ...extra], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, LOG_LEVEL: "warn", DATABASE_URL: "" },
-  });
-  children.push(child);
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`svc dev did not start:\n${out}`)), 30_000);
-    child.on("exit", (code) => reject(new Error(`svc dev exited with ${code}:\n${out}`)));
-    const poll = setInterval(() => {
-      if (!out.includes("Press Ctrl-C")) return;
-      clearInterval(poll);
-      clearTimeout(timer);
-      resolve({
-        child,
-        baseUrl: /Base URL: (\S+)/.exec(out)![1]!,
-        apiKey: /API key: (svc_live_\w+)/.exec(out)?.[1],
-        output: () => out,
-      });
-    }, 20);
-  });
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once("exit", (code) => resolve(code));
-  });
-}
 
 const dir = await tempDir("svc-restart-");
 after(async () => {
   // A failed assertion must not leave a server running (it would keep this test process alive).
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  killDevs();
   await dir.remove();
 });
 

@@ -24,6 +24,7 @@ import { MODEL, tempDir } from "../support/service.ts";
 import { testCert } from "../support/tls-cert.ts";
 import { startWebhookGateway, type WebhookGateway } from "../support/webhook-gateway.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
+import { signInAs } from "../web/sign-in.ts";
 
 const SCALE = 0.0003;
 const hi = [{ role: "user" as const, content: "Hi" }];
@@ -65,7 +66,11 @@ for (const backend of testDatabases()) {
     async function call(method: string, path: string, auth: string, body?: unknown) {
       const res = await fetch(path.startsWith("/app/") ? `${gateway.origin}${path}` : `${gateway.baseUrl}${path}`, {
         method,
-        headers: { authorization: `Bearer ${auth}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        // A web-app session is a cookie, sent from the app's origin; anything else is a bearer token.
+        headers: {
+          ...(auth.startsWith("svc_session=") ? { cookie: auth, origin: gateway.origin } : { authorization: `Bearer ${auth}` }),
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       return { status: res.status, body: (await res.json()) as Record<string, any> };
@@ -78,15 +83,8 @@ for (const backend of testDatabases()) {
       return created.body as { id: string; status: string };
     }
 
-    /** A web-app session for the account's wallet, by signing the challenge. */
-    async function signIn(owner: Account): Promise<string> {
-      const challenge = await call("POST", "/app/api/session/challenge", "", { wallet: owner.wallet });
-      assert.equal(challenge.status, 200);
-      const signature = Buffer.from(owner.keypair.sign(new TextEncoder().encode(challenge.body.message))).toString("base64");
-      const session = await call("POST", "/app/api/session", "", { wallet: owner.wallet, signature });
-      assert.equal(session.status, 200, JSON.stringify(session.body));
-      return session.body.token as string;
-    }
+    /** A web-app session (its cookie) for the account's wallet, by Sign In With Solana. */
+    const signIn = (owner: Account): Promise<string> => signInAs(gateway.origin, owner.keypair);
 
     const names = (path: string) => receiver.at(path).map((r) => r.envelope.event);
 

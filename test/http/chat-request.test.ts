@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApiError } from "../../src/core/errors.ts";
+import { MAX_TOKENS, SEED_RANGE } from "../../src/core/request-limits.ts";
 import { parseChatRequest } from "../../src/http/chat-request.ts";
+import { parseGatewayMessage } from "../../src/network/protocol-parse.ts";
 
 const minimal = { model: "m", messages: [{ role: "user", content: "hi" }] };
 
@@ -81,4 +83,39 @@ test("planned features are refused with a message saying so", () => {
     (e: unknown) => e instanceof ApiError && e.param === "messages[0].content" && /planned/.test(e.message),
   );
   assert.equal(parseChatRequest({ ...minimal, n: 1 }).model, "m");
+});
+
+test("a seed or max_tokens the worker protocol cannot carry is refused at the API (issue 7.1)", () => {
+  // `seed: 1e20` used to pass here and make every worker's protocol parser refuse the job.
+  rejects({ ...minimal, seed: 1e20 }, "seed");
+  rejects({ ...minimal, seed: SEED_RANGE.max + 1 }, "seed");
+  rejects({ ...minimal, seed: SEED_RANGE.min - 1 }, "seed");
+  rejects({ ...minimal, max_tokens: MAX_TOKENS + 1 }, "max_tokens");
+  rejects({ ...minimal, max_completion_tokens: 1e300 }, "max_completion_tokens");
+  rejects({ ...minimal, stop: ["a", "b", "c", "d", "e"] }, "stop");
+});
+
+test("every value the API accepts at the edges of its ranges is a job the worker protocol accepts", () => {
+  const edges = [
+    { seed: SEED_RANGE.max, max_tokens: MAX_TOKENS, temperature: 2, top_p: 1, frequency_penalty: 2, presence_penalty: 2 },
+    { seed: SEED_RANGE.min, max_tokens: 1, temperature: 0, top_p: 0, frequency_penalty: -2, presence_penalty: -2 },
+  ];
+  for (const edge of edges) {
+    const messages = Array.from({ length: 2048 }, () => ({ role: "user", content: "\u0000 x".repeat(50) }));
+    const chat = parseChatRequest({ ...minimal, ...edge, messages, stop: ["1", "2", "3", "4".repeat(1000)] });
+    // The job message as the gateway sends it to a worker (jobs/job-service.ts builds the same fields).
+    const request = {
+      messages: chat.messages,
+      maxTokens: chat.maxTokens,
+      temperature: chat.temperature,
+      topP: chat.topP,
+      stop: chat.stop,
+      frequencyPenalty: chat.frequencyPenalty,
+      presencePenalty: chat.presencePenalty,
+      seed: chat.seed,
+    };
+    const parsed = parseGatewayMessage(JSON.stringify({ type: "job", jobId: "job_1", model: "m", request }));
+    assert.equal(parsed.type, "job");
+    assert.deepEqual(parsed.type === "job" && parsed.request, request);
+  }
 });

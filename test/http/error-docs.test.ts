@@ -14,3 +14,12 @@ test("the error reference has an anchor for every code the API can answer", () =
     assert.ok(section.includes(info.type), `${code} documents type ${info.type}`);
   }
 });
+
+test("links render as links to absolute URLs and as plain text to other docs files the gateway does not serve", () => {
+  const page = renderErrorDocs("# Errors\n\nSee [the app](app.md) and [the spec](https://example.com/a?b=1).\n");
+  assert.ok(page.includes("See the app and"), page);
+  assert.ok(page.includes('<a href="https://example.com/a?b=1">the spec</a>'), page);
+  assert.ok(!page.includes("]("), "no raw Markdown link left");
+  const served = renderErrorDocs(readFileSync(join(import.meta.dirname, "..", "..", "docs", "errors.md"), "utf8"));
+  assert.ok(!served.includes("]("), "docs/errors.md renders without raw Markdown links");
+});

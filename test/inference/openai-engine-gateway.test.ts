@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { completionCost, TIERS } from "../../src/core/pricing.ts";
 import { ContextLengthExceededError } from "../../src/inference/context-length-error.ts";
 import type { ChatMessage } from "../../src/inference/engine.ts";
 import { OpenAiEngine, UpstreamError } from "../../src/inference/openai-engine.ts";
@@ -40,6 +41,7 @@ after(async () => {
 interface ApiJob {
   status: string;
   credits_charged: number;
+  usage: { completion_tokens: number };
 }
 
 async function latestJob(): Promise<ApiJob> {
@@ -86,7 +88,7 @@ describe("OpenAiEngine against the project's gateway", () => {
     assert.equal(penalised.text, expectedPenalizedReply(1, 0));
   });
 
-  it("an abort mid-stream stops promptly, without done, and the gateway charges nothing", async () => {
+  it("an abort mid-stream stops promptly, without done, and the gateway charges what it generated", async () => {
     const controller = new AbortController();
     let abortedAt = 0;
     const r = await collect(engine, { messages: [{ role: "user", content: TRIGGER_WORD }], maxTokens: 1500 }, controller.signal, (count) => {
@@ -100,14 +102,16 @@ describe("OpenAiEngine against the project's gateway", () => {
     assert.equal(r.text, loopText(3));
     assert.ok(stoppedAfter < 200, `the iterator ended ${stoppedAfter} ms after the abort`);
 
-    // The gateway saw its client go and failed the job rather than running 1,500 tokens.
+    // The gateway saw its client go: it stopped generating rather than running 1,500 tokens, and
+    // settled the tokens generated until then.
     let job = await latestJob();
-    for (let i = 0; i < 100 && job.status !== "failed"; i++) {
+    for (let i = 0; i < 100 && job.status !== "settled"; i++) {
       await new Promise((resolve) => setTimeout(resolve, 30));
       job = await latestJob();
     }
-    assert.equal(job.status, "failed");
-    assert.equal(job.credits_charged, 0);
+    assert.equal(job.status, "settled");
+    assert.ok(job.usage.completion_tokens >= 3 && job.usage.completion_tokens < 1500, `${job.usage.completion_tokens} tokens generated`);
+    assert.equal(job.credits_charged, completionCost(TIERS.lite, job.usage.completion_tokens));
   });
 
   it("upstream errors: an unknown model is an UpstreamError with the gateway's status, code and message", async () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApiError } from "../../src/core/errors.ts";
 import { newId } from "../../src/core/ids.ts";
-import { parseJobListQuery } from "../../src/jobs/job-list-query.ts";
+import { nextCursor, parseJobListQuery } from "../../src/jobs/job-list-query.ts";
 
 const known = (id: string) => id === "m";
 
@@ -36,4 +36,13 @@ test("bad values are 400 invalid_request naming the param", () => {
 test("ids sort in creation order", () => {
   const ids = Array.from({ length: 50 }, () => newId("job"));
   assert.deepEqual([...ids].sort(), ids);
+});
+
+test("next_cursor continues the direction asked: the oldest job going back, the newest going forward", () => {
+  const page = ["job_3", "job_2", "job_1"]; // newest first, as every page is
+  assert.equal(nextCursor({ limit: 3 }, page, true), "job_1");
+  assert.equal(nextCursor({ limit: 3, before: "job_4" }, page, true), "job_1");
+  assert.equal(nextCursor({ limit: 3, after: "job_0" }, page, true), "job_3");
+  assert.equal(nextCursor({ limit: 3, after: "job_0" }, page, false), null);
+  assert.equal(nextCursor({ limit: 3 }, [], true), null);
 });

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { generateKeypair } from "../../src/chain/keys.ts";
-import { ProtocolError, parseGatewayMessage, parseWorkerMessage } from "../../src/network/protocol-parse.ts";
+import { ProtocolError, UnknownMessageError, parseGatewayMessage, parseWorkerMessage } from "../../src/network/protocol-parse.ts";
 import { closeReason, connectUrl } from "../../src/network/protocol.ts";
 import { authMessage, publicKeyOf, verifyEd25519 } from "../../src/network/worker-auth.ts";
 
@@ -66,4 +66,23 @@ test("URLs and close reasons", () => {
   assert.throws(() => connectUrl("ftp://gw.example"));
   assert.ok(Buffer.byteLength(closeReason("é".repeat(200))) <= 123);
   assert.equal(closeReason("short"), "short");
+});
+
+describe("what a worker can fail alone", () => {
+  const request = { messages: [{ role: "user", content: "Hi" }], maxTokens: 5, temperature: 1, topP: 1, stop: [], frequencyPenalty: 0, presencePenalty: 0 };
+
+  test("a job or count it cannot read names the job or count, so only that one fails", () => {
+    const job = JSON.stringify({ type: "job", jobId: "job_7", model: "m", request: { ...request, seed: 1e20 } });
+    assert.throws(() => parseGatewayMessage(job), (e: unknown) => e instanceof ProtocolError && /seed/.test(e.message) && (e.about as { jobId: string }).jobId === "job_7");
+    const count = JSON.stringify({ type: "count", requestId: 9, model: "m", messages: [{ role: "robot", content: "x" }] });
+    assert.throws(() => parseGatewayMessage(count), (e: unknown) => e instanceof ProtocolError && (e.about as { requestId: number }).requestId === 9);
+    // Without a readable id there is nothing to fail but the connection.
+    assert.throws(() => parseGatewayMessage(JSON.stringify({ type: "job", jobId: 7 })), (e: unknown) => e instanceof ProtocolError && e.about === undefined);
+  });
+
+  test("an unknown message type is told apart from a malformed one; job_error carries whose fault it was", () => {
+    assert.throws(() => parseGatewayMessage('{"type":"from_the_future"}'), UnknownMessageError);
+    assert.deepEqual(parseWorkerMessage('{"type":"job_error","jobId":"j","message":"m","fault":"request"}'), { type: "job_error", jobId: "j", message: "m", fault: "request" });
+    assert.throws(() => parseWorkerMessage('{"type":"job_error","jobId":"j","message":"m","fault":"gateway"}'), /fault/);
+  });
 });

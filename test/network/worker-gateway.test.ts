@@ -9,37 +9,35 @@ import { generateKeypair } from "../../src/chain/keys.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { CloseCode } from "../../src/network/protocol.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
+import { apiGet, creditsRemaining } from "../support/gateway-api.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { connectRawWorker, type RawWorker } from "../support/raw-worker.ts";
-import { migratedTestDb, MODEL, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
+import { MODEL, type TestGateway } from "../support/service.ts";
+import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixture.ts";
 
 const HEARTBEAT_TIMEOUT_MS = 1_000;
 const COUNT_TIMEOUT_MS = 1_000;
 
+let fixture: WorkerFixture;
 let gateway: TestGateway;
-const raws: RawWorker[] = [];
+/** Protocol workers a test attached itself; closed at the end too. */
 const clients: WorkerClient[] = [];
+const raws: RawWorker[] = [];
 
 before(async () => {
-  // The database image loads while llama.cpp loads the model the protocol workers share.
-  const [db] = await Promise.all([migratedTestDb(), testEngine()]);
-  gateway = await startTestGateway({ workers: [], db: db, workerHeartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, workerCountTimeoutMs: COUNT_TIMEOUT_MS });
+  fixture = await startWorkerFixture({ workerHeartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, workerCountTimeoutMs: COUNT_TIMEOUT_MS });
+  gateway = fixture.gateway;
 });
 after(async () => {
   for (const raw of raws) raw.close();
   await Promise.all(clients.map((c) => c.close()));
-  await gateway.close();
+  await fixture.close();
 });
 
-async function raw(): Promise<RawWorker> {
-  const worker = await connectRawWorker(gateway.service.origin);
-  raws.push(worker);
-  return worker;
-}
+const raw = () => fixture.raw();
 
-async function api<T>(path: string): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${gateway.baseUrl}${path}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } });
-  return { status: response.status, body: (await response.json()) as T };
+function api<T>(path: string): Promise<{ status: number; body: T }> {
+  return apiGet<T>(gateway, path);
 }
 
 /** Play a worker's part up to its first token: count the prompt, take the job, send one delta. */
@@ -51,8 +49,8 @@ async function takeJobAndStart(worker: RawWorker): Promise<string> {
   return job.jobId;
 }
 
-async function credits(): Promise<number> {
-  return (await api<{ credits_remaining: number }>("/account")).body.credits_remaining;
+function credits(): Promise<number> {
+  return creditsRemaining(gateway);
 }
 
 function hosting(): string[] {
@@ -76,8 +74,7 @@ describe("the handshake", () => {
     const worker = await raw();
     assert.equal(worker.challenge.protocol, 1);
     assert.ok(Buffer.from(worker.challenge.challenge, "base64url").length >= 32, "a fresh random challenge");
-    worker.hello({ concurrency: 3 });
-    const registered = await worker.next("registered");
+    const registered = await worker.register({ concurrency: 3 });
     assert.equal(registered.address, worker.signer.address);
     assert.deepEqual(registered.models, [{ id: MODEL, contextWindow: 2048 }]);
     assert.deepEqual(hosting(), [worker.signer.address]);
@@ -112,8 +109,7 @@ describe("the handshake", () => {
 
   test("a model outside the catalog is refused, the catalog ones accepted", async () => {
     const worker = await raw();
-    worker.hello({ models: [{ id: MODEL, contextWindow: 2048 }, { id: "someone/unapproved-model", contextWindow: 8192 }] });
-    const registered = await worker.next("registered");
+    const registered = await worker.register({ models: [{ id: MODEL, contextWindow: 2048 }, { id: "someone/unapproved-model", contextWindow: 8192 }] });
     assert.deepEqual(registered.models.map((m) => m.id), [MODEL]);
     assert.equal(registered.refused.length, 1);
     assert.equal(registered.refused[0]!.id, "someone/unapproved-model");
@@ -135,12 +131,10 @@ describe("the handshake", () => {
     const signer = generateKeypair();
     const first = await connectRawWorker(gateway.service.origin, signer);
     raws.push(first);
-    first.hello();
-    await first.next("registered");
+    await first.register();
     const second = await connectRawWorker(gateway.service.origin, signer);
     raws.push(second);
-    second.hello();
-    await second.next("registered");
+    await second.register();
     assert.equal((await first.closed).code, CloseCode.replaced);
     assert.equal(hosting().filter((a) => a === signer.address).length, 1, "one pool entry for the address, and it is live");
     second.close();
@@ -167,8 +161,7 @@ describe("malformed messages", () => {
 
     // After registration: a proof with a malformed hash drops the worker from the pool.
     const worker = await raw();
-    worker.hello();
-    await worker.next("registered");
+    await worker.register();
     assert.ok(hosting().includes(worker.signer.address));
     worker.send({ type: "done", jobId: "job_x", finishReason: "stop", usage: { promptTokens: 1, completionTokens: 1 }, outputHash: "md5:abc", signature: "" });
     assert.equal((await worker.closed).code, CloseCode.malformed);
@@ -186,8 +179,7 @@ describe("malformed messages", () => {
 describe("a job's life over the wire", () => {
   test("a client that goes away cancels the job on its worker; nothing is charged", async () => {
     const worker = await raw();
-    worker.hello();
-    await worker.next("registered");
+    await worker.register();
     const balance = await credits();
     const served = takeJobAndStart(worker);
     const abort = new AbortController();
@@ -206,8 +198,7 @@ describe("a job's life over the wire", () => {
 
   test("a worker's job error fails the job and charges nothing", async () => {
     const worker = await raw();
-    worker.hello();
-    await worker.next("registered");
+    await worker.register();
     const balance = await credits();
     const answer = (async () => {
       const count = await worker.next("count");
@@ -227,8 +218,7 @@ describe("a job's life over the wire", () => {
 
   test("a worker that does not count the prompt in time fails the request before any escrow", async () => {
     const worker = await raw();
-    worker.hello();
-    await worker.next("registered");
+    await worker.register();
     const balance = await credits();
     const started = Date.now();
     await assert.rejects(gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }), (error: { status: number; message: string }) => {
@@ -258,8 +248,7 @@ describe("a job's life over the wire", () => {
 describe("heartbeats", () => {
   test("a silent worker is dropped and its job in flight fails, charging nothing", async () => {
     const worker = await raw();
-    worker.hello();
-    await worker.next("registered");
+    await worker.register();
     const balance = await credits();
     const served = takeJobAndStart(worker).then((jobId) => {
       worker.silence();

@@ -55,3 +55,55 @@ test("removing a replaced connection's handle leaves its replacement", () => {
   pool.remove("w", fresh);
   assert.deepEqual(pool.hosting("m"), []);
 });
+
+test("jobs arriving one at a time rotate over idle workers", () => {
+  const pool = new WorkerPool();
+  for (const address of ["a", "b", "c"]) pool.add(host(address, 2));
+  const served: string[] = [];
+  for (let i = 0; i < 9; i++) {
+    const lease = pool.acquire("m")!;
+    served.push(lease.worker.address);
+    lease.firstToken(lease.worker.address === "a" ? 5 : 50);
+    lease.release();
+  }
+  // "a" answers ten times faster, yet each worker gets every third job.
+  assert.deepEqual(served, ["a", "b", "c", "a", "b", "c", "a", "b", "c"]);
+});
+
+test("a request needing more context than its first pick holds can go to a worker with room", () => {
+  const pool = new WorkerPool();
+  pool.add({ ...host("small"), contextWindow: () => 2048 });
+  pool.add({ ...host("large"), contextWindow: () => 8192 });
+  assert.equal(pool.contextWindow("m"), 8192);
+  assert.equal(pool.contextWindow("other"), 0);
+  assert.equal(pool.acquire("m", undefined, 4000)!.worker.address, "large");
+  assert.equal(pool.acquire("m", new Set(["large"]), 4000), undefined);
+});
+
+test("a demoted worker gets a job only when no good worker is free, and a worker that keeps failing is removed", () => {
+  const pool = new WorkerPool();
+  const unfit: string[] = [];
+  pool.onUnfit((worker) => unfit.push(worker.address));
+  pool.add(host("good", 1));
+  pool.add(host("bad", 4));
+  const strike = () => {
+    const lease = pool.acquire("m", new Set(["good"]))!;
+    lease.outcome("stalled");
+    lease.release();
+  };
+  strike();
+  strike();
+  assert.equal(pool.health("bad")?.standing, "demoted");
+  assert.equal(pool.activeWorkers("m"), 1, "only the good worker counts as capacity");
+  // Though "bad" has more free slots, the good worker is preferred while it has one.
+  const first = pool.acquire("m")!;
+  assert.equal(first.worker.address, "good");
+  const second = pool.acquire("m")!;
+  assert.equal(second.worker.address, "bad", "the good worker is full: the demoted one is the last resort");
+  second.release();
+  first.release();
+  strike();
+  strike();
+  assert.deepEqual(unfit, ["bad"]);
+  assert.deepEqual(pool.hosting("m").map((w) => w.address), ["good"]);
+});

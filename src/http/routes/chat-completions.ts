@@ -7,6 +7,7 @@ import { parseChatRequest } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
 import type { HttpContext } from "../context.ts";
 import { errorBody } from "../errors.ts";
+import type { CompletionLog } from "../request-log.ts";
 
 const SETTLEMENT_HEADER = "x-svc-settlement-tx";
 
@@ -28,13 +29,29 @@ function clientGone(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
+function noteUsage<T extends { usage: Usage }>(log: CompletionLog, finished: T): T {
+  log.promptTokens = finished.usage.promptTokens;
+  log.completionTokens = finished.usage.completionTokens;
+  return finished;
+}
+
 export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext): void {
   app.post("/chat/completions", async (request, reply) => {
     const chat = parseChatRequest(request.body);
+    const log: CompletionLog = (request.completion = { model: chat.model });
     const signal = clientGone(reply);
     const job = await ctx.jobs.start(request.owner.wallet, chat, signal);
+    log.jobId = job.id;
     reply.headers(jobHeaders(job));
-    const events = job.events[Symbol.asyncIterator]();
+    const jobEvents = job.events[Symbol.asyncIterator]();
+    // A job that fails before the reply is committed answers with the balance after its refund.
+    const events: AsyncIterator<JobEvent> = {
+      next: () =>
+        jobEvents.next().catch((error: unknown) => {
+          if (!reply.sent) reply.header("x-svc-credits-remaining", String(job.creditsRemaining));
+          throw error;
+        }),
+    };
     const chunkContext: ChunkContext = { jobId: job.id, created: job.created, model: job.model, includeUsage: chat.includeUsage };
 
     if (!chat.stream) {
@@ -43,10 +60,11 @@ export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext):
       for (let next = await events.next(); !next.done; next = await events.next()) {
         const event = next.value;
         if (event.type === "delta") content += event.text;
-        else if (event.type === "finished") finish = event;
+        else if (event.type === "finished") finish = noteUsage(log, event);
         else {
           reply.header(SETTLEMENT_HEADER, event.settlementTx);
           reply.header("x-svc-credits-remaining", String(event.creditsRemaining));
+          log.creditsRemaining = event.creditsRemaining;
         }
       }
       // The worker may have changed if the first one failed before its first token.
@@ -64,7 +82,6 @@ export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext):
       ...jobHeaders(job),
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-cache",
-      connection: "keep-alive",
       trailer: SETTLEMENT_HEADER,
     });
     const write = (text: string) => {
@@ -77,14 +94,16 @@ export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext):
         write(sseData(deltaChunk(chunkContext, event.text, !sentFirst)));
         sentFirst = true;
       } else if (event.type === "finished") {
+        noteUsage(log, event);
         if (!sentFirst) write(sseData(deltaChunk(chunkContext, "", true)));
         sentFirst = true;
         write(sseData(finishChunk(chunkContext, event.finishReason)));
         if (chat.includeUsage) write(sseData(usageChunk(chunkContext, event.usage)));
         write(sseData("[DONE]"));
         sentDone = true;
-      } else if (!res.destroyed) {
-        res.addTrailers({ [SETTLEMENT_HEADER]: event.settlementTx });
+      } else {
+        log.creditsRemaining = event.creditsRemaining;
+        if (!res.destroyed) res.addTrailers({ [SETTLEMENT_HEADER]: event.settlementTx });
       }
     };
     try {

@@ -12,7 +12,17 @@ function escape(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-/** Just enough Markdown for that page: headings (anchored), indented code, paragraphs, `code`. */
+/**
+ * A Markdown link: absolute URLs stay links; a link to another file of docs/ keeps only its text,
+ * since the gateway serves this one page of the docs, not the others.
+ */
+function renderLinks(escaped: string): string {
+  return escaped.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_match, text: string, url: string) =>
+    /^https?:\/\//.test(url) ? `<a href="${url.replace(/"/g, "&quot;")}">${text}</a>` : text,
+  );
+}
+
+/** Just enough Markdown for that page: headings (anchored), indented code, paragraphs, `code`, links. */
 export function renderErrorDocs(markdown: string): string {
   const html: string[] = [];
   for (const section of markdown.split(/\n\s*\n/)) {
@@ -27,7 +37,7 @@ export function renderErrorDocs(markdown: string): string {
     if (block.startsWith("    ")) {
       html.push(`<pre>${escape(block.replace(/^ {4}/gm, ""))}</pre>`);
     } else {
-      html.push(`<p>${escape(block.trim()).replace(/`([^`]+)`/g, "<code>$1</code>")}</p>`);
+      html.push(`<p>${renderLinks(escape(block.trim())).replace(/`([^`]+)`/g, "<code>$1</code>")}</p>`);
     }
   }
   return `<!doctype html><html><head><meta charset="utf-8"><title>Errors</title></head><body>${html.join("\n")}</body></html>`;

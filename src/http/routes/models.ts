@@ -16,10 +16,11 @@ export function modelToApi(model: CatalogModel, ctx: HttpContext) {
       tier: model.tier,
       credits_per_request: rates.creditsPerRequest,
       credits_per_1k_tokens: rates.creditsPer1kTokens,
-      active_workers: ctx.pool.hosting(model.id).length,
+      active_workers: ctx.pool.activeWorkers(model.id),
       median_latency_ms: ctx.pool.medianLatencyMs(model.id),
       parameters: model.parameters,
-      context_window: model.contextWindow,
+      // What a request can get now: the catalog's window, as far as the roomiest worker holds it.
+      context_window: Math.min(model.contextWindow, ctx.pool.contextWindow(model.id)),
     },
   };
 }

@@ -1,7 +1,7 @@
 /** POST /webhooks, GET /webhooks, DELETE /webhooks/{id}: the caller's webhooks. */
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../../core/errors.ts";
-import { newId } from "../../core/ids.ts";
+import { isId, newId } from "../../core/ids.ts";
 import type { Webhooks } from "../../events/index.ts";
 import { EVENT_NAMES, isEventName, type EventName } from "../../events/names.ts";
 import { parseTargetUrl, resolveTarget, TargetRefusedError } from "../../events/target.ts";
@@ -35,7 +35,8 @@ function parseInput(body: unknown): WebhookInput {
   return { url, events: [...new Set(events as EventName[])], secret };
 }
 
-export function registerWebhooks(app: FastifyInstance, webhooks: Webhooks): void {
+/** `walletOf`: whose webhooks these are (the API key's wallet on /v1; the web app passes its session's). */
+export function registerWebhooks(app: FastifyInstance, webhooks: Webhooks, walletOf = (request: FastifyRequest) => request.owner.wallet): void {
   const { db } = webhooks;
 
   app.post("/webhooks", async (request) => {
@@ -51,7 +52,7 @@ export function registerWebhooks(app: FastifyInstance, webhooks: Webhooks): void
     const id = newId("wh");
     const webhook = await insertWebhook(db, {
       id,
-      wallet: request.owner.wallet,
+      wallet: walletOf(request),
       url: input.url,
       events: input.events,
       sealedSecret: webhooks.secrets.seal(input.secret, id),
@@ -61,13 +62,16 @@ export function registerWebhooks(app: FastifyInstance, webhooks: Webhooks): void
 
   app.get("/webhooks", async (request) => ({
     object: "list",
-    data: (await listWebhooks(db, request.owner.wallet)).map(webhookToApi),
+    data: (await listWebhooks(db, walletOf(request))).map(webhookToApi),
   }));
 
   app.delete("/webhooks/:id", async (request) => {
     const { id } = request.params as { id: string };
-    // Someone else's webhook answers exactly like one that does not exist.
-    if (!(await deleteWebhook(db, request.owner.wallet, id))) throw new ApiError("not_found", `No webhook '${id}' exists.`, "webhook_id");
+    // Someone else's webhook answers exactly like one that does not exist, and so does an id
+    // that no webhook could have (which is then never looked up).
+    if (!isId("wh", id) || !(await deleteWebhook(db, walletOf(request), id))) {
+      throw new ApiError("not_found", `No webhook '${id.slice(0, 100)}' exists.`, "webhook_id");
+    }
     return { id, object: "webhook", deleted: true };
   });
 }

@@ -1,13 +1,15 @@
 /**
- * The web app's webhook pages: GET /app/api/webhooks/{id}/deliveries (filterable by status) and
+ * The web app's webhook pages: the same list, create and delete as /v1/webhooks for the signed-in
+ * wallet, plus GET /app/api/webhooks/{id}/deliveries (filterable by status) and
  * POST /app/api/webhooks/{id}/replay, which queues the failed deliveries again and returns the
- * webhook to `active`. Signed-in wallet only; someone else's webhook is a 404.
+ * webhook to `active`. Someone else's webhook is a 404.
  */
 import type { FastifyInstance } from "fastify";
-import { ApiError } from "../../core/errors.ts";
-import type { Webhooks } from "../../events/index.ts";
-import { wakeDelivery } from "../../events/outbox.ts";
-import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, webhookToApi, type DeliveryStatus } from "../../events/webhook-repo.ts";
+import { ApiError } from "../core/errors.ts";
+import type { Webhooks } from "../events/index.ts";
+import { registerWebhooks } from "../http/routes/webhooks.ts";
+import { wakeDelivery } from "../events/outbox.ts";
+import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, webhookToApi, type DeliveryStatus } from "../events/webhook-repo.ts";
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
@@ -34,8 +36,9 @@ function parseQuery(query: Record<string, unknown>): { status?: DeliveryStatus; 
   return out;
 }
 
-export function registerAppWebhooks(app: FastifyInstance, webhooks: Webhooks): void {
+export function registerWebhookRoutes(app: FastifyInstance, webhooks: Webhooks): void {
   const { db } = webhooks;
+  registerWebhooks(app, webhooks, (request) => request.appWallet);
   const owned = async (wallet: string, id: string) => {
     const webhook = await getWebhook(db, wallet, id);
     if (!webhook) throw new ApiError("not_found", `No webhook '${id}' exists.`, "webhook_id");

@@ -1,0 +1,69 @@
+/**
+ * Compute units of each escrow-program instruction, as LiteSVM meters them running the committed
+ * program/escrow.so, with each transaction's size and the signatures its fee is charged for.
+ * Varying addresses change how many bumps a program-address search tries, so each instruction
+ * runs `samples` times with fresh keys and the median and maximum are printed.
+ * Run: npm run bench:program [samples=20]
+ */
+import { statSync } from "node:fs";
+import { generateKeypair } from "../src/chain/keys.ts";
+import { MIN_ACTIVE_STAKE } from "../src/core/units.ts";
+import { DEFAULT_RULES, escrowInstructions as ix } from "../src/chain/escrow-program/index.ts";
+import { EscrowChain, PROGRAM_PATH, proofOf, type Sent } from "../test/program/harness.ts";
+import { percentile } from "./support.ts";
+
+const samples = Number(process.argv[2] ?? 20);
+const results = new Map<string, Sent[]>();
+const record = (name: string, sent: Sent) => {
+  if (!sent.ok) throw new Error(`${name} failed: ${sent.err}\n${sent.logs.join("\n")}`);
+  results.set(name, [...(results.get(name) ?? []), sent]);
+};
+
+const chain = await EscrowChain.open();
+for (let i = 0; i < Math.min(samples, 5); i++) record("initialize", (await EscrowChain.open()).initialized);
+for (let i = 0; i < samples; i++) {
+  const wallet = generateKeypair();
+  record("open_vault", chain.send([ix.openVault({ payer: chain.payer.address, wallet: wallet.address, usdcMint: chain.usdcMint.address })]));
+  const funded = chain.fundedWallet(10_000_000n);
+  record("withdraw", chain.send([ix.withdraw({ wallet: funded.wallet.address, destination: funded.own, amount: 1_000_000n })], [funded.wallet]));
+
+  const worker = generateKeypair();
+  const workerAccount = chain.tokenAccount(worker.address, chain.usdcMint.address);
+  const stakeSource = chain.tokenAccount(worker.address, chain.stakeMint.address);
+  chain.mint(stakeSource, chain.stakeMint.address, MIN_ACTIVE_STAKE * 2n);
+  record("stake (first)", chain.send([ix.stake({ worker: worker.address, payer: chain.payer.address, source: stakeSource, amount: MIN_ACTIVE_STAKE })], [worker]));
+  record("stake (more)", chain.send([ix.stake({ worker: worker.address, payer: chain.payer.address, source: stakeSource, amount: 1n })], [worker]));
+
+  for (const [name, charge] of [["settle (staked worker)", 250_000n], ["settle (whole lock)", 1_000_000n]] as const) {
+    const jobId = `job_bench_${i}_${name.length}`;
+    record("lock", chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId, tier: 1, amount: 1_000_000n })], [chain.authority]));
+    const p = proofOf(worker, jobId);
+    record(name, chain.send([p.verify, ix.settle({ serviceAuthority: chain.authority.address, jobId, wallet: funded.wallet.address, worker: worker.address, workerTokenAccount: workerAccount, treasury: chain.treasury, charge, proofHash: p.proofHash })], [chain.authority]));
+  }
+  const unstaked = generateKeypair();
+  const unstakedAccount = chain.tokenAccount(unstaked.address, chain.usdcMint.address);
+  const jobId = `job_bench_${i}_unstaked`;
+  chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId, tier: 1, amount: 1_000_000n })], [chain.authority]);
+  const p = proofOf(unstaked, jobId);
+  record("settle (no stake account)", chain.send([p.verify, ix.settle({ serviceAuthority: chain.authority.address, jobId, wallet: funded.wallet.address, worker: unstaked.address, workerTokenAccount: unstakedAccount, treasury: chain.treasury, charge: 330_000n, proofHash: p.proofHash })], [chain.authority]));
+
+  const refunded = `job_bench_${i}_refund`;
+  chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId: refunded, tier: 1, amount: 500_000n })], [chain.authority]);
+  record("refund (authority)", chain.send([ix.refund({ jobId: refunded, wallet: funded.wallet.address, caller: chain.authority.address })], [chain.authority]));
+  const late = `job_bench_${i}_late`;
+  chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId: late, tier: 1, amount: 500_000n })], [chain.authority]);
+  chain.advance(DEFAULT_RULES.jobTimeoutSeconds + 1n);
+  record("refund (wallet, after timeout)", chain.send([ix.refund({ jobId: late, wallet: funded.wallet.address, caller: funded.wallet.address })], [funded.wallet]));
+
+  record("request_unstake", chain.send([ix.requestUnstake({ worker: worker.address, amount: MIN_ACTIVE_STAKE })], [worker]));
+  chain.advance(DEFAULT_RULES.unstakeCooldownSeconds);
+  record("withdraw_stake", chain.send([ix.withdrawStake({ worker: worker.address, destination: stakeSource })], [worker]));
+}
+
+console.log(`program/escrow.so: ${statSync(PROGRAM_PATH).size} bytes; ${samples} samples per instruction (initialize: ${Math.min(samples, 5)})`);
+const columns = (cells: (string | number)[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(32) : String(c).padStart(10))).join("");
+console.log(columns(["instruction", "CU p50", "CU max", "tx bytes", "fee sigs"]));
+for (const [name, sent] of results) {
+  const units = sent.map((s) => Number(s.computeUnits));
+  console.log(columns([name, percentile(units, 50), Math.max(...units), sent[0]!.bytes, sent[0]!.signatures]));
+}

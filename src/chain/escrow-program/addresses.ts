@@ -1,0 +1,49 @@
+/**
+ * The escrow program's id and the program addresses it derives. Seeds match program/src; each
+ * derivation returns the canonical (highest viable) bump, which the program also insists on.
+ */
+import type { Address } from "@solana/kit";
+import { addressBytes, findProgramAddressAndBump, type ProgramAddress } from "../addresses.ts";
+
+export type { ProgramAddress };
+
+/** The fixed id under which the embedded chain deploys program/escrow.so. */
+export const ESCROW_PROGRAM = "SvcEscrow1111111111111111111111111111111111" as Address;
+export const INSTRUCTIONS_SYSVAR = "Sysvar1nstructions1111111111111111111111111" as Address;
+/** The loader programs are deployed through on a cluster; its program data names the upgrade authority. */
+export const UPGRADEABLE_LOADER = "BPFLoaderUpgradeab1e11111111111111111111111" as Address;
+
+const text = (s: string) => new TextEncoder().encode(s);
+
+const derived = new Map<string, ProgramAddress>();
+
+/** `find_program_address`, keeping the bump (the instructions carry some bumps); cached. */
+export function deriveAddress(seeds: readonly Uint8Array[], program: Address = ESCROW_PROGRAM): ProgramAddress {
+  const key = `${program}:${seeds.map((s) => Buffer.from(s).toString("hex")).join(":")}`;
+  let found = derived.get(key);
+  if (found === undefined) {
+    found = findProgramAddressAndBump(seeds, program);
+    if (derived.size >= 100_000) derived.delete(derived.keys().next().value!);
+    derived.set(key, found);
+  }
+  return found;
+}
+
+export const configAddress = (program?: Address) => deriveAddress([text("config")], program);
+/** Token authority of every vault and both pools; only the program signs for it. */
+export const vaultAuthorityAddress = (program?: Address) => deriveAddress([text("authority")], program);
+export const escrowPoolAddress = (program?: Address) => deriveAddress([text("pool")], program);
+export const stakePoolAddress = (program?: Address) => deriveAddress([text("stake_pool")], program);
+
+export function vaultAddress(wallet: Address, program?: Address): ProgramAddress {
+  return deriveAddress([text("vault"), addressBytes(wallet)], program);
+}
+
+/** A job's escrow record. Job ids are 1-32 printable ASCII bytes (the service's are `job_` + ULID). */
+export function escrowAddress(jobId: string, program?: Address): ProgramAddress {
+  return deriveAddress([text("escrow"), text(jobId)], program);
+}
+
+export function stakeAddress(worker: Address, program?: Address): ProgramAddress {
+  return deriveAddress([text("stake"), addressBytes(worker)], program);
+}

@@ -1,0 +1,261 @@
+/**
+ * Builders of the escrow program's instructions as kit `Instruction` values. Account order and
+ * data layout match program/src (each handler's comment); the program checks every account, so a
+ * builder only saves callers from deriving the addresses themselves.
+ */
+import { AccountRole, type Address, type Instruction } from "@solana/kit";
+import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_PERCENT, WORKER_SHARE_PERCENT } from "../../core/units.ts";
+import { SYSTEM_PROGRAM, TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
+import {
+  ESCROW_PROGRAM,
+  INSTRUCTIONS_SYSVAR,
+  UPGRADEABLE_LOADER,
+  configAddress,
+  deriveAddress,
+  escrowAddress,
+  escrowPoolAddress,
+  stakeAddress,
+  stakePoolAddress,
+  vaultAddress,
+  vaultAuthorityAddress,
+} from "./addresses.ts";
+
+const { READONLY, WRITABLE, READONLY_SIGNER, WRITABLE_SIGNER } = AccountRole;
+
+export const Op = {
+  initialize: 0,
+  openVault: 1,
+  withdraw: 2,
+  lock: 3,
+  settle: 4,
+  refund: 5,
+  stake: 6,
+  requestUnstake: 7,
+  withdrawStake: 8,
+} as const;
+
+/** The rules `initialize` fixes; the defaults are the service's (src/core/units.ts). */
+export interface EscrowRules {
+  minActiveStake: bigint;
+  jobTimeoutSeconds: bigint;
+  disputeWindowSeconds: bigint;
+  /** Must exceed the dispute window plus the 72 h arbitration window. */
+  unstakeCooldownSeconds: bigint;
+  workerShareBps: number;
+  stakedWorkerShareBps: number;
+}
+
+/** The service's rules: the payout split of src/core/units.ts in basis points, 120 s job timeout. */
+export const DEFAULT_RULES: EscrowRules = {
+  minActiveStake: MIN_ACTIVE_STAKE,
+  jobTimeoutSeconds: 120n,
+  disputeWindowSeconds: 60n,
+  unstakeCooldownSeconds: 4n * 24n * 3600n, // outlasts 60 s of dispute window + 72 h of arbitration
+  workerShareBps: Number(WORKER_SHARE_PERCENT) * 100,
+  stakedWorkerShareBps: Number(STAKED_WORKER_SHARE_PERCENT) * 100,
+};
+
+/** Little-endian instruction data, written field by field. */
+class Data {
+  private readonly parts: number[] = [];
+  constructor(op: number) {
+    this.parts.push(op);
+  }
+  u8(v: number): this {
+    this.parts.push(v & 0xff);
+    return this;
+  }
+  u16(v: number): this {
+    return this.u8(v).u8(v >> 8);
+  }
+  u64(v: bigint): this {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigUint64(0, BigInt.asUintN(64, v), true);
+    return this.bytes(b);
+  }
+  bytes(b: Uint8Array): this {
+    for (const x of b) this.parts.push(x);
+    return this;
+  }
+  done(): Uint8Array {
+    return Uint8Array.from(this.parts);
+  }
+}
+
+const ix = (accounts: [Address, AccountRole][], data: Uint8Array, program = ESCROW_PROGRAM): Instruction => ({
+  programAddress: program,
+  accounts: accounts.map(([address, role]) => ({ address, role })),
+  data,
+});
+
+export function initialize(a: {
+  serviceAuthority: Address;
+  payer: Address;
+  treasury: Address;
+  usdcMint: Address;
+  stakeMint: Address;
+  rules: EscrowRules;
+  /** The program's upgrade authority, which must sign unless the program has none. */
+  upgradeAuthority?: Address;
+  program?: Address;
+}): Instruction {
+  const r = a.rules;
+  const program = a.program ?? ESCROW_PROGRAM;
+  const extra: [Address, AccountRole][] =
+    a.upgradeAuthority && a.upgradeAuthority !== a.serviceAuthority && a.upgradeAuthority !== a.payer
+      ? [[a.upgradeAuthority, READONLY_SIGNER]]
+      : [];
+  const data = new Data(Op.initialize)
+    .u64(r.minActiveStake).u64(r.jobTimeoutSeconds).u64(r.disputeWindowSeconds).u64(r.unstakeCooldownSeconds)
+    .u16(r.workerShareBps).u16(r.stakedWorkerShareBps).done();
+  return ix([
+    [configAddress(a.program).address, WRITABLE],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [a.payer, WRITABLE_SIGNER],
+    [a.treasury, READONLY],
+    [a.usdcMint, READONLY],
+    [a.stakeMint, READONLY],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [stakePoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+    [SYSTEM_PROGRAM, READONLY],
+    [program, READONLY],
+    [deriveAddress([addressBytes(program)], UPGRADEABLE_LOADER).address, READONLY],
+    ...extra,
+  ], data, a.program);
+}
+
+export function openVault(a: { payer: Address; wallet: Address; usdcMint: Address; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.payer, WRITABLE_SIGNER],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [a.usdcMint, READONLY],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+    [SYSTEM_PROGRAM, READONLY],
+  ], new Data(Op.openVault).bytes(addressBytes(a.wallet)).done(), a.program);
+}
+
+/** Pays `amount` from the wallet's vault to `destination`, a token account the wallet owns. */
+export function withdraw(a: { wallet: Address; destination: Address; amount: bigint; program?: Address }): Instruction {
+  const vault = vaultAddress(a.wallet, a.program);
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.wallet, READONLY_SIGNER],
+    [vault.address, WRITABLE],
+    [a.destination, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+  ], new Data(Op.withdraw).u64(a.amount).u8(vault.bump).done(), a.program);
+}
+
+export function lock(a: {
+  serviceAuthority: Address;
+  payer: Address;
+  wallet: Address;
+  jobId: string;
+  tier: number;
+  amount: bigint;
+  program?: Address;
+}): Instruction {
+  const vault = vaultAddress(a.wallet, a.program);
+  const jobId = new TextEncoder().encode(a.jobId);
+  const data = new Data(Op.lock).bytes(addressBytes(a.wallet)).u64(a.amount).u8(a.tier).u8(vault.bump)
+    .u8(jobId.length).bytes(jobId).done();
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [a.payer, WRITABLE_SIGNER],
+    [escrowAddress(a.jobId, a.program).address, WRITABLE],
+    [vault.address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+    [SYSTEM_PROGRAM, READONLY],
+  ], data, a.program);
+}
+
+/**
+ * Settles a job. The same transaction must carry the Ed25519 precompile instruction over the
+ * worker's signature of `<job id>:sha256:<hex of proofHash>` (src/chain/instructions.ts builds it).
+ */
+export function settle(a: {
+  serviceAuthority: Address;
+  jobId: string;
+  wallet: Address;
+  worker: Address;
+  workerTokenAccount: Address;
+  treasury: Address;
+  charge: bigint;
+  proofHash: Uint8Array;
+  program?: Address;
+}): Instruction {
+  if (a.proofHash.length !== 32) throw new TypeError("a proof hash is 32 bytes");
+  const data = new Data(Op.settle).u64(a.charge).bytes(addressBytes(a.worker)).bytes(a.proofHash).done();
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [escrowAddress(a.jobId, a.program).address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [a.workerTokenAccount, WRITABLE],
+    [a.treasury, WRITABLE],
+    [stakeAddress(a.worker, a.program).address, READONLY],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [INSTRUCTIONS_SYSVAR, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+  ], data, a.program);
+}
+
+/**
+ * Returns a job's whole lock to its vault. `caller` signs: the service authority at any time,
+ * anyone else once the job is older than the timeout.
+ */
+export function refund(a: { jobId: string; wallet: Address; caller: Address; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [escrowAddress(a.jobId, a.program).address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+    [a.caller, READONLY_SIGNER],
+  ], new Data(Op.refund).done(), a.program);
+}
+
+/** Moves `amount` of the stake mint from the worker's `source` account into its stake. */
+export function stake(a: { worker: Address; payer: Address; source: Address; amount: bigint; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.worker, READONLY_SIGNER],
+    [a.payer, WRITABLE_SIGNER],
+    [stakeAddress(a.worker, a.program).address, WRITABLE],
+    [a.source, WRITABLE],
+    [stakePoolAddress(a.program).address, WRITABLE],
+    [TOKEN_PROGRAM, READONLY],
+    [SYSTEM_PROGRAM, READONLY],
+  ], new Data(Op.stake).u64(a.amount).done(), a.program);
+}
+
+export function requestUnstake(a: { worker: Address; amount: bigint; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.worker, READONLY_SIGNER],
+    [stakeAddress(a.worker, a.program).address, WRITABLE],
+  ], new Data(Op.requestUnstake).u64(a.amount).done(), a.program);
+}
+
+/** Pays out everything requested for unstaking once the cooldown has passed. */
+export function withdrawStake(a: { worker: Address; destination: Address; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.worker, READONLY_SIGNER],
+    [stakeAddress(a.worker, a.program).address, WRITABLE],
+    [a.destination, WRITABLE],
+    [stakePoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+  ], new Data(Op.withdrawStake).done(), a.program);
+}

@@ -1,0 +1,184 @@
+/**
+ * What a Solana node reports about an executed transaction beyond its outcome and logs: the fee,
+ * every account's lamports and every token account's balance before and after, the instructions
+ * programs invoked, compute units and the time. The embedded chain captures it around each
+ * execution and journals it with the transaction, so the JSON-RPC server can answer
+ * `getTransaction` for any transaction, including ones made before a restart.
+ */
+import type { LiteSvm as NativeSvm, TransactionMetadata } from "litesvm/dist/internal.js";
+import { ED25519_PROGRAM, MINT_SIZE, TOKEN_ACCOUNT_SIZE, TOKEN_PROGRAM, addressBytes } from "./addresses.ts";
+import { base58Encode } from "./base58.ts";
+import { signatureKey } from "./sigindex.ts";
+import { isWritable, type ParsedTransaction } from "./wire.ts";
+
+export const LAMPORTS_PER_SIGNATURE = 5_000n;
+
+export interface TokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner: string;
+  /** Base units, as a decimal string (u64). */
+  amount: string;
+  decimals: number;
+}
+
+export interface InnerInstructions {
+  /** The top-level instruction that made these calls. */
+  index: number;
+  instructions: { programIdIndex: number; accounts: number[]; data: string; stackHeight: number }[];
+}
+
+/** Journaled with each transaction record; lamport amounts are decimal strings (u64). */
+export interface TxMeta {
+  /** Unix seconds when it executed. */
+  blockTime: number;
+  fee: string;
+  computeUnits: string;
+  preBalances: string[];
+  postBalances: string[];
+  preTokenBalances: TokenBalance[];
+  postTokenBalances: TokenBalance[];
+  innerInstructions: InnerInstructions[];
+}
+
+interface Balances {
+  lamports: string[];
+  tokens: TokenBalance[];
+}
+
+const TOKEN_PROGRAM_BYTES = signatureKey(addressBytes(TOKEN_PROGRAM));
+const ED25519_PROGRAM_BYTES = signatureKey(addressBytes(ED25519_PROGRAM));
+
+/** Signatures the fee is charged for: the transaction's own and those its Ed25519 instructions verify. */
+export function transactionFee(tx: ParsedTransaction): bigint {
+  let signatures = BigInt(tx.numSigners);
+  for (const ix of tx.instructions) {
+    const program = tx.accountKeys[ix.programIndex];
+    if (program && signatureKey(program) === ED25519_PROGRAM_BYTES) signatures += BigInt(ix.data[0] ?? 0);
+  }
+  return signatures * LAMPORTS_PER_SIGNATURE;
+}
+
+/**
+ * What the readings look up again and again: programs, mints' decimals (fixed once initialised) and the
+ * base58 names of mints and owners (a few recur: the service's mint, its custody authority), since
+ * base58 encoding is most of a reading's cost.
+ */
+export class TokenInfoCache {
+  private readonly decimals = new Map<string, number>();
+  private readonly names = new Map<string, string>();
+  /** Programs' lamports: the embedded chain never redeploys a program. */
+  private readonly programs = new Map<string, string>();
+  constructor(private readonly svm: NativeSvm) {}
+
+  programLamports(key: Uint8Array): string | undefined {
+    return this.programs.get(signatureKey(key));
+  }
+
+  noteProgram(key: Uint8Array, lamports: string): void {
+    this.programs.set(signatureKey(key), lamports);
+  }
+
+  name(key: Uint8Array): string {
+    const k = signatureKey(key);
+    let name = this.names.get(k);
+    if (name === undefined) {
+      name = base58Encode(key);
+      if (this.names.size >= 10_000) this.names.delete(this.names.keys().next().value!);
+      this.names.set(k, name);
+    }
+    return name;
+  }
+
+  of(mint: Uint8Array): number {
+    const key = signatureKey(mint);
+    let d = this.decimals.get(key);
+    if (d === undefined) {
+      const data = this.svm.getAccount(mint)?.data();
+      if (!data || data.length !== MINT_SIZE) return 0;
+      d = data[44]!;
+      this.decimals.set(key, d);
+    }
+    return d;
+  }
+}
+
+/**
+ * Each account's lamports and each token account's balance. After execution only the writable
+ * accounts are read again (nothing else can have changed), and programs are read once per process:
+ * reading an account from LiteSVM copies it, and programs are large.
+ */
+function readBalances(svm: NativeSvm, tx: ParsedTransaction, cache: TokenInfoCache, before?: Balances): Balances {
+  const lamports: string[] = [];
+  const tokens: TokenBalance[] = [];
+  tx.accountKeys.forEach((key, accountIndex) => {
+    if (before && !isWritable(tx, accountIndex)) {
+      lamports.push(before.lamports[accountIndex]!);
+      const token = before.tokens.find((t) => t.accountIndex === accountIndex);
+      if (token) tokens.push(token);
+      return;
+    }
+    const programLamports = cache.programLamports(key);
+    if (programLamports !== undefined) return void lamports.push(programLamports);
+    const account = svm.getAccount(key);
+    lamports.push(String(account?.lamports() ?? 0n));
+    if (account?.executable()) cache.noteProgram(key, lamports[accountIndex]!);
+    if (!account || account.executable()) return;
+    const data = account.data();
+    if (data.length !== TOKEN_ACCOUNT_SIZE || signatureKey(account.owner()) !== TOKEN_PROGRAM_BYTES) return;
+    const mint = data.subarray(0, 32);
+    tokens.push({
+      accountIndex,
+      mint: cache.name(mint),
+      owner: cache.name(data.subarray(32, 64)),
+      amount: String(Buffer.from(data.buffer, data.byteOffset, data.byteLength).readBigUInt64LE(64)),
+      decimals: cache.of(mint),
+    });
+  });
+  return { lamports, tokens };
+}
+
+function innerInstructionsOf(meta: TransactionMetadata): InnerInstructions[] {
+  const out: InnerInstructions[] = [];
+  meta.innerInstructions().forEach((calls, index) => {
+    if (calls.length === 0) return;
+    out.push({
+      index,
+      instructions: calls.map((call) => {
+        const ix = call.instruction();
+        return { programIdIndex: ix.programIdIndex(), accounts: Array.from(ix.accounts()), data: base58Encode(ix.data()), stackHeight: call.stackHeight() };
+      }),
+    });
+  });
+  return out;
+}
+
+/**
+ * Runs `execute` between two readings of the transaction's accounts and returns its result with
+ * the metadata. Program accounts are read too (for their lamports) but their data is never copied.
+ */
+export function withMeta<R>(
+  svm: NativeSvm,
+  tx: ParsedTransaction,
+  decimals: TokenInfoCache,
+  execute: () => R,
+  metaOf: (result: R) => TransactionMetadata,
+): { result: R; meta: TxMeta } {
+  const pre = readBalances(svm, tx, decimals);
+  const result = execute();
+  const post = readBalances(svm, tx, decimals, pre);
+  const txMeta = metaOf(result);
+  return {
+    result,
+    meta: {
+      blockTime: Math.floor(Date.now() / 1000),
+      fee: String(transactionFee(tx)),
+      computeUnits: String(txMeta.computeUnitsConsumed()),
+      preBalances: pre.lamports,
+      postBalances: post.lamports,
+      preTokenBalances: pre.tokens,
+      postTokenBalances: post.tokens,
+      innerInstructions: innerInstructionsOf(txMeta),
+    },
+  };
+}

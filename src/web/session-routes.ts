@@ -1,0 +1,126 @@
+/**
+ * Sign-in and the session guard of /app/api. The page asks for a nonce, has the wallet sign the
+ * standard Sign In With Solana message and posts it; a valid one sets an HttpOnly, SameSite=Strict
+ * session cookie scoped to /app/api (so it is never even sent to /v1). API keys never open these
+ * routes, and a request that changes anything must come from the app's own origin.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { base58Decode } from "../chain/base58.ts";
+import { ApiError } from "../core/errors.ts";
+import { DEFAULT_CHAIN_ID, type WebContext } from "./context.ts";
+import { closeSession, DEFAULT_SESSION_TTL_MS, issueNonce, openSession, sessionWallet, useNonce } from "./sessions.ts";
+import { formatSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, signInNonce, signInRefusal, type SignInFields } from "./siws.ts";
+
+export const SESSION_COOKIE = "svc_session";
+const COOKIE_PATH = "/app/api";
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? "").split(";")) {
+    const [key, ...value] = part.trim().split("=");
+    if (key === name) return value.join("=");
+  }
+  return undefined;
+}
+
+/** Bytes sent as base64 (what the page sends) or base58 (what Solana tools print). */
+function decodeBytes(value: unknown, field: string): Uint8Array {
+  if (typeof value === "string" && value !== "") {
+    if (/^[A-Za-z0-9+/]+={0,2}$/.test(value) && value.length % 4 === 0) return new Uint8Array(Buffer.from(value, "base64"));
+    try {
+      return base58Decode(value);
+    } catch {
+      /* neither: refused below */
+    }
+  }
+  throw new ApiError("invalid_request", `${field} is required: base64 bytes.`, field);
+}
+
+/** Origin checks, then the session cookie; sets request.appWallet. */
+export function guardAppRequests(app: FastifyInstance, web: WebContext): void {
+  app.addHook("preHandler", async (request) => {
+    if (!SAFE_METHODS.has(request.method)) checkOrigin(request, web.http.appUrl);
+    if ((request.routeOptions.config as { public?: boolean } | undefined)?.public) return;
+    const token = cookieValue(request.headers.cookie, SESSION_COOKIE);
+    const session = token ? await sessionWallet(web.http.db, token) : undefined;
+    if (session) {
+      request.appWallet = session.wallet;
+      return;
+    }
+    if (token) throw new ApiError("invalid_api_key", "The session has expired or was signed out; sign in again.");
+    if (request.headers.authorization) {
+      throw new ApiError("invalid_api_key", "API keys cannot open the app's routes; sign in with the wallet instead.");
+    }
+    throw new ApiError("missing_api_key", "Sign in with your wallet first.");
+  });
+}
+
+function checkOrigin(request: FastifyRequest, appUrl: string): void {
+  const origin = request.headers.origin;
+  if (origin !== new URL(appUrl).origin) {
+    throw new ApiError("invalid_request", `This request must come from the app at ${new URL(appUrl).origin}, not from ${origin ?? "an unnamed origin"}.`, "origin");
+  }
+}
+
+function setSessionCookie(reply: FastifyReply, appUrl: string, token: string, expiresAt: Date): void {
+  const secure = new URL(appUrl).protocol === "https:" ? "; Secure" : "";
+  const maxAge = Math.max(0, Math.floor((expiresAt.getTime() - Date.now()) / 1000));
+  reply.header("set-cookie", `${SESSION_COOKIE}=${token}; Path=${COOKIE_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure}`);
+}
+
+/** The Sign In With Solana input for a fresh nonce (what `solana:signIn` is given). */
+async function signInInput(web: WebContext): Promise<Omit<SignInFields, "address">> {
+  const origin = new URL(web.http.appUrl);
+  const now = new Date();
+  const { nonce, expiresAt } = await issueNonce(web.http.db, now);
+  return {
+    domain: origin.host,
+    statement: SIGN_IN_STATEMENT,
+    uri: `${origin.origin}/`,
+    version: SIGN_IN_VERSION,
+    chainId: web.options.chainId ?? DEFAULT_CHAIN_ID,
+    nonce,
+    issuedAt: now.toISOString(),
+    expirationTime: expiresAt.toISOString(),
+  };
+}
+
+async function signIn(web: WebContext, reply: FastifyReply, signed: { address: string; message: Uint8Array; signature: Uint8Array }) {
+  const refusal = signInRefusal(signed, { origin: web.http.appUrl, chainId: web.options.chainId ?? DEFAULT_CHAIN_ID, now: new Date() });
+  if (refusal) throw new ApiError("invalid_api_key", refusal);
+  const nonce = signInNonce(signed.message)!;
+  if (!(await useNonce(web.http.db, nonce))) throw new ApiError("invalid_api_key", "This sign-in message was already used or its nonce is unknown; sign in again.");
+  const session = await openSession(web.http.db, signed.address, web.options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS);
+  setSessionCookie(reply, web.http.appUrl, session.token, session.expiresAt);
+  return { object: "session", wallet: signed.address, expires_at: session.expiresAt.toISOString() };
+}
+
+export function registerSessionRoutes(app: FastifyInstance, web: WebContext): void {
+  const open = { config: { public: true } };
+  app.get("/config", open, async () => ({ object: "app_config", dev_wallet: web.options.devWallet?.address ?? null, chain_id: web.options.chainId ?? DEFAULT_CHAIN_ID }));
+
+  app.post("/session/nonce", open, async () => ({ object: "sign_in_input", ...(await signInInput(web)) }));
+
+  app.post("/session", open, async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    if (typeof body.address !== "string") throw new ApiError("invalid_request", "address is required: the signing wallet's address.", "address");
+    return signIn(web, reply, { address: body.address, message: decodeBytes(body.message, "message"), signature: decodeBytes(body.signature, "signature") });
+  });
+
+  // Development only: sign in as the dev wallet without an extension, through the same checks.
+  app.post("/session/dev", open, async (_request, reply) => {
+    const dev = web.options.devWallet;
+    if (!dev) throw new ApiError("not_found", "The dev wallet is only offered by 'svc dev'.");
+    const message = new TextEncoder().encode(formatSignInMessage({ ...(await signInInput(web)), address: dev.address }));
+    return signIn(web, reply, { address: dev.address, message, signature: dev.sign(message) });
+  });
+
+  app.get("/session", async (request) => ({ object: "session", wallet: request.appWallet }));
+
+  app.delete("/session", async (request, reply) => {
+    const token = cookieValue(request.headers.cookie, SESSION_COOKIE);
+    if (token) await closeSession(web.http.db, token);
+    reply.header("set-cookie", `${SESSION_COOKIE}=; Path=${COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Strict`);
+    return { object: "session", wallet: request.appWallet, deleted: true };
+  });
+}

@@ -1,0 +1,68 @@
+/**
+ * Sign In With Solana, server side: the rule that decides whether a signed message may open a
+ * session. Pure: the nonce's liveness and the session itself are the caller's business.
+ */
+import { createPublicKey, verify } from "node:crypto";
+import { base58Decode } from "../chain/base58.ts";
+import { parseSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION } from "./siws-message.ts";
+
+export { formatSignInMessage, parseSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, type SignInFields } from "./siws-message.ts";
+
+/** How far a wallet's clock may run ahead of ours. */
+const CLOCK_SKEW_MS = 60_000;
+
+export function verifyEd25519(address: string, message: Uint8Array, signature: Uint8Array): boolean {
+  try {
+    const x = Buffer.from(base58Decode(address, 32)).toString("base64url");
+    const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
+    return signature.length === 64 && verify(null, message, key, signature);
+  } catch {
+    return false;
+  }
+}
+
+export interface SignInExpectation {
+  /** The app's origin, e.g. `https://app.example`: gives the domain and the URI. */
+  origin: string;
+  chainId: string;
+  now: Date;
+}
+
+/**
+ * Why the signed message cannot open a session, or undefined when it can (the nonce still has to
+ * be used up). Every field is checked against what this app asked for.
+ */
+export function signInRefusal(
+  signed: { address: string; message: Uint8Array; signature: Uint8Array },
+  expected: SignInExpectation,
+): string | undefined {
+  const fields = parseSignInMessage(new TextDecoder("utf-8", { fatal: false }).decode(signed.message));
+  if (!fields) return "The signed message is not a Sign In With Solana message.";
+  const origin = new URL(expected.origin);
+  if (fields.domain !== origin.host) return `The message signs in to '${fields.domain}', not to ${origin.host}.`;
+  if (fields.address !== signed.address) return "The message names another account than the one that signed it.";
+  if (fields.statement !== SIGN_IN_STATEMENT) return "The message's statement is not this app's.";
+  if (!sameOrigin(fields.uri, origin)) return `The message's URI is not ${origin.origin}.`;
+  if (fields.version !== SIGN_IN_VERSION) return `The message's version is not ${SIGN_IN_VERSION}.`;
+  if (fields.chainId !== expected.chainId) return `The message's chain is '${fields.chainId}', not ${expected.chainId}.`;
+  const issuedAt = Date.parse(fields.issuedAt);
+  const expiresAt = Date.parse(fields.expirationTime);
+  if (Number.isNaN(issuedAt) || Number.isNaN(expiresAt)) return "The message's times are not ISO 8601 dates.";
+  if (expiresAt <= expected.now.getTime()) return "The sign-in message has expired; sign in again.";
+  if (issuedAt > expected.now.getTime() + CLOCK_SKEW_MS) return "The message was issued in the future.";
+  if (!verifyEd25519(signed.address, signed.message, signed.signature)) return "The signature does not match the message and account.";
+  return undefined;
+}
+
+function sameOrigin(uri: string, origin: URL): boolean {
+  try {
+    return new URL(uri).origin === origin.origin;
+  } catch {
+    return false;
+  }
+}
+
+/** The nonce the message names (checked for liveness and used up by the session store). */
+export function signInNonce(message: Uint8Array): string | undefined {
+  return parseSignInMessage(new TextDecoder().decode(message))?.nonce;
+}

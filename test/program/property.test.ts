@@ -1,0 +1,256 @@
+/**
+ * A seeded property test of the escrow program: thousands of random and mutated instructions
+ * (substituted accounts, dropped signatures, flipped or cut data bytes, wrong proofs, clock jumps)
+ * against one chain, checking after each that no token was created or lost, that the escrow pool
+ * holds exactly what the open escrows lock, that a closed escrow never changes, and that a vault
+ * only shrinks through a lock the service authority signed or a withdrawal its own wallet signed.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { AccountRole, type Address, type Instruction } from "@solana/kit";
+import { addressBytes, toAddress } from "../../src/chain/addresses.ts";
+import { tokenTransfer } from "../../src/chain/instructions.ts";
+import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { MIN_ACTIVE_STAKE } from "../../src/core/units.ts";
+import {
+  ESCROW_PROGRAM,
+  EscrowStatus,
+  Op,
+  Tag,
+  configAddress,
+  decodeEscrow,
+  escrowAddress,
+  escrowInstructions as ix,
+  escrowPoolAddress,
+  stakeAddress,
+  stakePoolAddress,
+  vaultAuthorityAddress,
+} from "../../src/chain/escrow-program/index.ts";
+import { EscrowChain, proofOf, type Sent } from "./harness.ts";
+
+const SEED = Number(process.env.PROPERTY_SEED ?? 20261122);
+const STEPS = Number(process.env.PROPERTY_STEPS ?? 2000);
+const U64_MAX = 2n ** 64n - 1n;
+const isSigner = (role: AccountRole) => role === AccountRole.READONLY_SIGNER || role === AccountRole.WRITABLE_SIGNER;
+
+/** mulberry32: small, seeded, good enough to pick actions. */
+function random(seed: number) {
+  let s = seed >>> 0;
+  const next = () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  return { next, int, pick: <T>(xs: readonly T[]): T => xs[int(xs.length)]! };
+}
+type Random = ReturnType<typeof random>;
+
+interface Wallet { key: Keypair; vault: Address; own: Address }
+interface Worker { key: Keypair; usdc: Address; stakeSource: Address }
+
+/** The chain, its actors and the accounts whose balances must add up. */
+class World {
+  readonly wallets: Wallet[];
+  readonly workers: Worker[];
+  readonly signers: Map<Address, Keypair>;
+  readonly usdcAccounts: Address[];
+  readonly stakeAccounts: Address[];
+  /** Addresses a mutation may substitute for any account. */
+  readonly known: Address[];
+  readonly closed = new Map<string, Buffer>();
+
+  constructor(readonly chain: EscrowChain, readonly rng: Random) {
+    this.wallets = Array.from({ length: 4 }, () => {
+      const w = chain.fundedWallet(5_000_000n);
+      chain.mint(w.own, chain.usdcMint.address, 2_000_000n);
+      return { key: w.wallet, vault: w.vault, own: w.own };
+    });
+    this.workers = Array.from({ length: 3 }, () => {
+      const key = generateKeypair();
+      const stakeSource = chain.tokenAccount(key.address, chain.stakeMint.address);
+      chain.mint(stakeSource, chain.stakeMint.address, MIN_ACTIVE_STAKE * 2n);
+      return { key, usdc: chain.tokenAccount(key.address, chain.usdcMint.address), stakeSource };
+    });
+    const actors = [chain.payer, chain.authority, generateKeypair(), ...this.wallets.map((w) => w.key), ...this.workers.map((w) => w.key)];
+    this.signers = new Map(actors.map((k) => [k.address, k]));
+    this.usdcAccounts = [...this.wallets.flatMap((w) => [w.vault, w.own]), ...this.workers.map((w) => w.usdc), chain.treasury, escrowPoolAddress().address];
+    this.stakeAccounts = [...this.workers.map((w) => w.stakeSource), stakePoolAddress().address];
+    this.known = [
+      ...this.usdcAccounts, ...this.stakeAccounts, ...this.signers.keys(), configAddress().address, vaultAuthorityAddress().address,
+      ...[0, 1, 2, 3].map((j) => escrowAddress(`job_prop${j}`).address), ...this.workers.map((w) => stakeAddress(w.key.address).address),
+      chain.usdcMint.address, chain.stakeMint.address, toAddress(new Uint8Array(32).fill(7)),
+    ];
+  }
+
+  sum(accounts: Address[]): bigint {
+    return accounts.reduce((n, a) => n + this.chain.balance(a), 0n);
+  }
+
+  /** A window of job ids sliding with the steps, so new jobs keep being locked and closed. */
+  jobAt(step: number): string {
+    return `job_prop${Math.floor(step / 30) + this.rng.int(8)}`;
+  }
+
+  amount(balance: bigint): bigint {
+    const { rng } = this;
+    return rng.pick([0n, 1n, balance, balance + 1n, U64_MAX, BigInt(rng.int(1_000_000)), (balance * BigInt(rng.int(100))) / 100n]);
+  }
+
+  /** The wallet of a job's escrow, if it exists. */
+  escrowWallet(jobId: string): Address | null {
+    const data = this.chain.data(escrowAddress(jobId).address);
+    return data && data[0] === Tag.escrow ? decodeEscrow(data).wallet : null;
+  }
+
+  /** The addresses' signers, or null when one is not an actor we hold the key of. */
+  signersOf(instructions: Instruction[]): Keypair[] | null {
+    const out = new Set<Keypair>();
+    for (const a of instructions.flatMap((i) => i.accounts ?? [])) {
+      if (!("role" in a) || !isSigner(a.role)) continue;
+      const key = this.signers.get(a.address);
+      if (!key) return null;
+      out.add(key);
+    }
+    return [...out];
+  }
+}
+
+function action(w: World, step: number): Instruction[] {
+  const { chain, rng } = w;
+  const wallet = rng.pick(w.wallets);
+  const worker = rng.pick(w.workers);
+  const jobId = w.jobAt(step);
+  const owner = w.escrowWallet(jobId) ?? wallet.key.address;
+  switch (rng.int(9)) {
+    case 0:
+    case 1:
+      return [ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: wallet.key.address, jobId, tier: rng.int(4), amount: w.amount(chain.balance(wallet.vault)) })];
+    case 2:
+    case 3: {
+      const prover = rng.next() < 0.8 ? worker.key : rng.pick(w.workers).key;
+      const p = proofOf(prover, rng.next() < 0.9 ? jobId : w.jobAt(step));
+      const data = chain.data(escrowAddress(jobId).address);
+      const locked = data && data[0] === Tag.escrow ? decodeEscrow(data).amountLocked : 0n;
+      const settle = ix.settle({ serviceAuthority: chain.authority.address, jobId, wallet: owner, worker: worker.key.address, workerTokenAccount: worker.usdc, treasury: chain.treasury, charge: w.amount(locked), proofHash: p.proofHash });
+      return rng.next() < 0.9 ? [p.verify, settle] : [settle];
+    }
+    case 4:
+      return [ix.refund({ jobId, wallet: owner, caller: rng.pick([...w.signers.keys()]) })];
+    case 5:
+      return [ix.withdraw({ wallet: wallet.key.address, destination: wallet.own, amount: w.amount(chain.balance(wallet.vault)) })];
+    case 6:
+      return [tokenTransfer({ from: wallet.own, to: wallet.vault, authority: wallet.key.address, amount: w.amount(chain.balance(wallet.own)) })];
+    case 7:
+      return [rng.pick([
+        ix.stake({ worker: worker.key.address, payer: chain.payer.address, source: worker.stakeSource, amount: w.amount(chain.balance(worker.stakeSource)) }),
+        ix.requestUnstake({ worker: worker.key.address, amount: w.amount(MIN_ACTIVE_STAKE) }),
+        ix.withdrawStake({ worker: worker.key.address, destination: worker.stakeSource }),
+      ])];
+    default:
+      chain.advance(BigInt(rng.pick([1, 60, 121, 400_000])));
+      return [];
+  }
+}
+
+/** The last instruction with one account substituted or unsigned, a data byte changed, or data cut. */
+function mutate(w: World, instructions: Instruction[]): Instruction[] {
+  const { rng } = w;
+  const at = instructions.length - 1;
+  const target = instructions[at]!;
+  const accounts = [...(target.accounts ?? [])];
+  let data = Uint8Array.from(target.data ?? []);
+  const i = rng.int(Math.max(1, accounts.length));
+  const replace = (n: number, change: object) => {
+    if (accounts[n]) accounts[n] = { ...accounts[n]!, ...change } as (typeof accounts)[number];
+  };
+  switch (rng.int(5)) {
+    case 0:
+      replace(i, { address: rng.pick(w.known) });
+      break;
+    case 1: {
+      // Drop one signature: the refusal that matters most.
+      const signing = accounts.flatMap((a, n) => ("role" in a && isSigner(a.role) ? [n] : []));
+      replace(signing.length > 0 ? rng.pick(signing) : i, { role: AccountRole.READONLY });
+      break;
+    }
+    case 2:
+      if (data.length > 0) data[rng.int(data.length)] = rng.int(256);
+      break;
+    case 3:
+      data = data.subarray(0, rng.int(data.length + 1));
+      break;
+    default:
+      if (accounts.length > 1) accounts.splice(i, 1);
+  }
+  return [...instructions.slice(0, at), { ...target, accounts, data }];
+}
+
+/** A vault that shrank did so in a landed lock the authority signed or a withdrawal its wallet signed. */
+function checkVaults(w: World, before: bigint[], instructions: Instruction[], signing: Keypair[], sent: Sent, context: string): void {
+  const op = instructions.find((i) => i.programAddress === ESCROW_PROGRAM)?.data?.[0];
+  const signed = new Set(signing.map((s) => s.address));
+  w.wallets.forEach((wallet, i) => {
+    if (w.chain.balance(wallet.vault) >= before[i]!) return;
+    assert.ok(sent.ok, context);
+    const byLock = op === Op.lock && signed.has(w.chain.authority.address);
+    const byOwner = op === Op.withdraw && signed.has(wallet.key.address);
+    assert.ok(byLock || byOwner, `a vault shrank by op ${op} at ${context}`);
+  });
+}
+
+/** The pool holds exactly the open locks; closed escrows add up and never change. */
+function checkEscrows(w: World, context: string): void {
+  let lockedTotal = 0n;
+  for (const entry of w.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
+    const data = Buffer.from(entry.account().data());
+    if (data[0] !== Tag.escrow) continue;
+    if (data[1] === EscrowStatus.locked) {
+      lockedTotal += data.readBigUInt64LE(168);
+      continue;
+    }
+    const key = Buffer.from(entry.address).toString("hex");
+    const earlier = w.closed.get(key);
+    if (earlier) {
+      assert.ok(earlier.equals(data), `a closed escrow changed at ${context}`);
+      continue;
+    }
+    w.closed.set(key, data);
+    const e = decodeEscrow(data);
+    assert.equal(e.returned + (e.status === "settled" ? e.charge : 0n), e.amountLocked, `escrow ${e.jobId} does not add up`);
+    assert.equal(e.workerPaid + e.treasuryPaid, e.charge);
+  }
+  assert.equal(w.chain.balance(escrowPoolAddress().address), lockedTotal, `the pool differs from the open locks at ${context}`);
+}
+
+test(`random and mutated instructions create or lose no money (seed ${SEED}, ${STEPS} steps)`, async (t) => {
+  const w = new World(await EscrowChain.open(), random(SEED));
+  const usdcTotal = w.sum(w.usdcAccounts);
+  const stakeTotal = w.sum(w.stakeAccounts);
+  let landed = 0;
+  let mutated = 0;
+  for (let step = 0; step < STEPS; step++) {
+    let instructions = action(w, step);
+    if (instructions.length === 0) continue;
+    if (w.rng.next() < 0.4) {
+      const candidate = mutate(w, instructions);
+      if (w.signersOf(candidate)) ((instructions = candidate), mutated++);
+    }
+    const before = w.wallets.map((wallet) => w.chain.balance(wallet.vault));
+    const signing = w.signersOf(instructions)!;
+    const sent = w.chain.send(instructions, signing);
+    if (sent.ok) landed++;
+    const context = `step ${step} (seed ${SEED}): ${sent.err ?? "ok"}`;
+    assert.equal(w.sum(w.usdcAccounts), usdcTotal, `USDC created or lost at ${context}`);
+    assert.equal(w.sum(w.stakeAccounts), stakeTotal, `stake tokens created or lost at ${context}`);
+    checkVaults(w, before, instructions, signing, sent, context);
+    checkEscrows(w, context);
+  }
+  t.diagnostic(`${landed} transactions landed, ${mutated} mutated, ${w.closed.size} escrows closed`);
+  // The run must exercise the program, not only its refusals.
+  assert.ok(landed > STEPS / 10, `only ${landed} transactions landed`);
+  assert.ok(w.closed.size >= STEPS / 100, `only ${w.closed.size} escrows closed`);
+  assert.ok(mutated > STEPS / 5);
+});

@@ -1,0 +1,20 @@
+/** Checks that the ledger and the chain tell the same story, shared by the money tests. */
+import assert from "node:assert/strict";
+import { creditsToBaseUnits } from "../../src/core/units.ts";
+import * as money from "../../src/jobs/money.ts";
+import { getAccount } from "../../src/ledger/index.ts";
+import type { Service } from "../../src/service.ts";
+
+/** The wallet's on-chain credit account holds exactly what the ledger says it can spend. */
+export async function assertChainAgrees(service: Service, wallet: string): Promise<void> {
+  const ledgerCredits = await money.availableCredits(service.db, wallet);
+  assert.equal(await service.chain.tokenBalance(service.chain.creditAccountAddress(wallet)), creditsToBaseUnits(ledgerCredits), "chain balance = ledger balance");
+}
+
+/** The worker's on-chain token account holds exactly what its ledger account was paid; returns that. */
+export async function assertWorkerPaidOnChain(service: Service, worker: string): Promise<bigint> {
+  const account = await getAccount(service.db, money.workerAccount(worker));
+  const onChain = await service.chain.tokenBalance(service.chain.workerTokenAccount(worker));
+  assert.equal(onChain, account?.balance ?? 0n, "worker paid on-chain what the ledger owes");
+  return onChain;
+}

@@ -1,0 +1,11 @@
+/** Reading a test gateway's API with its first account's key, for checks between a test's steps. */
+import type { TestGateway } from "./service.ts";
+
+export async function apiGet<T>(gateway: TestGateway, path: string): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${gateway.baseUrl}${path}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } });
+  return { status: response.status, body: (await response.json()) as T };
+}
+
+export async function creditsRemaining(gateway: TestGateway): Promise<number> {
+  return (await apiGet<{ credits_remaining: number }>(gateway, "/account")).body.credits_remaining;
+}
