@@ -22,6 +22,8 @@ import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixtur
 
 const FIRST_TOKEN_TIMEOUT_MS = 400;
 const PROBE_TIMEOUT_MS = 1_500;
+/** Far above the probe's timeout: only a connection the gateway forgot reaches it. */
+const FAKE_DEADLINE_MS = 30_000;
 
 let fixture: WorkerFixture;
 let gateway: TestGateway;
@@ -175,6 +177,7 @@ describe("500 self-made worker keys", () => {
     assert.equal(await activeWorkers(), 1);
     let refused = 0;
     let admittedThenDropped = 0;
+    const otherOutcomes: string[] = [];
     let highest = 0;
     let polling = true;
     const poll = (async () => {
@@ -188,6 +191,7 @@ describe("500 self-made worker keys", () => {
         const outcome = await fakeWorker(gateway.service.origin);
         if (outcome === "refused") refused++;
         else if (outcome === CloseCode.unfit) admittedThenDropped++;
+        else otherOutcomes.push(String(outcome));
       }),
     );
     polling = false;
@@ -195,32 +199,52 @@ describe("500 self-made worker keys", () => {
     assert.equal(highest, 1, "active_workers never counted a fake");
     assert.equal(await activeWorkers(), 1);
     assert.ok(refused > 400, `most handshakes are refused at the door (${refused} of 500)`);
-    assert.equal(refused + admittedThenDropped, 500, "every fake was refused or failed its probe");
+    assert.deepEqual(otherOutcomes, [], "every fake was refused or failed its probe");
+    assert.equal(refused + admittedThenDropped, 500);
     const reply = await gateway.client.chat.completions.create(hi);
     assert.ok(reply.choices[0]!.message.content, "a paid request is served");
     await leave(real);
   });
 });
 
-/** A worker with a valid key and signature and no engine behind it: it never answers the probe. */
-async function fakeWorker(origin: string): Promise<"refused" | number> {
+/**
+ * A worker with a valid key and signature and no engine behind it: it never answers the probe.
+ * It settles on every outcome, and on none within its deadline: a fake the gateway neither
+ * refuses nor closes fails the test by name instead of leaving it waiting.
+ */
+async function fakeWorker(origin: string): Promise<"refused" | "stuck" | `refused with ${number}` | number> {
   const signer = generateKeypair();
   const ws = new WebSocket(connectUrl(origin));
   return new Promise((resolve) => {
-    ws.on("unexpected-response", (_request, response) => {
-      assert.equal(response.statusCode, 429);
+    const deadline = setTimeout(() => {
+      resolve("stuck");
       ws.terminate();
-      resolve("refused");
+    }, FAKE_DEADLINE_MS);
+    const settle = (outcome: Awaited<ReturnType<typeof fakeWorker>>) => {
+      clearTimeout(deadline);
+      resolve(outcome);
+    };
+    ws.on("unexpected-response", (_request, response) => {
+      settle(response.statusCode === 429 ? "refused" : `refused with ${response.statusCode ?? 0}`);
+      ws.terminate();
     });
     ws.on("error", () => undefined);
     ws.on("message", (data) => {
-      const message = JSON.parse(data.toString()) as { type: string; challenge?: string };
-      if (message.type !== "challenge") return;
-      const signature = Buffer.from(signer.sign(authMessage(connectUrl(origin).host, message.challenge!))).toString("base64");
+      const message = parseMessage(data.toString());
+      if (message?.type !== "challenge" || typeof message.challenge !== "string") return;
+      const signature = Buffer.from(signer.sign(authMessage(connectUrl(origin).host, message.challenge))).toString("base64");
       ws.send(JSON.stringify({ type: "hello", protocol: 1, address: signer.address, signature, models: [{ id: MODEL, contextWindow: 2048 }], concurrency: 64 }));
     });
-    ws.on("close", (code) => resolve(code));
+    ws.on("close", (code) => settle(code));
   });
+}
+
+function parseMessage(text: string): { type?: unknown; challenge?: unknown } | undefined {
+  try {
+    return JSON.parse(text) as { type?: unknown; challenge?: unknown };
+  } catch {
+    return undefined;
+  }
 }
 
 function sleep(ms: number): Promise<void> {

@@ -2,7 +2,8 @@
 import type { TestGateway } from "./service.ts";
 
 export async function apiGet<T>(gateway: TestGateway, path: string): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${gateway.baseUrl}${path}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } });
+  // A deadline, so a request the gateway never answers fails the test that made it instead of hanging it.
+  const response = await fetch(`${gateway.baseUrl}${path}`, { headers: { authorization: `Bearer ${gateway.apiKey}` }, signal: AbortSignal.timeout(30_000) });
   return { status: response.status, body: (await response.json()) as T };
 }
 

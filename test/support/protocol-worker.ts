@@ -26,11 +26,22 @@ export async function attachProtocolWorker(service: Service, options: ProtocolWo
     reconnect: { initialMs: 50, maxMs: 500 },
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   }).start();
+  let deadline: NodeJS.Timeout | undefined;
   try {
-    await client.registered();
+    await Promise.race([
+      client.registered(),
+      new Promise((_, reject) => {
+        deadline = setTimeout(() => reject(new Error(`the worker was not registered within ${REGISTER_DEADLINE_MS} ms`)), REGISTER_DEADLINE_MS);
+      }),
+    ]);
   } catch (error) {
     await client.close();
     throw error;
+  } finally {
+    clearTimeout(deadline);
   }
   return client;
 }
+
+/** Far above a registration on a loaded machine: reaching it means the gateway keeps refusing the worker. */
+const REGISTER_DEADLINE_MS = 60_000;
