@@ -100,6 +100,22 @@ export async function setCreditLowThreshold(db: Db, wallet: string, thresholdCre
   await db.query("UPDATE wallets SET credit_low_threshold = $2::integer, credit_low_armed = ($3::bigint >= $2::integer) WHERE address = $1", [wallet, thresholdCredits, availableCredits]);
 }
 
+/**
+ * Remembers which side of its credit.low threshold the wallet's balance is on after a change.
+ * Answers only when the side changed (most changes write nothing): `below` is the new side. Two
+ * concurrent changes that both cross: the second waits for the first's row lock, then finds the
+ * flag already flipped and gets no answer, so a crossing is reported once.
+ */
+export async function recordCreditLowSide(db: Db, wallet: string, availableCredits: number): Promise<{ below: boolean; thresholdCredits: number } | undefined> {
+  const [flipped] = await db.query<{ armed: boolean; threshold: number }>(
+    `UPDATE wallets SET credit_low_armed = ($2 >= credit_low_threshold)
+      WHERE address = $1 AND credit_low_armed <> ($2 >= credit_low_threshold)
+      RETURNING credit_low_armed AS armed, credit_low_threshold AS threshold`,
+    [wallet, availableCredits],
+  );
+  return flipped && { below: !flipped.armed, thresholdCredits: flipped.threshold };
+}
+
 /** When the wallet's live API key was made; undefined when it has none. */
 export async function apiKeyCreatedAt(db: Db, wallet: string): Promise<Date | undefined> {
   const [row] = await db.query<{ created_at: Date }>(

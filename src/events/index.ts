@@ -78,6 +78,7 @@ export type { DeliveryLoop } from "./delivery.ts";
 export { EVENTS_MIGRATIONS } from "./schema.ts";
 export { EVENT_NAMES, API_VERSION, type EventName } from "./names.ts";
 export {
+  emitCreditLow,
   emitCreditTopup,
   emitJobCompleted,
   emitJobDisputed,
@@ -87,3 +88,15 @@ export {
   emitWorkerRegistered,
   emitWorkerSlashed,
 } from "./emit.ts";
+export type {
+  CreditLowFacts,
+  CreditTopupFacts,
+  JobCompletedFacts,
+  JobDisputedFacts,
+  JobEndedFacts,
+  JobFacts,
+  JobProcessingFacts,
+  JobSubmittedFacts,
+  WorkerRegisteredFacts,
+  WorkerSlashedFacts,
+} from "./facts.ts";

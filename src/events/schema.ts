@@ -1,8 +1,9 @@
 /**
- * Tables owned by the events part: the outbox of events, webhooks and their deliveries, and the
- * credit.low arming flag on wallets. Runs after the accounts migrations (it alters `wallets`).
- * Its first migration also made the web app's first sign-in tables; a migration never changes once
- * applied, so they stay in its text, and the web part's own migration (web/001) drops them.
+ * Tables owned by the events part: the outbox of events, webhooks and their deliveries. Runs
+ * after the accounts migrations: its first migration added the credit.low arming flag to
+ * `wallets`, a column the accounts part reads and writes (accounts.recordCreditLowSide); events
+ * never touches it. It also made the web app's first sign-in tables. A migration never changes
+ * once applied, so both stay in its text; the web part's own migration (web/001) drops the latter.
  */
 export const EVENTS_MIGRATIONS = [
   {

@@ -9,9 +9,9 @@ import { recordTopup } from "../accounts/accounts.ts";
 import type { Chain } from "../chain/chain.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Tier } from "../core/pricing.ts";
-import { emitCreditTopup, emitJobCompleted, emitJobEnded } from "../events/emit.ts";
+import { emitCreditTopup, emitJobCompleted, emitJobEnded } from "../events/index.ts";
 import type { Db } from "../store/db.ts";
-import type { JobRecord } from "./job-record.ts";
+import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import { getJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
@@ -38,7 +38,21 @@ export class ChainRejectedError extends Error {
 /** job.failed for a job whose escrow never reached the chain: its reservation was just released in `tx`. */
 async function emitEscrowGivenUp(tx: Db, jobId: string): Promise<void> {
   const job = await getJob(tx, jobId);
-  if (job) await emitJobEnded(tx, job);
+  if (job) await emitRefunded(tx, job);
+}
+
+/** job.completed for a job whose settlement was just applied in `tx`. */
+async function emitSettled(tx: Db, job: JobRecord, settlementTx: string, slot: number): Promise<void> {
+  const remaining = await money.availableCredits(tx, job.wallet);
+  await emitJobCompleted(tx, { ...jobEventFacts(job), settlementTx, slot, creditsRemaining: remaining });
+  await money.checkCreditLow(tx, job.wallet, remaining, false);
+}
+
+/** job.failed or job.timeout for a job whose whole reservation was just released in `tx`. */
+async function emitRefunded(tx: Db, job: JobRecord): Promise<void> {
+  const remaining = await money.availableCredits(tx, job.wallet);
+  await emitJobEnded(tx, { ...jobEventFacts(job), creditsRefunded: job.lockedCredits, creditsRemaining: remaining });
+  await money.checkCreditLow(tx, job.wallet, remaining, false);
 }
 
 export class ChainActions {
@@ -138,7 +152,9 @@ export class ChainActions {
       if (action.kind === "deposit") {
         await money.deposit(tx, action.subject, action.params?.credits ?? 0, action.signature);
         await recordTopup(tx, action.subject, new Date());
-        await emitCreditTopup(tx, action.subject, { credits: action.params?.credits ?? 0, depositTx: action.signature });
+        const remaining = await money.availableCredits(tx, action.subject);
+        await emitCreditTopup(tx, { wallet: action.subject, creditsAdded: action.params?.credits ?? 0, creditsRemaining: remaining, depositTx: action.signature });
+        await money.checkCreditLow(tx, action.subject, remaining, false);
         return;
       }
       const job = await getJob(tx, action.subject);
@@ -151,12 +167,12 @@ export class ChainActions {
         case "settlement":
           await money.settle(tx, job);
           await updateJob(tx, job.id, { status: "settled", slot, completedAt: now });
-          await emitJobCompleted(tx, { ...job, status: "settled" }, { settlementTx: action.signature, slot });
+          await emitSettled(tx, { ...job, status: "settled" }, action.signature, slot);
           break;
         case "refund":
           await money.release(tx, job.id);
           await updateJob(tx, job.id, { slot, completedAt: now, creditsCharged: 0 });
-          await emitJobEnded(tx, { ...job, refundTx: action.signature });
+          await emitRefunded(tx, { ...job, refundTx: action.signature });
           break;
       }
     });

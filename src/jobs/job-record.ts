@@ -97,3 +97,22 @@ export function jobToApi(job: JobRecord): Record<string, unknown> {
 export function isFinal(status: JobStatus): boolean {
   return status === "settled" || status === "failed" || status === "refunded";
 }
+
+/** What the job events say about a job (events/facts.ts); each call site adds the change's own figures. */
+export function jobEventFacts(job: JobRecord) {
+  return {
+    jobId: job.id,
+    wallet: job.wallet,
+    model: job.model,
+    tier: job.tier,
+    status: job.status,
+    creditsLocked: job.lockedCredits,
+    creditsCharged: job.creditsCharged,
+    workerAddress: job.workerAddress,
+    escrowTx: job.escrowTx,
+    refundTx: job.refundTx,
+    failureReason: job.failureReason,
+    promptTokens: job.promptTokens,
+    completionTokens: job.completionTokens,
+  };
+}

@@ -20,7 +20,7 @@ import type { ChatRequest } from "../http/chat-request.ts";
 import type { ChatMessage, FinishReason, StopReason, Usage } from "../inference/engine.ts";
 import { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, promptTokensAtLeast, SILENT_TOKENS } from "../inference/token-bounds.ts";
 import type { ModelVocabularies } from "../inference/vocabulary.ts";
-import { emitJobProcessing, emitJobSubmitted } from "../events/emit.ts";
+import { emitJobProcessing, emitJobSubmitted } from "../events/index.ts";
 import { ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type WorkerEvent } from "../network/worker-handle.ts";
 import type { JobOutcome } from "../network/worker-health.ts";
@@ -28,7 +28,7 @@ import type { WorkerLease, WorkerPool } from "../network/worker-pool.ts";
 import type { Db } from "../store/db.ts";
 import type { Logger } from "../core/logger.ts";
 import { ChainActions, ChainRejectedError, type PreparedAction } from "./chain-actions.ts";
-import { newPendingJob, type JobRecord } from "./job-record.ts";
+import { jobEventFacts, newPendingJob, type JobRecord } from "./job-record.ts";
 import { getJob, insertJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
@@ -143,7 +143,7 @@ export class JobService {
       Object.assign(job, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
       const assigned = this.db.transaction(async (tx) => {
         await updateJob(tx, job.id, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
-        await emitJobProcessing(tx, job);
+        await emitJobProcessing(tx, jobEventFacts(job));
       });
       // Awaited later by the job's driver; never let an early rejection count as unhandled.
       escrowLanded.catch(() => undefined);
@@ -254,7 +254,8 @@ export class JobService {
           await insertJob(tx, job);
           await this.actions.record(tx, escrow);
           const remaining = await money.availableCredits(tx, wallet);
-          await emitJobSubmitted(tx, job, remaining);
+          await emitJobSubmitted(tx, { ...jobEventFacts(job), creditsRemaining: remaining });
+          await money.checkCreditLow(tx, wallet, remaining, true);
           return remaining;
         });
         return { job, escrow, creditsAfterLock };

@@ -6,6 +6,8 @@
  * crash is recognised by the ledger instead of applied twice.
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/units.ts";
+import { recordCreditLowSide } from "../accounts/accounts.ts";
+import { emitCreditLow } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/db.ts";
 import type { JobRecord } from "./job-record.ts";
@@ -73,4 +75,16 @@ export async function settle(db: Db, job: JobRecord): Promise<void> {
 /** Return a job's whole reservation to its wallet. */
 export async function release(db: Db, jobId: string): Promise<void> {
   await ledger.voidPending(db, { id: `release:${jobId}`, pendingId: reservationId(jobId) });
+}
+
+/**
+ * The credit.low rule (spec "Events"), called in the transaction of every change of a wallet's
+ * available credits, after that change's own event. It fires when the balance goes from at or
+ * above the wallet's threshold to below it, once; a later change that leaves it at or above the
+ * threshold re-arms it. Only a change that lowered the balance (`fell`: a reservation, a
+ * withdrawal) can fire it: a deposit that leaves a new wallet below the threshold has not crossed.
+ */
+export async function checkCreditLow(tx: Db, wallet: string, creditsRemaining: number, fell: boolean): Promise<void> {
+  const side = await recordCreditLowSide(tx, wallet, creditsRemaining);
+  if (side?.below && fell) await emitCreditLow(tx, { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits });
 }

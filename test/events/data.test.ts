@@ -16,9 +16,9 @@ test("ten event names and a date-form api_version", () => {
 
 test("job.completed carries exactly the spec's fields", () => {
   const job = sampleJob("W", { creditsCharged: 3, workerAddress: "Worker1", completionTokens: 520, status: "settled" });
-  const data = jobCompletedData(job, { settlementTx: "sig", slot: 42, creditsRemaining: 97 });
+  const data = jobCompletedData({ ...job, settlementTx: "sig", slot: 42, creditsRemaining: 97 });
   assert.deepEqual(data, {
-    job_id: job.id,
+    job_id: job.jobId,
     model: "svc-dev/wiring-model",
     tier: "lite",
     credits_charged: 3,
@@ -33,7 +33,7 @@ test("job.completed carries exactly the spec's fields", () => {
 });
 
 test("credit.low and worker.slashed carry exactly the spec's fields", () => {
-  assert.deepEqual(creditLowData(99, 100), { credits_remaining: 99, usdc_value: 0.99, threshold: 100 });
+  assert.deepEqual(creditLowData({ creditsRemaining: 99, thresholdCredits: 100 }), { credits_remaining: 99, usdc_value: 0.99, threshold: 100 });
   assert.deepEqual(workerSlashedData({ workerAddress: "W", slashAmountSvc: 500, slashTx: "tx", reason: "fraudulent_proof", relatedJobId: "job_1" }), {
     worker_address: "W",
     slash_amount_svc: 500,
@@ -45,8 +45,8 @@ test("credit.low and worker.slashed carry exactly the spec's fields", () => {
 
 test("a failed or timed-out job reports that it charged nothing and what came back", () => {
   const job = sampleJob("W", { status: "refunded", failureReason: "timeout", refundTx: "refund" });
-  assert.deepEqual(jobEndedData(job, 100), {
-    job_id: job.id,
+  assert.deepEqual(jobEndedData({ ...job, creditsRefunded: job.creditsLocked, creditsRemaining: 100 }), {
+    job_id: job.jobId,
     model: job.model,
     tier: "lite",
     status: "refunded",

@@ -1,20 +1,33 @@
-/** Records for events tests. */
-import { newPendingJob, type JobRecord } from "../../src/jobs/job-record.ts";
+/** Facts for events tests: what the jobs part hands an emitter about a freshly admitted job. */
 import { newId } from "../../src/core/ids.ts";
+import type { JobFacts } from "../../src/events/index.ts";
 
-export function sampleJob(wallet: string, changes: Partial<JobRecord> = {}): JobRecord {
+export interface SampleJob extends JobFacts {
+  creditsLocked: number;
+  creditsCharged: number;
+  workerAddress: string | null;
+  escrowTx: string | null;
+  refundTx: string | null;
+  failureReason: string | null;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export function sampleJob(wallet: string, changes: Partial<SampleJob> = {}): SampleJob {
   return {
-    ...newPendingJob({
-      id: newId("job"),
-      wallet,
-      model: "svc-dev/wiring-model",
-      tier: "lite",
-      lockedCredits: 4,
-      maxTokens: 600,
-      promptTokens: 11,
-      escrowAddress: "Escrow1111111111111111111111111111111111111",
-      escrowTx: "5escrowSig",
-    }),
+    jobId: newId("job"),
+    wallet,
+    model: "svc-dev/wiring-model",
+    tier: "lite",
+    status: "pending",
+    creditsLocked: 4,
+    creditsCharged: 0,
+    workerAddress: null,
+    escrowTx: "5escrowSig",
+    refundTx: null,
+    failureReason: null,
+    promptTokens: 11,
+    completionTokens: 0,
     ...changes,
   };
 }

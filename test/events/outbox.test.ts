@@ -19,7 +19,6 @@ import {
   emitJobSubmitted,
   emitWorkerRegistered,
   emitWorkerSlashed,
-  evaluateCreditLow,
 } from "../../src/events/emit.ts";
 import { emitEvent } from "../../src/events/outbox.ts";
 import type { EventName } from "../../src/events/names.ts";
@@ -54,6 +53,13 @@ async function fundedWallet(db: Db, credits: number): Promise<string> {
   await ensureWallet(db, wallet);
   await money.deposit(db, wallet, credits, `ref-${wallet}`);
   return wallet;
+}
+
+/** What the deposit path does once a deposit is credited: the topup event, then the credit.low rule. */
+async function reportTopup(db: Db, wallet: string, creditsAdded: number, depositTx: string): Promise<void> {
+  const creditsRemaining = await money.availableCredits(db, wallet);
+  await emitCreditTopup(db, { wallet, creditsAdded, creditsRemaining, depositTx });
+  await money.checkCreditLow(db, wallet, creditsRemaining, false);
 }
 
 for (const backend of testDatabases()) {
@@ -104,38 +110,38 @@ for (const backend of testDatabases()) {
     test("credit.low fires once when the balance crosses below the threshold and re-arms above it", async () => {
       const wallet = await fundedWallet(db, 150);
       const fired = async () => (await eventsOf(db, wallet)).filter((e) => e.name === "credit.low").map((e) => e.envelope.data);
-      for (const balance of [150, 110, 100]) await evaluateCreditLow(db, wallet, balance, true);
+      for (const balance of [150, 110, 100]) await money.checkCreditLow(db, wallet, balance, true);
       assert.deepEqual(await fired(), [], "at or above the threshold");
-      await evaluateCreditLow(db, wallet, 99, true);
-      await evaluateCreditLow(db, wallet, 50, true);
-      await evaluateCreditLow(db, wallet, 60, false);
-      await evaluateCreditLow(db, wallet, 55, true);
+      await money.checkCreditLow(db, wallet, 99, true);
+      await money.checkCreditLow(db, wallet, 50, true);
+      await money.checkCreditLow(db, wallet, 60, false);
+      await money.checkCreditLow(db, wallet, 55, true);
       assert.deepEqual(await fired(), [{ credits_remaining: 99, usdc_value: 0.99, threshold: 100 }], "once per crossing");
-      await evaluateCreditLow(db, wallet, 100, false);
-      await evaluateCreditLow(db, wallet, 10, true);
+      await money.checkCreditLow(db, wallet, 100, false);
+      await money.checkCreditLow(db, wallet, 10, true);
       assert.equal((await fired()).length, 2, "re-armed at the threshold, fired again below it");
 
       await db.query("UPDATE wallets SET credit_low_threshold = 20 WHERE address = $1", [wallet]);
-      await evaluateCreditLow(db, wallet, 30, false);
-      await evaluateCreditLow(db, wallet, 19, true);
+      await money.checkCreditLow(db, wallet, 30, false);
+      await money.checkCreditLow(db, wallet, 19, true);
       assert.deepEqual((await fired()).at(-1), { credits_remaining: 19, usdc_value: 0.19, threshold: 20 }, "the wallet's own threshold");
     });
 
     test("two changes crossing the threshold at once fire credit.low once", async () => {
       const wallet = await fundedWallet(db, 150);
-      await evaluateCreditLow(db, wallet, 150, false);
-      await Promise.all([90, 80, 70].map((balance) => db.transaction((tx) => evaluateCreditLow(tx, wallet, balance, true))));
+      await money.checkCreditLow(db, wallet, 150, false);
+      await Promise.all([90, 80, 70].map((balance) => db.transaction((tx) => money.checkCreditLow(tx, wallet, balance, true))));
       assert.equal((await eventsOf(db, wallet)).filter((e) => e.name === "credit.low").length, 1);
     });
 
     test("a new wallet funded below the threshold gets no credit.low until it has been above it", async () => {
       const wallet = await fundedWallet(db, 50);
-      await emitCreditTopup(db, wallet, { credits: 50, depositTx: "first" });
-      await evaluateCreditLow(db, wallet, 48, true);
+      await reportTopup(db, wallet, 50, "first");
+      await money.checkCreditLow(db, wallet, 48, true);
       assert.deepEqual((await eventsOf(db, wallet)).map((e) => e.name), ["credit.topup"]);
       await money.deposit(db, wallet, 100, "second");
-      await emitCreditTopup(db, wallet, { credits: 100, depositTx: "second" });
-      await evaluateCreditLow(db, wallet, 90, true);
+      await reportTopup(db, wallet, 100, "second");
+      await money.checkCreditLow(db, wallet, 90, true);
       assert.deepEqual((await eventsOf(db, wallet)).map((e) => e.name), ["credit.topup", "credit.topup", "credit.low"]);
     });
 
@@ -143,9 +149,11 @@ for (const backend of testDatabases()) {
       const wallet = await fundedWallet(db, 102);
       const job = sampleJob(wallet);
       await db.transaction(async (tx) => {
-        await evaluateCreditLow(tx, wallet, await money.availableCredits(tx, wallet), false);
-        await money.reserve(tx, wallet, job.id, job.lockedCredits);
-        await emitJobSubmitted(tx, job);
+        await money.checkCreditLow(tx, wallet, await money.availableCredits(tx, wallet), false);
+        await money.reserve(tx, wallet, job.jobId, job.creditsLocked);
+        const creditsRemaining = await money.availableCredits(tx, wallet);
+        await emitJobSubmitted(tx, { ...job, creditsRemaining });
+        await money.checkCreditLow(tx, wallet, creditsRemaining, true);
       });
       const events = await eventsOf(db, wallet);
       assert.deepEqual(events.map((e) => e.name), ["job.submitted", "credit.low"]);
@@ -157,17 +165,18 @@ for (const backend of testDatabases()) {
       const wallet = await fundedWallet(db, 500);
       const worker = generateKeypair().address;
       const job = sampleJob(wallet, { workerAddress: worker });
-      await emitJobSubmitted(db, job);
+      const creditsRemaining = await money.availableCredits(db, wallet);
+      await emitJobSubmitted(db, { ...job, creditsRemaining });
       await emitJobProcessing(db, { ...job, status: "processing" });
-      await emitJobCompleted(db, { ...job, status: "settled", creditsCharged: 2, completionTokens: 2 }, { settlementTx: "settle", slot: 7 });
+      await emitJobCompleted(db, { ...job, status: "settled", creditsCharged: 2, completionTokens: 2, settlementTx: "settle", slot: 7, creditsRemaining });
       const failed = sampleJob(wallet, { status: "failed", failureReason: "worker_error", refundTx: "refund" });
-      await emitJobEnded(db, failed);
+      await emitJobEnded(db, { ...failed, creditsRefunded: failed.creditsLocked, creditsRemaining });
       const timedOut = sampleJob(wallet, { status: "refunded", failureReason: "timeout", refundTx: "refund2" });
-      await emitJobEnded(db, timedOut);
-      await emitJobDisputed(db, { ...job, status: "disputed", creditsCharged: 2 }, { yourHash: "sha256:aa", workerHash: "sha256:bb", disputeTx: "d", arbitrationWindowHours: 72 });
-      await emitCreditTopup(db, wallet, { credits: 100, depositTx: "dep" });
+      await emitJobEnded(db, { ...timedOut, creditsRefunded: timedOut.creditsLocked, creditsRemaining });
+      await emitJobDisputed(db, { ...job, status: "disputed", creditsCharged: 2, yourHash: "sha256:aa", workerHash: "sha256:bb", disputeTx: "d", arbitrationWindowHours: 72 });
+      await emitCreditTopup(db, { wallet, creditsAdded: 100, creditsRemaining, depositTx: "dep" });
       await emitWorkerRegistered(db, { address: worker, models: ["m"], staked: true });
-      await emitWorkerSlashed(db, { workerAddress: worker, slashAmountSvc: 1000, slashTx: "slash", reason: "fraudulent_proof", relatedJobId: job.id });
+      await emitWorkerSlashed(db, { workerAddress: worker, slashAmountSvc: 1000, slashTx: "slash", reason: "fraudulent_proof", relatedJobId: job.jobId });
 
       const mine = await eventsOf(db, wallet);
       assert.deepEqual(
@@ -178,7 +187,7 @@ for (const backend of testDatabases()) {
         assert.match(envelope.id, /^evt_[0-9A-Z]{26}$/);
         assert.equal(envelope.api_version, "2026-11-21");
         assert.ok(!Number.isNaN(Date.parse(envelope.created_at)));
-        if (envelope.event.startsWith("job.")) assert.equal(envelope.data.job_id, envelope.event.startsWith("job.failed") ? failed.id : envelope.event === "job.timeout" ? timedOut.id : job.id);
+        if (envelope.event.startsWith("job.")) assert.equal(envelope.data.job_id, envelope.event.startsWith("job.failed") ? failed.jobId : envelope.event === "job.timeout" ? timedOut.jobId : job.jobId);
       }
       const byName = Object.fromEntries(mine.map((e) => [e.name, e.envelope.data]));
       assert.deepEqual(Object.keys(byName["job.submitted"]), ["job_id", "model", "tier", "status", "credits_locked", "credits_remaining", "escrow_tx"]);
