@@ -1,7 +1,9 @@
 /**
  * Events and webhooks. Emitters (./emit.ts) write events into the outbox inside the transaction
  * of the change they report; the delivery loop (./delivery.ts) sends them, signed, to the
- * subscribed webhooks of the event's account, retrying on the spec's schedule.
+ * subscribed webhooks of the event's account, retrying on the spec's schedule. The caller hands
+ * each emitter the facts its event says (./facts.ts): this part reads no other part's records
+ * and imports nothing besides core and store (test/events/boundaries.test.ts checks it).
  *
  * The service opens this part once (`openWebhooks`), hands the result to the HTTP layer (the
  * /v1/webhooks and /app/api webhook routes) and starts the delivery loop with it.
@@ -76,7 +78,24 @@ export function startWebhookDelivery(webhooks: Webhooks): DeliveryLoop {
 
 export type { DeliveryLoop } from "./delivery.ts";
 export { EVENTS_MIGRATIONS } from "./schema.ts";
-export { EVENT_NAMES, API_VERSION, type EventName } from "./names.ts";
+export { EVENT_NAMES, API_VERSION, isEventName, type EventName } from "./names.ts";
+export { RETRY_DELAYS_MS, MAX_ATTEMPTS } from "./delivery-queue.ts";
+export { wakeDelivery } from "./outbox.ts";
+export { parseTargetUrl, resolveTarget, TargetRefusedError } from "./target.ts";
+// The routes' reads and writes of webhooks and their deliveries.
+export {
+  DELIVERY_STATUSES,
+  deleteWebhook,
+  deliveryToApi,
+  getWebhook,
+  insertWebhook,
+  listDeliveries,
+  listWebhooks,
+  replayFailed,
+  webhookToApi,
+  type DeliveryStatus,
+  type WebhookRecord,
+} from "./webhook-repo.ts";
 export {
   emitCreditLow,
   emitCreditTopup,
