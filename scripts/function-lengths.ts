@@ -1,0 +1,51 @@
+// Lists functions longer than a limit, so the style rule "no function over ~70 lines" can be checked
+// by a command instead of by eye. Usage: node --import tsx scripts/function-lengths.ts [--max 70] [dirs...]
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import ts from "typescript";
+
+interface LongFunction { file: string; name: string; line: number; lines: number }
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
+    else if (path.endsWith(".ts") && !path.endsWith(".d.ts")) out.push(path);
+  }
+  return out;
+}
+
+function nameOf(node: ts.Node): string {
+  if ((ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node)) && node.name) return node.name.getText();
+  if (ts.isConstructorDeclaration(node)) return "constructor";
+  const parent = node.parent;
+  if (parent && ts.isVariableDeclaration(parent)) return parent.name.getText();
+  if (parent && ts.isPropertyAssignment(parent)) return parent.name.getText();
+  if (parent && ts.isPropertyDeclaration(parent)) return parent.name.getText();
+  return "(anonymous)";
+}
+
+function longFunctions(file: string, max: number): LongFunction[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  const found: LongFunction[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node) && "body" in node && node.body) {
+      const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+      const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+      const lines = end - start + 1;
+      if (lines > max) found.push({ file, name: nameOf(node), line: start + 1, lines });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+const args = process.argv.slice(2);
+const maxAt = args.indexOf("--max");
+const max = maxAt >= 0 ? Number(args[maxAt + 1]) : 70;
+const dirs = args.filter((arg, i) => arg !== "--max" && i !== maxAt + 1);
+const found = (dirs.length > 0 ? dirs : ["src"]).flatMap(sourceFiles).flatMap((file) => longFunctions(file, max));
+for (const f of found.sort((a, b) => b.lines - a.lines)) console.log(`${f.lines}\t${f.file}:${f.line}\t${f.name}`);
+process.exitCode = found.length > 0 ? 1 : 0;
