@@ -5,7 +5,7 @@
  */
 import type { Address, Instruction } from "@solana/kit";
 import { addressBytes } from "./addresses.ts";
-import { base58Encode } from "./base58.ts";
+import { base58Encode } from "../core/base58.ts";
 import type { Signer } from "./keys.ts";
 
 /** The largest transaction a cluster accepts (IPv6 MTU minus headers). */

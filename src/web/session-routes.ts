@@ -5,7 +5,7 @@
  * routes, and a request that changes anything must come from the app's own origin.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { base58Decode } from "../chain/base58.ts";
+import { base58Decode } from "../core/base58.ts";
 import { ApiError } from "../core/errors.ts";
 import { DEFAULT_CHAIN_ID, type WebContext } from "./context.ts";
 import { closeSession, DEFAULT_SESSION_TTL_MS, issueNonce, openSession, sessionWallet, useNonce } from "./sessions.ts";

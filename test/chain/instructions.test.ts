@@ -26,7 +26,7 @@ import {
 } from "@solana-program/token";
 import { getAddMemoInstruction } from "@solana-program/memo";
 import { AssociatedTokenAddresses, MEMO_PROGRAM, TOKEN_PROGRAM, addressWithSeed } from "../../src/chain/addresses.ts";
-import { base58Decode, base58Encode } from "../../src/chain/base58.ts";
+import { base58Decode, base58Encode } from "../../src/core/base58.ts";
 import * as ix from "../../src/chain/instructions.ts";
 import { generateKeypair } from "../../src/chain/keys.ts";
 import { buildTransaction, parseTransaction } from "../../src/chain/wire.ts";

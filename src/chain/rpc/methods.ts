@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
 import type { AccountInfo } from "../backend.ts";
-import { base58Encode } from "../base58.ts";
+import { base58Encode } from "../../core/base58.ts";
 import * as ix from "../instructions.ts";
 import type { Keypair } from "../keys.ts";
 import { LAMPORTS_PER_SIGNATURE, transactionFee } from "../tx-meta.ts";

@@ -1,7 +1,8 @@
 /**
- * Base58 (Bitcoin alphabet) for the 32-byte addresses and 64-byte signatures this part handles.
- * kit's codec goes through BigInt and costs 65-135 µs per value, which dominated building a
- * transaction; this byte-wise version does the same conversion in a few microseconds.
+ * Base58 (Bitcoin alphabet) for the 32-byte addresses and 64-byte signatures that the chain, the
+ * worker protocol and wallet sign-in all handle. kit's codec goes through BigInt and costs 65-135 µs
+ * per value, which dominated building a transaction; this byte-wise version does the same
+ * conversion in a few microseconds.
  */
 
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
