@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { splitPayout } from "../src/core/units.ts";
+import { splitPayout } from "../src/core/payout.ts";
 import {
   ensureWalletAccounts,
   ensureWorkerAccount,

@@ -9,7 +9,8 @@ import type { Address, Instruction } from "@solana/kit";
 import { idBody, isId } from "../core/ids.ts";
 import { TIERS } from "../core/pricing.ts";
 import { proofMessage } from "../core/proof.ts";
-import { creditsToBaseUnits, MIN_ACTIVE_STAKE, splitPayout } from "../core/units.ts";
+import { MIN_ACTIVE_STAKE, splitPayout } from "../core/payout.ts";
+import { creditsToBaseUnits } from "../core/units.ts";
 import {
   AssociatedTokenAddresses,
   TOKEN_ACCOUNT_SIZE,

@@ -15,7 +15,7 @@ import { ApiError, insufficientCredits } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { completionCost, planEscrow, TIERS } from "../core/pricing.ts";
 import { outputHash } from "../core/proof.ts";
-import { splitPayout } from "../core/units.ts";
+import { splitPayout } from "../core/payout.ts";
 import type { ChatRequest } from "../http/chat-request.ts";
 import type { ChatMessage, FinishReason, StopReason, Usage } from "../inference/engine.ts";
 import { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, promptTokensAtLeast, SILENT_TOKENS } from "../inference/token-bounds.ts";

@@ -45,7 +45,7 @@ export interface SettleInput {
   reservationId: string;
   /** The amount charged, at most the reservation; the rest returns to the wallet. */
   charge: bigint;
-  /** Where the charge goes, adding up to it exactly, e.g. from core/units.ts `splitPayout`. */
+  /** Where the charge goes, adding up to it exactly, e.g. from core/payout.ts `splitPayout`. */
   payouts: readonly Payout[];
 }
 

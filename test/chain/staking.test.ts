@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { openChain, type Chain } from "../../src/chain/chain.ts";
 import { generateKeypair } from "../../src/chain/keys.ts";
-import { MIN_ACTIVE_STAKE, NATIVE_BASE_UNITS } from "../../src/core/units.ts";
+import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
+import { NATIVE_BASE_UNITS } from "../../src/core/units.ts";
 
 let chain: Chain;
 before(async () => {

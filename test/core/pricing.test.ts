@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { completionCost, maxTokensAffordable, planEscrow, TIERS } from "../../src/core/pricing.ts";
-import { splitPayout } from "../../src/core/units.ts";
+import { splitPayout } from "../../src/core/payout.ts";
 
 test("cost is the flat rate up to 500 tokens, then the per-1k rate on the excess", () => {
   const standard = TIERS.standard; // 8 flat, 4 per 1k

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { completionCost, TIERS } from "../../src/core/pricing.ts";
 import { outputHash } from "../../src/core/proof.ts";
-import { splitPayout } from "../../src/core/units.ts";
+import { splitPayout } from "../../src/core/payout.ts";
 import { LOOP_UNIT, TRIGGER_WORD } from "../../src/inference/test-model.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";

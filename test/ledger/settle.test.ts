@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { splitPayout } from "../../src/core/units.ts";
+import { splitPayout } from "../../src/core/payout.ts";
 import {
   AccountNotFoundError,
   ensureWorkerAccount,

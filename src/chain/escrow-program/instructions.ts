@@ -4,7 +4,7 @@
  * builder only saves callers from deriving the addresses themselves.
  */
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
-import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_PERCENT, WORKER_SHARE_PERCENT } from "../../core/units.ts";
+import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../../core/payout.ts";
 import { SYSTEM_PROGRAM, TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
 import {
   ESCROW_PROGRAM,
@@ -34,7 +34,7 @@ export const Op = {
   withdrawStake: 8,
 } as const;
 
-/** The rules `initialize` fixes; the defaults are the service's (src/core/units.ts). */
+/** The rules `initialize` fixes; the defaults are the service's (src/core/payout.ts). */
 export interface EscrowRules {
   minActiveStake: bigint;
   jobTimeoutSeconds: bigint;
@@ -45,14 +45,14 @@ export interface EscrowRules {
   stakedWorkerShareBps: number;
 }
 
-/** The service's rules: the payout split of src/core/units.ts in basis points, 120 s job timeout. */
+/** The service's rules: the payout split of src/core/payout.ts, 120 s job timeout. */
 export const DEFAULT_RULES: EscrowRules = {
   minActiveStake: MIN_ACTIVE_STAKE,
   jobTimeoutSeconds: 120n,
   disputeWindowSeconds: 60n,
   unstakeCooldownSeconds: 4n * 24n * 3600n, // outlasts 60 s of dispute window + 72 h of arbitration
-  workerShareBps: Number(WORKER_SHARE_PERCENT) * 100,
-  stakedWorkerShareBps: Number(STAKED_WORKER_SHARE_PERCENT) * 100,
+  workerShareBps: Number(WORKER_SHARE_BPS),
+  stakedWorkerShareBps: Number(STAKED_WORKER_SHARE_BPS),
 };
 
 /** Little-endian instruction data, written field by field. */
