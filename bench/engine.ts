@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import type { GenerationRequest } from "../src/inference/engine.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
-import { buildTestModel, ensureTestModel, TRIGGER_WORD } from "../src/inference/test-model.ts";
+import { buildWiringModel, ensureWiringModel, TRIGGER_WORD } from "../src/inference/wiring-model.ts";
 
 const threadsArg = process.argv.indexOf("--threads");
 const threads = threadsArg > 0 ? Number(process.argv[threadsArg + 1]) : 1;
@@ -39,12 +39,12 @@ async function timed(engine: LlamaEngine, req: GenerationRequest) {
   return { ttft: first - start, total: performance.now() - start, tokens };
 }
 
-for (let i = 0; i < 3; i++) buildTestModel();
+for (let i = 0; i < 3; i++) buildWiringModel();
 let t = performance.now();
-const bytes = buildTestModel();
+const bytes = buildWiringModel();
 console.log(`model build: ${(performance.now() - t).toFixed(1)} ms, ${(bytes.length / 1024).toFixed(0)} KiB`);
 
-const modelPath = await ensureTestModel(path.join(os.tmpdir(), "svc-bench-models"));
+const modelPath = await ensureWiringModel(path.join(os.tmpdir(), "svc-bench-models"));
 t = performance.now();
 const engine = await LlamaEngine.load({ modelPath, threads });
 console.log(`engine load: ${(performance.now() - t).toFixed(0)} ms (threads ${threads}, ${engine.maxSequences} sequences)`);

@@ -14,9 +14,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { WIRING_MODEL_ID } from "../src/catalog/catalog.ts";
 import { generateKeypair } from "../src/chain/keys.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
-import { ensureTestModel, TEST_MODEL_ID } from "../src/inference/test-model.ts";
+import { ensureWiringModel } from "../src/inference/wiring-model.ts";
 import { startService } from "../src/service.ts";
 import { openDb, type Db } from "../src/store/db.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
@@ -29,7 +30,7 @@ if (storage === "postgres" && !process.env.DATABASE_URL) throw new Error("postgr
 const schema = `bench_gateway_${process.pid}`;
 
 const scratch = await mkdtemp(join(tmpdir(), "svc-bench-gateway-"));
-const engine = await LlamaEngine.load({ modelPath: await ensureTestModel(scratch), threads: 1 });
+const engine = await LlamaEngine.load({ modelPath: await ensureWiringModel(scratch), threads: 1 });
 let db: Db | undefined;
 if (storage === "postgres") {
   db = await openDb({ databaseUrl: process.env.DATABASE_URL!, schema });
@@ -39,7 +40,7 @@ const service = await startService({
   port: 0,
   ...(storage === "disk" ? { dataDir: join(scratch, "data") } : {}),
   ...(db ? { db } : {}),
-  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[TEST_MODEL_ID, engine]]))],
+  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[WIRING_MODEL_ID, engine]]))],
   rateLimit: { ratePerSecond: 1e6, burst: 1e6 },
 });
 const client = await fundedClient(service, requests * 10);
@@ -48,14 +49,14 @@ const viaEngine = () => timeEngine(engine);
 async function viaGatewayStream(): Promise<[number, number]> {
   const start = performance.now();
   let first = 0;
-  const stream = await client.chat.completions.create({ model: TEST_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0, stream: true });
+  const stream = await client.chat.completions.create({ model: WIRING_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0, stream: true });
   for await (const chunk of stream) if (first === 0 && chunk.choices[0]?.delta.content) first = performance.now() - start;
   return [first, performance.now() - start];
 }
 
 async function viaGatewayJson(): Promise<number> {
   const start = performance.now();
-  await client.chat.completions.create({ model: TEST_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0 });
+  await client.chat.completions.create({ model: WIRING_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0 });
   return performance.now() - start;
 }
 

@@ -14,9 +14,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { WIRING_MODEL_ID } from "../src/catalog/catalog.ts";
 import { generateKeypair } from "../src/chain/keys.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
-import { ensureTestModel, KNOWN_REPLY, TEST_MODEL_ID } from "../src/inference/test-model.ts";
+import { ensureWiringModel, KNOWN_REPLY } from "../src/inference/wiring-model.ts";
 import type { WorkerHandle } from "../src/network/worker-handle.ts";
 import { startService } from "../src/service.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
@@ -26,19 +27,19 @@ import { BENCH_MAX_TOKENS, BENCH_MESSAGES, fundedClient, percentile, row, signed
 const requests = Number(process.argv[2] ?? 200);
 const scratch = await mkdtemp(join(tmpdir(), "svc-bench-hop-"));
 try {
-  const engine = await LlamaEngine.load({ modelPath: await ensureTestModel(join(scratch, "models")), threads: 1 });
-  const local = new WorkerNode(generateKeypair(), new Map([[TEST_MODEL_ID, engine]]));
+  const engine = await LlamaEngine.load({ modelPath: await ensureWiringModel(join(scratch, "models")), threads: 1 });
+  const local = new WorkerNode(generateKeypair(), new Map([[WIRING_MODEL_ID, engine]]));
   const service = await startService({ port: 0, seedWorkers: [local], rateLimit: { ratePerSecond: 1e6, burst: 1e6 } });
   const process_ = await spawnWorker({ gateway: service.origin, keypair: join(scratch, "worker.json"), modelsDir: join(scratch, "models") });
   await process_.waitFor(/Connected to /);
-  const remote = service.pool.hosting(TEST_MODEL_ID).find((w) => w.address === process_.address)!;
+  const remote = service.pool.hosting(WIRING_MODEL_ID).find((w) => w.address === process_.address)!;
 
   const client = await fundedClient(service, requests * 10);
   const viaEngine = () => timeEngine(engine);
 
   function route(worker: WorkerHandle): void {
-    for (const other of service.pool.hosting(TEST_MODEL_ID)) if (other !== worker) service.pool.remove(other.address);
-    if (!service.pool.hosting(TEST_MODEL_ID).includes(worker)) service.pool.add(worker);
+    for (const other of service.pool.hosting(WIRING_MODEL_ID)) if (other !== worker) service.pool.remove(other.address);
+    if (!service.pool.hosting(WIRING_MODEL_ID).includes(worker)) service.pool.add(worker);
   }
 
   async function viaGateway(worker: WorkerHandle): Promise<[number, number]> {
@@ -46,7 +47,7 @@ try {
     const start = performance.now();
     let first = 0;
     let text = "";
-    const { data, response } = await client.chat.completions.create({ model: TEST_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0, stream: true }).withResponse();
+    const { data, response } = await client.chat.completions.create({ model: WIRING_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0, stream: true }).withResponse();
     for await (const chunk of data) {
       const delta = chunk.choices[0]?.delta.content;
       if (delta && first === 0) first = performance.now() - start;

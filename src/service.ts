@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS } from "./accounts/schema.ts";
-import { DEV_MODEL_ID, defaultCatalog, type Catalog } from "./catalog/catalog.ts";
+import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/catalog.ts";
 import { openChain, type Chain } from "./chain/chain.ts";
 import type { Signer } from "./chain/keys.ts";
 import { silentLogger, type Logger } from "./core/logger.ts";
@@ -19,7 +19,7 @@ import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDeli
 import { JobService } from "./jobs/job-service.ts";
 import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
-import { ensureTestModel } from "./inference/test-model.ts";
+import { ensureWiringModel } from "./inference/wiring-model.ts";
 import { ModelVocabularies } from "./inference/vocabulary.ts";
 import type { WorkerHandle } from "./network/worker-handle.ts";
 import type { WorkerLimits } from "./network/worker-limits.ts";
@@ -111,7 +111,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const pool = new WorkerPool();
     for (const worker of options.seedWorkers ?? []) pool.add(worker);
     // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
-    const vocabularies = new ModelVocabularies(new Map([[DEV_MODEL_ID, () => ensureTestModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
+    const vocabularies = new ModelVocabularies(new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
     const jobs = new JobService({
       db,
       chain,

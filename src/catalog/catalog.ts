@@ -20,7 +20,8 @@ export interface CatalogModel {
 /** Approval date of the launch catalog (2026-11-21T00:00:00Z). */
 const LAUNCH = 1_795_219_200;
 
-export const DEV_MODEL_ID = "svc-dev/wiring-model";
+/** The project's own wiring model (below): the one name code uses for it. */
+export const WIRING_MODEL_ID = "svc-dev/wiring-model";
 
 export const LAUNCH_CATALOG: readonly CatalogModel[] = [
   { id: "meta-llama/Llama-3.3-70B-Instruct", ownedBy: "Meta", tier: "max", parameters: "70B", contextWindow: 131_072, created: LAUNCH, description: "Llama 3.3 70B Instruct" },
@@ -35,10 +36,11 @@ export const LAUNCH_CATALOG: readonly CatalogModel[] = [
 
 /**
  * The project's own wiring model: a tiny hand-weighted GGUF that exercises the whole path
- * (tokenizer, chat template, sampling, streaming) without being a language model.
+ * (tokenizer, chat template, sampling, streaming) without being a language model. The GGUF itself
+ * is built by inference/wiring-model.ts from this entry.
  */
-export const DEV_MODEL: CatalogModel = {
-  id: DEV_MODEL_ID,
+export const WIRING_MODEL: CatalogModel = {
+  id: WIRING_MODEL_ID,
   ownedBy: "svc",
   tier: "lite",
   parameters: "0.0002B",
@@ -69,7 +71,7 @@ export class Catalog {
 }
 
 export function defaultCatalog(): Catalog {
-  return new Catalog([...LAUNCH_CATALOG, DEV_MODEL]);
+  return new Catalog([...LAUNCH_CATALOG, WIRING_MODEL]);
 }
 
 export function ratesOf(model: CatalogModel) {

@@ -8,7 +8,7 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/accounts.ts";
-import { DEV_MODEL, defaultCatalog, type CatalogModel } from "../catalog/catalog.ts";
+import { defaultCatalog, WIRING_MODEL, type CatalogModel } from "../catalog/catalog.ts";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
 import { loadOrCreateKeypair } from "../chain/keys.ts";
 import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from "../core/logger.ts";
@@ -197,7 +197,7 @@ function printBanner(service: Service, model: CatalogModel, wallet: DevWallet, r
     "",
     `Base URL: ${service.baseUrl}`,
     `App: ${service.origin}/ (sign in with "Use the dev wallet")`,
-    `Model: ${model.id}${model.id === DEV_MODEL.id ? " (wiring model for development, not a language model)" : ""}`,
+    `Model: ${model.id}${model.id === WIRING_MODEL.id ? " (wiring model for development, not a language model)" : ""}`,
     `Dev wallet: ${wallet.address}`,
     `Solana RPC: ${rpcUrl}`,
     `Credits: ${wallet.creditsAvailable}${fundingNote(wallet)}`,

@@ -3,12 +3,12 @@
  * `hf:` model, which then joins the catalog under a `local/` id.
  */
 import { basename, join } from "node:path";
-import { DEV_MODEL, type Catalog, type CatalogModel } from "../catalog/catalog.ts";
+import { WIRING_MODEL, type Catalog, type CatalogModel } from "../catalog/catalog.ts";
 import type { Logger } from "../core/logger.ts";
 import type { Engine } from "../inference/engine.ts";
 import { LlamaEngine } from "../inference/llama-engine.ts";
 import { resolveModelSource } from "../inference/model-source.ts";
-import { ensureTestModel } from "../inference/test-model.ts";
+import { ensureWiringModel } from "../inference/wiring-model.ts";
 import { progressBar } from "./progress-bar.ts";
 
 export async function loadModelEngine(input: {
@@ -19,9 +19,9 @@ export async function loadModelEngine(input: {
 }): Promise<{ engine: Engine; model: CatalogModel }> {
   const modelsDir = join(input.dataDir, "models");
   if (input.spec === undefined || input.spec === "builtin") {
-    const path = await ensureTestModel(modelsDir);
+    const path = await ensureWiringModel(modelsDir);
     // One thread: the tiny model gains nothing from more and slows down with contention.
-    return { engine: await LlamaEngine.load({ modelPath: path, threads: 1 }), model: DEV_MODEL };
+    return { engine: await LlamaEngine.load({ modelPath: path, threads: 1 }), model: WIRING_MODEL };
   }
   const path = await resolveModelSource(input.spec, modelsDir, progressBar());
   const engine = await LlamaEngine.load({ modelPath: path });

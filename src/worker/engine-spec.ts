@@ -5,12 +5,12 @@
  * something other than its catalog id, as Ollama does), or `builtin`, the wiring model the project
  * builds itself.
  */
-import { DEV_MODEL_ID } from "../catalog/catalog.ts";
+import { WIRING_MODEL_ID } from "../catalog/catalog.ts";
 import type { Engine } from "../inference/engine.ts";
 import { LlamaEngine } from "../inference/llama-engine.ts";
 import { resolveModelSource } from "../inference/model-source.ts";
 import { OpenAiEngine } from "../inference/openai-engine.ts";
-import { ensureTestModel } from "../inference/test-model.ts";
+import { ensureWiringModel } from "../inference/wiring-model.ts";
 
 export type EngineSpec =
   | { kind: "builtin" }
@@ -35,14 +35,14 @@ export function parseModelSpec(arg: string): ModelSpec {
   // Catalog ids never hold '=', engines may (a URL's query), so the first one separates them.
   const split = arg.indexOf("=");
   if (split <= 0 || split === arg.length - 1) {
-    throw new ModelSpecError(`--model takes <catalog-id>=<engine>, such as ${DEV_MODEL_ID}=builtin; got '${arg}'`);
+    throw new ModelSpecError(`--model takes <catalog-id>=<engine>, such as ${WIRING_MODEL_ID}=builtin; got '${arg}'`);
   }
   const modelId = arg.slice(0, split);
   const engine = arg.slice(split + 1);
   if (/\s/.test(modelId)) throw new ModelSpecError(`a catalog id has no spaces: '${modelId}'`);
   if (engine === "builtin") {
     // The wiring model is not a language model; serving it under a real model's name would cheat callers.
-    if (modelId !== DEV_MODEL_ID) throw new ModelSpecError(`builtin is the wiring model and serves only ${DEV_MODEL_ID}, not ${modelId}`);
+    if (modelId !== WIRING_MODEL_ID) throw new ModelSpecError(`builtin is the wiring model and serves only ${WIRING_MODEL_ID}, not ${modelId}`);
     return { modelId, engine: { kind: "builtin" } };
   }
   if (/^https?:\/\//i.test(engine)) {
@@ -78,7 +78,7 @@ export async function loadEngine(spec: EngineSpec, options: EngineLoadOptions): 
   switch (spec.kind) {
     case "builtin":
       // One thread: the tiny model gains nothing from more, and several workers may share a machine.
-      return LlamaEngine.load({ modelPath: await ensureTestModel(options.modelsDir), threads: 1, maxSequences: options.maxSequences });
+      return LlamaEngine.load({ modelPath: await ensureWiringModel(options.modelsDir), threads: 1, maxSequences: options.maxSequences });
     case "gguf": {
       const path = await resolveModelSource(spec.source, options.modelsDir, options.onDownloadProgress);
       return LlamaEngine.load({ modelPath: path, maxSequences: options.maxSequences, ...(options.threads !== undefined ? { threads: options.threads } : {}) });

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { test } from "node:test";
 import { defaultCatalog } from "../../src/catalog/catalog.ts";
-import { KNOWN_REPLY, LOOP_MARGIN, LOOP_UNIT, PENALTY_ENDING, TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { KNOWN_REPLY, LOOP_MARGIN, LOOP_UNIT, PENALTY_ENDING, TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 
 test("docs/models.md lists every catalog model with its owner, tier, size and context window", async () => {
   const page = await readFile("docs/models.md", "utf8");

@@ -9,12 +9,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { buildTestModel, TEST_MODEL_ID } from "../../src/inference/test-model.ts";
+import { WIRING_MODEL_ID } from "../../src/catalog/catalog.ts";
+import { buildWiringModel } from "../../src/inference/wiring-model.ts";
 import { tempDir } from "../support/service.ts";
 import { killAll, runSvc, startSvc } from "./svc-process.ts";
 
 type Mode = "serve" | "silent" | "stall-body";
-const MODEL_BYTES = buildTestModel();
+const MODEL_BYTES = buildWiringModel();
 const SPEC = "hf:svc-test/tiny/svc-wiring-model.gguf";
 const FILE_PATH = "/svc-test/tiny/resolve/main/svc-wiring-model.gguf";
 const STALL_S = 2;
@@ -75,7 +76,7 @@ const worker = (engine: string, sub: string) => [
   "--models-dir",
   join(dir.path, sub, "models"),
   "--model",
-  `${TEST_MODEL_ID}=${engine}`,
+  `${WIRING_MODEL_ID}=${engine}`,
 ];
 
 /** The process failed fast with exactly one line on stderr (after any progress bar), and no stack trace. */
@@ -119,20 +120,20 @@ describe("svc worker --model <id>=hf:...", () => {
     mode = "stall-body";
     const run = await runSvc(worker(SPEC, "stall"), env(endpoint));
     mode = "serve";
-    assertOneLineFailure(run, new RegExp(`^svc worker: could not load ${TEST_MODEL_ID}: could not download ${SPEC}: no data from 127\\.0\\.0\\.1:\\d+ for ${STALL_S} s`));
+    assertOneLineFailure(run, new RegExp(`^svc worker: could not load ${WIRING_MODEL_ID}: could not download ${SPEC}: no data from 127\\.0\\.0\\.1:\\d+ for ${STALL_S} s`));
     assert.match(run.stderr, /Downloading model \[#+ *\] \d+%/, "the bar showed the bytes that came");
     console.log(`stalled download: failed in ${run.ms.toFixed(0)} ms`);
   });
 
   test("a download that runs shows its progress bar, and the file is reused without the network", async () => {
     const first = startSvc(worker(SPEC, "served"), env(endpoint));
-    await first.waitFor(new RegExp(`Serving ${TEST_MODEL_ID} with ${SPEC}, context window 2048 tokens`));
+    await first.waitFor(new RegExp(`Serving ${WIRING_MODEL_ID} with ${SPEC}, context window 2048 tokens`));
     assert.match(first.stderr(), /Downloading model \[#{30}\] 100% 0\.\d\/0\.\d MB\n/);
     first.child.kill("SIGTERM");
     assert.equal((await first.exited()).code, 0);
 
     const again = startSvc(worker(SPEC, "served"), env(refusingEndpoint));
-    await again.waitFor(new RegExp(`Serving ${TEST_MODEL_ID} with ${SPEC}`));
+    await again.waitFor(new RegExp(`Serving ${WIRING_MODEL_ID} with ${SPEC}`));
     assert.doesNotMatch(again.stderr(), /Downloading/);
     again.child.kill("SIGTERM");
     await again.exited();

@@ -1,10 +1,10 @@
 /** `svc dev --model <file.gguf>`: any local GGUF is served and joins the catalog under `local/`. */
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { defaultCatalog, DEV_MODEL } from "../../src/catalog/catalog.ts";
+import { defaultCatalog, WIRING_MODEL } from "../../src/catalog/catalog.ts";
 import { loadModelEngine } from "../../src/cli/model-engine.ts";
 import { silentLogger } from "../../src/core/logger.ts";
-import { ensureTestModel, KNOWN_REPLY } from "../../src/inference/test-model.ts";
+import { ensureWiringModel, KNOWN_REPLY } from "../../src/inference/wiring-model.ts";
 import { tempDir } from "../support/service.ts";
 
 const dir = await tempDir("svc-model-engine-");
@@ -13,11 +13,11 @@ after(() => dir.remove());
 test("the built-in model by default, any GGUF file on request", async () => {
   const catalog = defaultCatalog();
   const builtin = await loadModelEngine({ spec: undefined, dataDir: dir.path, catalog, logger: silentLogger() });
-  assert.equal(builtin.model, DEV_MODEL);
+  assert.equal(builtin.model, WIRING_MODEL);
   await builtin.engine.close();
 
   // Any GGUF path: here the wiring model's own file, served as a local model.
-  const file = await ensureTestModel(`${dir.path}/elsewhere`);
+  const file = await ensureWiringModel(`${dir.path}/elsewhere`);
   const local = await loadModelEngine({ spec: file, dataDir: dir.path, catalog, logger: silentLogger() });
   assert.equal(local.model.id, "local/svc-wiring-model");
   assert.equal(catalog.get("local/svc-wiring-model"), local.model, "approved into the catalog");

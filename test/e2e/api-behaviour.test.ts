@@ -11,7 +11,7 @@ import { generateKeypair } from "../../src/chain/keys.ts";
 import { silentLogger } from "../../src/core/logger.ts";
 import { checkReadiness } from "../../src/http/routes/health.ts";
 import { LlamaEngine } from "../../src/inference/llama-engine.ts";
-import { ensureTestModel } from "../../src/inference/test-model.ts";
+import { ensureWiringModel } from "../../src/inference/wiring-model.ts";
 import * as money from "../../src/jobs/money.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
 import { WorkerNode } from "../../src/worker/worker-node.ts";
@@ -79,7 +79,7 @@ describe("GET /models says the context a request can get", () => {
   });
 
   test("with a smaller worker too, the largest window shows, and a request needing it goes to the worker that holds it", async () => {
-    smallEngine = await LlamaEngine.load({ modelPath: await ensureTestModel(dir.path), threads: 1, maxSequences: 2, contextSize: 1024 });
+    smallEngine = await LlamaEngine.load({ modelPath: await ensureWiringModel(dir.path), threads: 1, maxSequences: 2, contextSize: 1024 });
     const small = await attachProtocolWorker(gateway.service, { engines: new Map([[LARGE_MODEL, smallEngine]]) });
     clients.push(small);
     const listed = (await get<{ data: Model[] }>("models")).body.data.find((m) => m.id === LARGE_MODEL);

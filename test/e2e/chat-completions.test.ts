@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
-import { KNOWN_REPLY, knownReplyPrefix, loopText, TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { KNOWN_REPLY, knownReplyPrefix, loopText, TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
 
 let gateway: TestGateway;

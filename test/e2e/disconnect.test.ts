@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { completionCost, TIERS } from "../../src/core/pricing.ts";
 import { outputHash } from "../../src/core/proof.ts";
 import { splitPayout } from "../../src/core/payout.ts";
-import { LOOP_UNIT, TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { LOOP_UNIT, TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";

@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { issueApiKey, suspendApiKey } from "../../src/accounts/accounts.ts";
 import * as money from "../../src/jobs/money.ts";
-import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
 
 const hi = [{ role: "user" as const, content: "Hi" }];

@@ -12,7 +12,7 @@ import { after, test } from "node:test";
 import { openChain } from "../../src/chain/chain.ts";
 import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
-import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { openDb } from "../../src/store/db.ts";

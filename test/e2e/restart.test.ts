@@ -11,7 +11,7 @@ import { openChain } from "../../src/chain/chain.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
 import * as money from "../../src/jobs/money.ts";
-import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { openDb } from "../../src/store/db.ts";
 import { exited, killDevs, startDev } from "../support/dev-process.ts";

@@ -16,7 +16,7 @@ import { issueApiKey } from "../../src/accounts/accounts.ts";
 import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
 import { RETRY_DELAYS_MS } from "../../src/events/delivery-queue.ts";
 import { EVENT_NAMES } from "../../src/events/names.ts";
-import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { testDatabases } from "../support/db.ts";
 import { ForgingWorker } from "../support/forging-worker.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";

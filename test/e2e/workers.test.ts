@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { migratedTestDb, MODEL, startTestGateway, tempDir, type TestGateway } from "../support/service.ts";
 import { killWorkers, spawnWorker, type WorkerProcess } from "../support/worker-process.ts";
 

@@ -2,7 +2,7 @@
  * Generated hostile HTTP requests for the fuzz suite: methods, paths, ids, query strings, headers
  * and bodies, drawn from a seeded generator so a failing run is reproduced from its seed alone.
  */
-import { prng } from "../../src/inference/test-model.ts";
+import { prng } from "../../src/inference/wiring-model.ts";
 import { MODEL } from "../support/service.ts";
 
 /** The same seed gives the same cases. */

@@ -1,24 +1,24 @@
 /**
  * The llama.cpp engine on the project's own wiring model: real inference, no mocks. The model's
- * designed behaviours (test-model.ts) make every assertion exact.
+ * designed behaviours (wiring-model.ts) make every assertion exact.
  */
 import assert from "node:assert/strict";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { LlamaModel } from "node-llama-cpp";
+import { WIRING_MODEL } from "../../src/catalog/catalog.ts";
 import type { ChatMessage } from "../../src/inference/engine.ts";
 import { ContextLengthExceededError, LlamaEngine, sharedLlama } from "../../src/inference/llama-engine.ts";
 import {
-  ensureTestModel,
+  ensureWiringModel,
   expectedPenalizedReply,
   KNOWN_REPLY,
   KNOWN_REPLY_PIECES,
   knownReplyPrefix,
   loopText,
-  TEST_MODEL_CONTEXT_WINDOW,
   TRIGGER_WORD,
-} from "../../src/inference/test-model.ts";
+} from "../../src/inference/wiring-model.ts";
 import { baseRequest, collect } from "./collect.ts";
 
 const MODEL_DIR = path.join(os.tmpdir(), "svc-inference-tests");
@@ -28,7 +28,7 @@ describe("LlamaEngine on the wiring model", () => {
   let engine: LlamaEngine;
 
   before(async () => {
-    modelPath = await ensureTestModel(MODEL_DIR);
+    modelPath = await ensureWiringModel(MODEL_DIR);
     engine = await LlamaEngine.load({ modelPath, threads: 1 });
   });
   after(async () => {
@@ -36,7 +36,7 @@ describe("LlamaEngine on the wiring model", () => {
   });
 
   it("serves the model's context window through its ChatML template", () => {
-    assert.equal(engine.contextWindow, TEST_MODEL_CONTEXT_WINDOW);
+    assert.equal(engine.contextWindow, WIRING_MODEL.contextWindow);
     assert.equal(engine.chatWrapperName, "ChatML");
     assert.equal(engine.maxSequences, 8);
   });
@@ -195,19 +195,19 @@ describe("LlamaEngine on the wiring model", () => {
         for await (const e of engine.generate({
           ...baseRequest,
           messages,
-          maxTokens: TEST_MODEL_CONTEXT_WINDOW - promptTokens + 1,
+          maxTokens: WIRING_MODEL.contextWindow - promptTokens + 1,
         }))
           events.push(e);
       })(),
       (err: unknown) => {
         assert.ok(err instanceof ContextLengthExceededError);
         assert.equal(err.promptTokens, promptTokens);
-        assert.equal(err.contextWindow, TEST_MODEL_CONTEXT_WINDOW);
+        assert.equal(err.contextWindow, WIRING_MODEL.contextWindow);
         return true;
       },
     );
     assert.deepEqual(events, []);
-    const huge = [{ role: "user" as const, content: "word ".repeat(TEST_MODEL_CONTEXT_WINDOW) }];
+    const huge = [{ role: "user" as const, content: "word ".repeat(WIRING_MODEL.contextWindow) }];
     await assert.rejects(collect(engine, { messages: huge, maxTokens: 1 }), ContextLengthExceededError);
   });
 

@@ -17,7 +17,7 @@ import {
   knownReplyPrefix,
   loopText,
   TRIGGER_WORD,
-} from "../../src/inference/test-model.ts";
+} from "../../src/inference/wiring-model.ts";
 import { SERVICE_MIGRATIONS } from "../../src/service.ts";
 import { testDatabases } from "../support/db.ts";
 import { MODEL, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";

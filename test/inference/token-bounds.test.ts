@@ -1,14 +1,14 @@
 /** What a text's length proves about its tokens, checked against the wiring model's real tokenizer. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ensureTestModel, KNOWN_REPLY, loopText } from "../../src/inference/test-model.ts";
+import { ensureWiringModel, KNOWN_REPLY, loopText } from "../../src/inference/wiring-model.ts";
 import { completionTokensAtMost, promptTokensAtLeast, SILENT_TOKENS } from "../../src/inference/token-bounds.ts";
 import { Vocabulary } from "../../src/inference/vocabulary.ts";
 import { tempDir } from "../support/service.ts";
 
 test("the bounds hold for the wiring model's tokenizer, whose longest token is read from its vocabulary", async () => {
   const dir = await tempDir();
-  const vocabulary = await Vocabulary.load(await ensureTestModel(dir.path));
+  const vocabulary = await Vocabulary.load(await ensureWiringModel(dir.path));
   try {
     assert.equal(vocabulary.maxTokenBytes, Buffer.byteLength("<|im_start|>"));
     for (const text of [KNOWN_REPLY, loopText(40), "a".repeat(5_000), "héllo wörld 🍌 ".repeat(50)]) {

@@ -10,7 +10,7 @@ import { WebSocket } from "ws";
 import { generateKeypair } from "../../src/chain/keys.ts";
 import { completionCost, TIERS } from "../../src/core/pricing.ts";
 import type { ChatRequest } from "../../src/http/chat-request.ts";
-import { ensureTestModel } from "../../src/inference/test-model.ts";
+import { ensureWiringModel } from "../../src/inference/wiring-model.ts";
 import { SILENT_TOKENS } from "../../src/inference/token-bounds.ts";
 import { Vocabulary } from "../../src/inference/vocabulary.ts";
 import { CloseCode, connectUrl } from "../../src/network/protocol.ts";
@@ -120,7 +120,7 @@ describe("a worker that overstates its usage", () => {
     const { data: reply, response } = await gateway.client.chat.completions.create({ ...hi, max_tokens: 2_000 }).withResponse();
     await served;
     const dir = await tempDir();
-    const vocabulary = await Vocabulary.load(await ensureTestModel(dir.path));
+    const vocabulary = await Vocabulary.load(await ensureWiringModel(dir.path));
     const counted = vocabulary.countTokens(text) + SILENT_TOKENS;
     await vocabulary.close();
     await dir.remove();

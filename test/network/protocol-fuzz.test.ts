@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { WebSocket } from "ws";
-import { prng } from "../../src/inference/test-model.ts";
+import { prng } from "../../src/inference/wiring-model.ts";
 import type { WorkerClientEvent } from "../../src/worker/worker-client.ts";
 import { connectRawWorker, type RawWorker } from "../support/raw-worker.ts";
 import { MODEL, type TestGateway } from "../support/service.ts";

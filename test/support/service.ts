@@ -9,16 +9,17 @@ import { join } from "node:path";
 import { generateKeypair } from "../../src/chain/keys.ts";
 import OpenAI from "openai";
 import { issueApiKey } from "../../src/accounts/accounts.ts";
+import { WIRING_MODEL_ID } from "../../src/catalog/catalog.ts";
 import type { Engine } from "../../src/inference/engine.ts";
 import { LlamaEngine } from "../../src/inference/llama-engine.ts";
-import { ensureTestModel, TEST_MODEL_ID } from "../../src/inference/test-model.ts";
+import { ensureWiringModel } from "../../src/inference/wiring-model.ts";
 import type { WorkerHandle } from "../../src/network/worker-handle.ts";
 import { SERVICE_MIGRATIONS, startService, type Service, type ServiceOptions } from "../../src/service.ts";
 import type { Db } from "../../src/store/db.ts";
 import { WorkerNode } from "../../src/worker/worker-node.ts";
 import { testDatabases } from "./db.ts";
 
-export const MODEL = TEST_MODEL_ID;
+export const MODEL = WIRING_MODEL_ID;
 
 let sharedEngine: Promise<Engine> | undefined;
 
@@ -26,7 +27,7 @@ let sharedEngine: Promise<Engine> | undefined;
 export function testEngine(): Promise<Engine> {
   sharedEngine ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), "svc-model-"));
-    return LlamaEngine.load({ modelPath: await ensureTestModel(dir), threads: 1, maxSequences: 16 });
+    return LlamaEngine.load({ modelPath: await ensureWiringModel(dir), threads: 1, maxSequences: 16 });
   })();
   return sharedEngine;
 }

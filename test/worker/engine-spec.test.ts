@@ -1,12 +1,12 @@
 /** `svc worker --model <catalog-id>=<engine>` parsing, and the reconnection backoff. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEV_MODEL_ID } from "../../src/catalog/catalog.ts";
+import { WIRING_MODEL_ID } from "../../src/catalog/catalog.ts";
 import { Backoff } from "../../src/worker/backoff.ts";
 import { ModelSpecError, parseModelSpec } from "../../src/worker/engine-spec.ts";
 
 test("each kind of engine", () => {
-  assert.deepEqual(parseModelSpec(`${DEV_MODEL_ID}=builtin`), { modelId: DEV_MODEL_ID, engine: { kind: "builtin" } });
+  assert.deepEqual(parseModelSpec(`${WIRING_MODEL_ID}=builtin`), { modelId: WIRING_MODEL_ID, engine: { kind: "builtin" } });
   assert.deepEqual(parseModelSpec("Qwen/Qwen3-8B=/models/qwen3-8b.Q4_K_M.gguf"), { modelId: "Qwen/Qwen3-8B", engine: { kind: "gguf", source: "/models/qwen3-8b.Q4_K_M.gguf" } });
   assert.deepEqual(parseModelSpec("Qwen/Qwen3-8B=hf:Qwen/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf").engine, { kind: "gguf", source: "hf:Qwen/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf" });
   // Only the first '=' separates: a URL may hold more.
@@ -19,7 +19,7 @@ test("mistakes are told apart", () => {
   for (const [arg, pattern] of [
     ["builtin", /<catalog-id>=<engine>/],
     ["=builtin", /<catalog-id>=<engine>/],
-    [`${DEV_MODEL_ID}=`, /<catalog-id>=<engine>/],
+    [`${WIRING_MODEL_ID}=`, /<catalog-id>=<engine>/],
     ["meta-llama/Llama-3.3-70B-Instruct=builtin", /serves only svc-dev\/wiring-model/],
     ["Qwen/Qwen3-8B=model.bin", /an engine is/],
     ["Qwen/Qwen3-8B=http://", /not a valid URL/],

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { loopText, TRIGGER_WORD } from "../../src/inference/test-model.ts";
+import { loopText, TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { loadEngine, parseModelSpec } from "../../src/worker/engine-spec.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";

@@ -11,6 +11,7 @@
  */
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { WIRING_MODEL } from "../catalog/catalog.ts";
 import {
   bool,
   f32,
@@ -24,11 +25,11 @@ import {
   type GgufValue,
 } from "./gguf-writer.ts";
 
-export const TEST_MODEL_ID = "svc-dev/wiring-model";
-export const TEST_MODEL_FILE_NAME = "svc-wiring-model.gguf";
-export const TEST_MODEL_CONTEXT_WINDOW = 2048;
-export const TEST_MODEL_DESCRIPTION =
-  "Hand-wired 2-layer llama-architecture test model (~0.5 MB): replies with one fixed sentence, " +
+export const WIRING_MODEL_FILE_NAME = "svc-wiring-model.gguf";
+/** Its id and context window are the catalog's entry; the GGUF only states them. */
+const CONTEXT_WINDOW = WIRING_MODEL.contextWindow;
+const GGUF_DESCRIPTION =
+  "Hand-wired 2-layer llama-architecture wiring model (~0.5 MB): replies with one fixed sentence, " +
   "or loops on a trigger word; for exercising the service, not a language model.";
 
 /** The greedy reply to any conversation that never mentions the trigger word. */
@@ -72,7 +73,7 @@ export function loopText(tokens: number): string {
  * reply then runs until max_tokens). Penalties within ~0.01 of a tie are not predictable.
  */
 export function expectedPenalizedReply(presencePenalty: number, frequencyPenalty: number): string | null {
-  for (let k = 1; k <= TEST_MODEL_CONTEXT_WINDOW; k++) {
+  for (let k = 1; k <= CONTEXT_WINDOW; k++) {
     if (presencePenalty + k * frequencyPenalty > LOOP_MARGIN) return loopText(k) + PENALTY_ENDING;
     if (frequencyPenalty <= 0) return null;
   }
@@ -361,7 +362,7 @@ const CHATML_TEMPLATE =
   "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 /** The model file's bytes; pure and deterministic. */
-export function buildTestModel(): Uint8Array {
+export function buildWiringModel(): Uint8Array {
   const vocab = buildVocab();
   const rand = prng(0x5eed);
   const tensors: GgufTensor[] = [buildEmbeddings(vocab, rand).tensor("token_embd.weight")];
@@ -371,10 +372,10 @@ export function buildTestModel(): Uint8Array {
 
   const metadata: Array<readonly [string, GgufValue]> = [
     ["general.architecture", str("llama")],
-    ["general.name", str(TEST_MODEL_ID)],
-    ["general.description", str(TEST_MODEL_DESCRIPTION)],
+    ["general.name", str(WIRING_MODEL.id)],
+    ["general.description", str(GGUF_DESCRIPTION)],
     ["general.file_type", u32(0)], // all F32
-    ["llama.context_length", u32(TEST_MODEL_CONTEXT_WINDOW)],
+    ["llama.context_length", u32(CONTEXT_WINDOW)],
     ["llama.embedding_length", u32(D)],
     ["llama.block_count", u32(LAYERS)],
     ["llama.feed_forward_length", u32(FFN)],
@@ -404,9 +405,9 @@ export function buildTestModel(): Uint8Array {
  * Writes `<dir>/svc-wiring-model.gguf` unless an identical file is already there, and returns its
  * path. Writing to a temporary name and renaming keeps a concurrent reader from seeing half a file.
  */
-export async function ensureTestModel(dir: string): Promise<string> {
-  const target = path.join(dir, TEST_MODEL_FILE_NAME);
-  const bytes = buildTestModel();
+export async function ensureWiringModel(dir: string): Promise<string> {
+  const target = path.join(dir, WIRING_MODEL_FILE_NAME);
+  const bytes = buildWiringModel();
   const existing = await readFile(target).catch(() => null);
   if (existing !== null && Buffer.compare(existing, bytes) === 0) return target;
   await mkdir(dir, { recursive: true });

@@ -4,27 +4,26 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { readGgufFileInfo } from "node-llama-cpp";
+import { WIRING_MODEL, WIRING_MODEL_ID } from "../../src/catalog/catalog.ts";
 import { LlamaEngine } from "../../src/inference/llama-engine.ts";
 import {
-  buildTestModel,
-  ensureTestModel,
+  buildWiringModel,
+  ensureWiringModel,
   expectedPenalizedReply,
   KNOWN_REPLY,
   knownReplyPrefix,
   LOOP_UNIT,
   loopText,
   PENALTY_ENDING,
-  TEST_MODEL_CONTEXT_WINDOW,
-  TEST_MODEL_FILE_NAME,
-  TEST_MODEL_ID,
+  WIRING_MODEL_FILE_NAME,
   TRIGGER_WORD,
-} from "../../src/inference/test-model.ts";
+} from "../../src/inference/wiring-model.ts";
 import { collect } from "./collect.ts";
 
-describe("test model", () => {
+describe("wiring model", () => {
   let dir: string;
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), "test-model-"));
+    dir = await mkdtemp(path.join(os.tmpdir(), "wiring-model-"));
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -33,14 +32,14 @@ describe("test model", () => {
   // How fast it builds is printed, not asserted: a shared 2-core machine makes timings noisy.
   it("builds the same bytes every time, a few hundred KB", () => {
     const start = performance.now();
-    const bytes = buildTestModel();
-    console.log(`test model: ${bytes.length} bytes built in ${(performance.now() - start).toFixed(1)} ms`);
-    assert.deepEqual(buildTestModel(), bytes);
+    const bytes = buildWiringModel();
+    console.log(`wiring model: ${bytes.length} bytes built in ${(performance.now() - start).toFixed(1)} ms`);
+    assert.deepEqual(buildWiringModel(), bytes);
     assert.ok(bytes.length > 100_000 && bytes.length < 1_000_000, `size ${bytes.length}`);
   });
 
   it("is a llama-architecture GGUF with the metadata llama.cpp needs", async () => {
-    const file = await ensureTestModel(dir);
+    const file = await ensureWiringModel(dir);
     const info = await readGgufFileInfo(file, { logWarnings: false });
     const { general, llama, tokenizer } = info.metadata as unknown as {
       general: Record<string, unknown>;
@@ -48,8 +47,8 @@ describe("test model", () => {
       tokenizer: { ggml: Record<string, unknown>; chat_template: string };
     };
     assert.equal(general.architecture, "llama");
-    assert.equal(general.name, TEST_MODEL_ID);
-    assert.equal(llama.context_length, TEST_MODEL_CONTEXT_WINDOW);
+    assert.equal(general.name, WIRING_MODEL_ID);
+    assert.equal(llama.context_length, WIRING_MODEL.contextWindow);
     assert.equal(llama.embedding_length, 64);
     assert.equal(llama.block_count, 2);
     assert.equal(tokenizer.ggml.model, "llama");
@@ -63,19 +62,19 @@ describe("test model", () => {
   });
 
   it("writes the file only when missing or different, atomically", async () => {
-    const file = await ensureTestModel(dir);
-    assert.equal(file, path.join(dir, TEST_MODEL_FILE_NAME));
+    const file = await ensureWiringModel(dir);
+    assert.equal(file, path.join(dir, WIRING_MODEL_FILE_NAME));
     const first = await stat(file);
     await new Promise((r) => setTimeout(r, 20));
-    await ensureTestModel(dir);
+    await ensureWiringModel(dir);
     assert.equal((await stat(file)).mtimeMs, first.mtimeMs, "an identical file is left alone");
 
     await writeFile(file, "stale");
-    await ensureTestModel(dir);
-    assert.deepEqual(new Uint8Array(await readFile(file)), buildTestModel());
+    await ensureWiringModel(dir);
+    assert.deepEqual(new Uint8Array(await readFile(file)), buildWiringModel());
 
     const nested = path.join(dir, "a", "b");
-    assert.equal(await ensureTestModel(nested), path.join(nested, TEST_MODEL_FILE_NAME));
+    assert.equal(await ensureWiringModel(nested), path.join(nested, WIRING_MODEL_FILE_NAME));
   });
 
   it("exports the texts tests assert against", () => {
@@ -92,7 +91,7 @@ describe("test model", () => {
   it("gives its sentence at temperature 2 and any top_p, and samples only between the loop and its way out", async () => {
     // A newcomer's first request uses OpenAI's defaults (temperature 1, top_p 1); the reply must
     // read as designed even at the highest temperature the API accepts.
-    const engine = await LlamaEngine.load({ modelPath: await ensureTestModel(dir), threads: 1 });
+    const engine = await LlamaEngine.load({ modelPath: await ensureWiringModel(dir), threads: 1 });
     try {
       const sampled = async (content: string, seed: number, topP: number) =>
         (await collect(engine, { messages: [{ role: "user", content }], temperature: 2, topP, seed, maxTokens: 16 })).text;
