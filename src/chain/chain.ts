@@ -229,14 +229,14 @@ export class Chain {
    */
   async prepareSettle(input: SettleInput): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
-    const locked = wholeCredits("lockedCredits", input.lockedCredits, 1);
-    const charged = wholeCredits("chargedCredits", input.chargedCredits, 0);
-    if (charged > locked) throw new RangeError(`chargedCredits ${charged} exceeds lockedCredits ${locked}`);
+    const lockedCredits = wholeCredits("lockedCredits", input.lockedCredits, 1);
+    const chargedCredits = wholeCredits("chargedCredits", input.chargedCredits, 0);
+    if (chargedCredits > lockedCredits) throw new RangeError(`chargedCredits ${chargedCredits} exceeds lockedCredits ${lockedCredits}`);
     if (!PROOF_HASH.test(input.proofHash)) throw new TypeError(`proofHash must be sha256:<64 hex>, got ${input.proofHash}`);
     const worker = toAddress(input.workerPublicKey);
     const escrow = this.escrowAddressFor(jobId);
-    const share = splitPayout(charged, input.staked);
-    const refund = creditsToBaseUnits(locked - charged);
+    const share = splitPayout(chargedCredits, input.staked);
+    const refund = creditsToBaseUnits(lockedCredits - chargedCredits);
     const workerAccount = share.worker > 0n ? this.tokenAccounts.of(worker) : undefined;
     const custody = this.custodyAuthority;
     const instructions: Instruction[] = [
@@ -272,7 +272,7 @@ export class Chain {
   /** Returns the whole lock to the wallet's credit account and closes the escrow. */
   async prepareRefund(input: RefundInput): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
-    const locked = wholeCredits("lockedCredits", input.lockedCredits, 1);
+    const lockedCredits = wholeCredits("lockedCredits", input.lockedCredits, 1);
     const escrow = this.escrowAddressFor(jobId);
     return this.sign(
       [
@@ -280,7 +280,7 @@ export class Chain {
           from: escrow,
           to: this.creditAccountAddress(input.wallet),
           authority: this.custodyAuthority,
-          amount: creditsToBaseUnits(locked),
+          amount: creditsToBaseUnits(lockedCredits),
         }),
         ix.closeTokenAccount({ account: escrow, destination: this.feePayer, authority: this.custodyAuthority }),
         ix.memo(`svc:refund job=${jobId}`),

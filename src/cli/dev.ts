@@ -164,7 +164,7 @@ interface DevWallet {
   /** Set when a key was issued on this start (first start or --new-key): shown once. */
   apiKey: string | undefined;
   /** Credits deposited on this start: the first funding or a top-up. */
-  deposited: number;
+  creditsDeposited: number;
   firstStart: boolean;
   creditsAvailable: number;
 }
@@ -180,16 +180,16 @@ async function fundDevWallet(service: Service, options: DevOptions): Promise<Dev
   const address = keypair.address;
   await ensureWallet(service.db, address);
   const firstStart = !(await hasApiKey(service.db, address));
-  let deposited = 0;
+  let creditsDeposited = 0;
   // A first start that crashed after its deposit but before its key must not fund twice.
   const fundNow = firstStart ? !(await service.actions.hasDeposit(address)) : options.credits !== undefined;
   const credits = options.credits ?? (firstStart ? DEFAULT_CREDITS : 0);
   if (fundNow && credits > 0) {
     await service.actions.deposit(address, credits);
-    deposited = credits;
+    creditsDeposited = credits;
   }
   const apiKey = firstStart || options.newKey ? await issueApiKey(service.db, address) : undefined;
-  return { address, apiKey, deposited, firstStart, creditsAvailable: await availableCredits(service.db, address) };
+  return { address, apiKey, creditsDeposited, firstStart, creditsAvailable: await availableCredits(service.db, address) };
 }
 
 function printBanner(service: Service, model: CatalogModel, wallet: DevWallet, rpcUrl: string): void {
@@ -220,8 +220,8 @@ function printBanner(service: Service, model: CatalogModel, wallet: DevWallet, r
 }
 
 function fundingNote(wallet: DevWallet): string {
-  if (wallet.deposited === 0) return wallet.firstStart ? "" : " ('svc dev --credits <n>' tops it up)";
-  return wallet.firstStart ? ` (funded with ${wallet.deposited} by an on-chain deposit)` : ` (topped up by ${wallet.deposited} with an on-chain deposit)`;
+  if (wallet.creditsDeposited === 0) return wallet.firstStart ? "" : " ('svc dev --credits <n>' tops it up)";
+  return wallet.firstStart ? ` (funded with ${wallet.creditsDeposited} by an on-chain deposit)` : ` (topped up by ${wallet.creditsDeposited} with an on-chain deposit)`;
 }
 
 function fail(message: string, exitCode = 2): never {

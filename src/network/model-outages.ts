@@ -18,10 +18,10 @@ function median(values: number[]): number {
 }
 
 export class ModelOutages {
-  /** Model → when its last worker left (only while it has none). */
-  private readonly downSince = new Map<string, number>();
+  /** Model → when its last worker left, in epoch ms (only while it has none). */
+  private readonly downSinceMs = new Map<string, number>();
   /** Model → lengths of its recent outages in ms, newest last. */
-  private readonly lengths = new Map<string, number[]>();
+  private readonly lengthsMs = new Map<string, number[]>();
   private readonly everHosted = new Set<string>();
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -29,18 +29,18 @@ export class ModelOutages {
   /** A worker now hosts the model. */
   hosted(model: string): void {
     this.everHosted.add(model);
-    const since = this.downSince.get(model);
-    if (since === undefined) return;
-    this.downSince.delete(model);
-    const history = this.lengths.get(model) ?? [];
-    history.push(this.now() - since);
+    const sinceMs = this.downSinceMs.get(model);
+    if (sinceMs === undefined) return;
+    this.downSinceMs.delete(model);
+    const history = this.lengthsMs.get(model) ?? [];
+    history.push(this.now() - sinceMs);
     if (history.length > HISTORY) history.shift();
-    this.lengths.set(model, history);
+    this.lengthsMs.set(model, history);
   }
 
   /** The model's last worker left. */
   unhosted(model: string): void {
-    if (!this.downSince.has(model)) this.downSince.set(model, this.now());
+    if (!this.downSinceMs.has(model)) this.downSinceMs.set(model, this.now());
   }
 
   /**
@@ -49,12 +49,12 @@ export class ModelOutages {
    */
   retryAfterSeconds(model: string): number {
     if (!this.everHosted.has(model)) return NEVER_HOSTED_S;
-    const since = this.downSince.get(model);
-    const elapsed = since === undefined ? 0 : this.now() - since;
-    const history = this.lengths.get(model);
+    const sinceMs = this.downSinceMs.get(model);
+    const elapsedMs = sinceMs === undefined ? 0 : this.now() - sinceMs;
+    const history = this.lengthsMs.get(model);
     let seconds: number;
-    if (history && history.length > 0 && median(history) > elapsed) seconds = (median(history) - elapsed) / 1000;
-    else seconds = Math.max(FRESH_OUTAGE_S, elapsed / 1000);
+    if (history && history.length > 0 && median(history) > elapsedMs) seconds = (median(history) - elapsedMs) / 1000;
+    else seconds = Math.max(FRESH_OUTAGE_S, elapsedMs / 1000);
     return Math.min(MAX_S, Math.max(1, Math.ceil(seconds)));
   }
 }

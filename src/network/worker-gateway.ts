@@ -186,7 +186,7 @@ export class WorkerGateway {
   }
 
   /** A worker that drains keeps its connection for its running jobs but gets no new ones. */
-  withdraw(handle: RemoteWorkerHandle): void {
+  stopRouting(handle: RemoteWorkerHandle): void {
     this.options.pool.remove(handle.address, handle);
   }
 }
@@ -210,7 +210,7 @@ class WorkerConnection {
   /** Passed its probe and joined the pool; until then it counts against its IP's pending connections. */
   private admitted = false;
   private readonly budget: MessageBudget;
-  private lastHeard = Date.now();
+  private lastHeardAtMs = Date.now();
   private readonly handshakeTimer: NodeJS.Timeout;
   private readonly heartbeatTimer: NodeJS.Timeout;
   private dropped: Promise<void> | undefined;
@@ -221,8 +221,8 @@ class WorkerConnection {
     private readonly gateway: WorkerGateway,
     private readonly peer: string,
   ) {
-    const timeout = gateway.heartbeatTimeoutMs;
-    const interval = Math.max(10, Math.floor(timeout / 3));
+    const timeoutMs = gateway.heartbeatTimeoutMs;
+    const intervalMs = Math.max(10, Math.floor(timeoutMs / 3));
     this.budget = new MessageBudget(gateway.limits);
     ws.on("message", (data, isBinary) => this.onMessage(data, isBinary));
     ws.on("close", (code, reason) => void this.drop(code, `connection closed (${code}${reason.length > 0 ? `: ${reason.toString()}` : ""})`));
@@ -233,13 +233,13 @@ class WorkerConnection {
       gateway.handshakeTimeoutMs,
     );
     this.heartbeatTimer = setInterval(() => {
-      if (Date.now() - this.lastHeard > timeout) {
-        void this.drop(CloseCode.timeout, `no heartbeat for ${timeout} ms`);
+      if (Date.now() - this.lastHeardAtMs > timeoutMs) {
+        void this.drop(CloseCode.timeout, `no heartbeat for ${timeoutMs} ms`);
         return;
       }
       this.send({ type: "heartbeat" });
-    }, interval);
-    this.send({ type: "challenge", protocol: PROTOCOL_VERSION, challenge: this.challenge, heartbeatIntervalMs: interval, heartbeatTimeoutMs: timeout });
+    }, intervalMs);
+    this.send({ type: "challenge", protocol: PROTOCOL_VERSION, challenge: this.challenge, heartbeatIntervalMs: intervalMs, heartbeatTimeoutMs: timeoutMs });
   }
 
   /**
@@ -275,7 +275,7 @@ class WorkerConnection {
 
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.dropped) return;
-    this.lastHeard = Date.now();
+    this.lastHeardAtMs = Date.now();
     if (!this.budget.take(rawSize(data))) {
       this.gateway.logger.warn({ worker: this.handle?.address, peer: this.peer }, "worker connection flooded; dropped");
       void this.drop(CloseCode.tooManyMessages, "more messages than a worker's jobs explain");
@@ -320,7 +320,7 @@ class WorkerConnection {
       case "drain":
         if (!this.draining) {
           this.draining = true;
-          this.gateway.withdraw(this.handle);
+          this.gateway.stopRouting(this.handle);
           this.gateway.logger.info({ worker: this.handle.address, running: this.handle.running }, "worker draining");
         }
         return;

@@ -86,7 +86,7 @@ export class WorkerClient {
   private stopped = false;
   private failure: WorkerRefusedError | undefined;
   private waiters: Array<{ resolve(r: Registration): void; reject(e: Error): void }> = [];
-  private total = 0n;
+  private totalEarnedBaseUnits = 0n;
 
   constructor(private readonly options: WorkerClientOptions) {
     if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new RangeError("concurrency must be a positive integer");
@@ -99,7 +99,7 @@ export class WorkerClient {
 
   /** What settlement notices have reported this worker earned, in USDC base units. */
   get earnedBaseUnits(): bigint {
-    return this.total;
+    return this.totalEarnedBaseUnits;
   }
 
   get runningJobs(): number {
@@ -165,7 +165,7 @@ export class WorkerClient {
     this.emit({ type: "connecting", url: this.url.href });
     const ws = new WebSocket(this.url, { maxPayload: MAX_INCOMING_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
     this.ws = ws;
-    let lastHeard = Date.now();
+    let lastHeardAtMs = Date.now();
     let heartbeat: NodeJS.Timeout | undefined;
     let opened = false;
     let lastError: string | undefined;
@@ -185,7 +185,7 @@ export class WorkerClient {
           send({ type: "hello", protocol: PROTOCOL_VERSION, address: this.address, signature: Buffer.from(signature).toString("base64"), models, concurrency: this.options.concurrency });
           clearInterval(heartbeat);
           heartbeat = setInterval(() => {
-            if (Date.now() - lastHeard > message.heartbeatTimeoutMs) {
+            if (Date.now() - lastHeardAtMs > message.heartbeatTimeoutMs) {
               ws.terminate();
               return;
             }
@@ -221,9 +221,9 @@ export class WorkerClient {
         }
         case "settled": {
           const earned = BigInt(message.earnedBaseUnits);
-          this.total += earned;
+          this.totalEarnedBaseUnits += earned;
           this.unsettled.delete(message.jobId);
-          this.emit({ type: "settled", jobId: message.jobId, earnedBaseUnits: earned, totalBaseUnits: this.total, settlementTx: message.settlementTx });
+          this.emit({ type: "settled", jobId: message.jobId, earnedBaseUnits: earned, totalBaseUnits: this.totalEarnedBaseUnits, settlementTx: message.settlementTx });
           this.onSettledChange?.();
           return;
         }
@@ -233,7 +233,7 @@ export class WorkerClient {
     };
 
     ws.on("message", (data: RawData, isBinary: boolean) => {
-      lastHeard = Date.now();
+      lastHeardAtMs = Date.now();
       try {
         if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
         onMessage(parseGatewayMessage(data.toString()));
