@@ -7,7 +7,7 @@
  */
 import { MAX_TOKENS, SEED_RANGE } from "../core/request-limits.ts";
 import type { ChatMessage, GenerationRequest } from "../inference/engine.ts";
-import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
+import { MAX_WORKER_MESSAGE_BYTES, type GatewayMessage, type ModelOffer, type WorkerMessage } from "./protocol.ts";
 
 export class ProtocolError extends Error {
   constructor(
@@ -156,7 +156,7 @@ export function parseWorkerMessage(data: string): WorkerMessage {
         concurrency: integer(m, "concurrency", 1, 1024),
       };
     case "delta":
-      return { type: "delta", jobId: nonEmpty(m, "jobId", MAX_ID), text: string(m, "text", 1 << 20) };
+      return { type: "delta", jobId: nonEmpty(m, "jobId", MAX_ID), text: string(m, "text", MAX_WORKER_MESSAGE_BYTES) };
     case "done": {
       const finishReason = m.finishReason;
       if (finishReason !== "stop" && finishReason !== "length" && finishReason !== "cancelled") {

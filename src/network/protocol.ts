@@ -12,6 +12,13 @@ export const WORKER_CONNECT_PATH = "/v1/workers/connect";
 
 export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 15_000;
 
+/** Largest message a worker may send: deltas and proofs are small; a prompt only travels the other way. */
+export const MAX_WORKER_MESSAGE_BYTES = 1 << 20;
+/** Largest message a gateway may send: a job's prompt can be a 4 MiB request body and then some. */
+export const MAX_GATEWAY_MESSAGE_BYTES = 64 << 20;
+/** Either side cuts off a peer that has not answered its close frame after this. */
+export const CLOSE_GRACE_MS = 2_000;
+
 /**
  * WebSocket close codes. The 44xx codes mirror the HTTP status of the same meaning. Reconnecting
  * cannot help after the fatal ones: the worker (its key, its models, its software) must change.

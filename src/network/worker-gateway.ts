@@ -14,10 +14,12 @@ import type { Logger } from "../core/logger.ts";
 import { RateLimiter } from "../http/rate-limit.ts";
 import { ProtocolError, parseWorkerMessage } from "./protocol-parse.ts";
 import {
+  CLOSE_GRACE_MS,
   closeReason,
   CloseCode,
   DEFAULT_HEARTBEAT_TIMEOUT_MS,
   encode,
+  MAX_WORKER_MESSAGE_BYTES,
   PROTOCOL_VERSION,
   WORKER_CONNECT_PATH,
   type GatewayMessage,
@@ -29,11 +31,6 @@ import { authMessage, verifyEd25519 } from "./worker-auth.ts";
 import { DEFAULT_WORKER_LIMITS, MessageBudget, type WorkerLimits } from "./worker-limits.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 import { DEFAULT_PROBE_TIMEOUT_MS, probeWorker } from "./worker-probe.ts";
-
-/** Worker messages are small (deltas, proofs); a job's prompt only travels the other way. */
-const MAX_INCOMING_BYTES = 1 << 20;
-/** A peer that does not answer a close frame is cut off after this. */
-const CLOSE_GRACE_MS = 2_000;
 
 export interface WorkerGatewayOptions {
   pool: WorkerPool;
@@ -60,7 +57,7 @@ export interface WorkerGatewayOptions {
 }
 
 export class WorkerGateway {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INCOMING_BYTES });
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_WORKER_MESSAGE_BYTES });
   private readonly connections = new Set<WorkerConnection>();
   /** The registered connection of each address. */
   private readonly byAddress = new Map<string, WorkerConnection>();

@@ -9,11 +9,13 @@ import type { Signer } from "../chain/keys.ts";
 import type { Engine } from "../inference/engine.ts";
 import { ProtocolError, UnknownMessageError, parseGatewayMessage } from "../network/protocol-parse.ts";
 import {
+  CLOSE_GRACE_MS,
   closeReason,
   CloseCode,
   connectUrl,
   encode,
   FATAL_CLOSE_CODES,
+  MAX_GATEWAY_MESSAGE_BYTES,
   PROTOCOL_VERSION,
   type GatewayMessage,
   type JobFault,
@@ -26,8 +28,6 @@ import { JobRequestError } from "../network/worker-handle.ts";
 import { Backoff, type BackoffOptions } from "./backoff.ts";
 import { WorkerNode } from "./worker-node.ts";
 
-/** A job's prompt can be a 4 MiB request body and then some. */
-const MAX_INCOMING_BYTES = 64 << 20;
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 /** After its last job, how long a draining worker waits for the settlement notices still due. */
 const SETTLEMENT_WAIT_MS = 2_000;
@@ -147,7 +147,7 @@ export class WorkerClient {
     const ws = this.ws;
     if (ws && ws.readyState !== WebSocket.CLOSED) {
       const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
-      const grace = setTimeout(() => ws.terminate(), 2_000);
+      const grace = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
       if (ws.readyState === WebSocket.OPEN) ws.close(CloseCode.normal, "worker stopped");
       else ws.terminate();
       await closed;
@@ -163,7 +163,7 @@ export class WorkerClient {
   private connect(): void {
     this.reconnectTimer = undefined;
     this.emit({ type: "connecting", url: this.url.href });
-    const ws = new WebSocket(this.url, { maxPayload: MAX_INCOMING_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
+    const ws = new WebSocket(this.url, { maxPayload: MAX_GATEWAY_MESSAGE_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
     this.ws = ws;
     let lastHeardAtMs = Date.now();
     let heartbeat: NodeJS.Timeout | undefined;
