@@ -45,7 +45,7 @@ function longFunctions(file: string, max: number): LongFunction[] {
 const args = process.argv.slice(2);
 const maxAt = args.indexOf("--max");
 const max = maxAt >= 0 ? Number(args[maxAt + 1]) : 70;
-const dirs = args.filter((arg, i) => arg !== "--max" && i !== maxAt + 1);
+const dirs = args.filter((_, i) => maxAt < 0 || (i !== maxAt && i !== maxAt + 1));
 const found = (dirs.length > 0 ? dirs : ["src"]).flatMap(sourceFiles).flatMap((file) => longFunctions(file, max));
 for (const f of found.sort((a, b) => b.lines - a.lines)) console.log(`${f.lines}\t${f.file}:${f.line}\t${f.name}`);
 process.exitCode = found.length > 0 ? 1 : 0;

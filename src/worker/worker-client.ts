@@ -66,6 +66,20 @@ interface RunningJob {
   finished: Promise<void>;
 }
 
+/** One connection to the gateway, with what belongs to it alone. */
+interface Link {
+  ws: WebSocket;
+  /** Jobs belong to the connection that brought them; a later connection must not carry their output. */
+  jobs: Set<string>;
+  lastHeardAtMs: number;
+  heartbeat: NodeJS.Timeout | undefined;
+  opened: boolean;
+  lastError: string | undefined;
+  /** The reasons a `refused` message gave, which a close frame is too short to hold. */
+  refusal: { reason: string; refused: RefusedModel[] } | undefined;
+  send(message: WorkerMessage): void;
+}
+
 interface Registration {
   models: ModelOffer[];
   refused: RefusedModel[];
@@ -165,106 +179,120 @@ export class WorkerClient {
     this.emit({ type: "connecting", url: this.url.href });
     const ws = new WebSocket(this.url, { maxPayload: MAX_GATEWAY_MESSAGE_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
     this.ws = ws;
-    let lastHeardAtMs = Date.now();
-    let heartbeat: NodeJS.Timeout | undefined;
-    let opened = false;
-    let lastError: string | undefined;
-    let refusal: { reason: string; refused: RefusedModel[] } | undefined;
-    const send = (message: WorkerMessage) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(encode(message));
+    const link: Link = {
+      ws,
+      jobs: new Set(),
+      lastHeardAtMs: Date.now(),
+      heartbeat: undefined,
+      opened: false,
+      lastError: undefined,
+      refusal: undefined,
+      send: (message) => {
+        if (ws.readyState === WebSocket.OPEN) ws.send(encode(message));
+      },
     };
-    // Jobs belong to the connection that brought them; a later connection must not carry their output.
-    const jobs = new Set<string>();
-
-    const onMessage = (message: GatewayMessage) => {
-      switch (message.type) {
-        case "challenge": {
-          if (message.protocol !== PROTOCOL_VERSION) throw new ProtocolError(`the gateway speaks protocol ${message.protocol}; this worker speaks ${PROTOCOL_VERSION}`);
-          const signature = this.options.signer.sign(authMessage(this.url.host, message.challenge));
-          const models = [...this.options.engines].map(([id, engine]) => ({ id, contextWindow: engine.contextWindow }));
-          send({ type: "hello", protocol: PROTOCOL_VERSION, address: this.address, signature: Buffer.from(signature).toString("base64"), models, concurrency: this.options.concurrency });
-          clearInterval(heartbeat);
-          heartbeat = setInterval(() => {
-            if (Date.now() - lastHeardAtMs > message.heartbeatTimeoutMs) {
-              ws.terminate();
-              return;
-            }
-            send({ type: "heartbeat" });
-          }, message.heartbeatIntervalMs);
-          return;
-        }
-        case "registered":
-          this.backoff.reset();
-          this.registration = { models: message.models, refused: message.refused };
-          this.emit({ type: "registered", address: message.address, models: message.models, refused: message.refused });
-          for (const waiter of this.waiters.splice(0)) waiter.resolve(this.registration);
-          return;
-        case "refused":
-          refusal = { reason: message.reason, refused: message.refused };
-          return;
-        case "job":
-          if (jobs.has(message.jobId) || this.running.has(message.jobId)) throw new ProtocolError(`job ${message.jobId} was sent twice`);
-          jobs.add(message.jobId);
-          this.runJob(message, send, () => jobs.delete(message.jobId));
-          return;
-        case "cancel":
-          this.running.get(message.jobId)?.abort.abort();
-          return;
-        case "count": {
-          const engine = this.options.engines.get(message.model);
-          const counted = engine ? engine.countPromptTokens(message.messages) : Promise.reject(new Error(`this worker does not serve ${message.model}`));
-          counted.then(
-            (tokens) => send({ type: "count_result", requestId: message.requestId, tokens }),
-            (error: unknown) => send({ type: "count_error", requestId: message.requestId, message: errorText(error) }),
-          );
-          return;
-        }
-        case "settled": {
-          const earned = BigInt(message.earnedBaseUnits);
-          this.totalEarnedBaseUnits += earned;
-          this.unsettled.delete(message.jobId);
-          this.emit({ type: "settled", jobId: message.jobId, earnedBaseUnits: earned, totalBaseUnits: this.totalEarnedBaseUnits, settlementTx: message.settlementTx });
-          this.onSettledChange?.();
-          return;
-        }
-        case "heartbeat":
-          return;
-      }
-    };
-
-    ws.on("message", (data: RawData, isBinary: boolean) => {
-      lastHeardAtMs = Date.now();
-      try {
-        if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
-        onMessage(parseGatewayMessage(data.toString()));
-      } catch (error) {
-        if (this.refuseOne(error, send)) return;
-        const reason = error instanceof ProtocolError ? `malformed message: ${error.message}` : `the worker failed to handle a message: ${errorText(error)}`;
-        ws.close(error instanceof ProtocolError ? CloseCode.malformed : CloseCode.internalError, closeReason(reason));
-      }
-    });
+    ws.on("message", (data: RawData, isBinary: boolean) => this.receive(link, data, isBinary));
     // 'close' follows every error (refused connection, reset, bad frame) and decides what comes next.
-    ws.on("open", () => (opened = true));
-    ws.on("error", (error) => (lastError = error.message));
-    ws.on("close", (code, reasonBuffer) => {
-      clearInterval(heartbeat);
-      if (this.ws === ws) this.ws = undefined;
-      this.registration = undefined;
-      // The gateway has failed whatever it sent on this connection; finishing them helps nobody.
-      for (const jobId of jobs) this.running.get(jobId)?.abort.abort();
-      const reason = refusal?.reason ?? (reasonBuffer.length > 0 ? reasonBuffer.toString() : (lastError ?? ""));
-      if (FATAL_CLOSE_CODES.has(code)) {
-        this.failure = new WorkerRefusedError(code, reason, refusal?.refused ?? []);
-        this.stopped = true;
-        this.emit({ type: "refused", code, reason, refused: refusal?.refused ?? [] });
-        this.rejectWaiters(this.failure);
+    ws.on("open", () => (link.opened = true));
+    ws.on("error", (error) => (link.lastError = error.message));
+    ws.on("close", (code, reason) => this.closed(link, code, reason));
+  }
+
+  private receive(link: Link, data: RawData, isBinary: boolean): void {
+    link.lastHeardAtMs = Date.now();
+    try {
+      if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
+      this.handle(link, parseGatewayMessage(data.toString()));
+    } catch (error) {
+      if (this.refuseOne(error, link.send)) return;
+      const reason = error instanceof ProtocolError ? `malformed message: ${error.message}` : `the worker failed to handle a message: ${errorText(error)}`;
+      link.ws.close(error instanceof ProtocolError ? CloseCode.malformed : CloseCode.internalError, closeReason(reason));
+    }
+  }
+
+  private handle(link: Link, message: GatewayMessage): void {
+    switch (message.type) {
+      case "challenge":
+        return this.answerChallenge(link, message);
+      case "registered":
+        this.backoff.reset();
+        this.registration = { models: message.models, refused: message.refused };
+        this.emit({ type: "registered", address: message.address, models: message.models, refused: message.refused });
+        for (const waiter of this.waiters.splice(0)) waiter.resolve(this.registration);
+        return;
+      case "refused":
+        link.refusal = { reason: message.reason, refused: message.refused };
+        return;
+      case "job":
+        if (link.jobs.has(message.jobId) || this.running.has(message.jobId)) throw new ProtocolError(`job ${message.jobId} was sent twice`);
+        link.jobs.add(message.jobId);
+        this.runJob(message, link.send, () => link.jobs.delete(message.jobId));
+        return;
+      case "cancel":
+        this.running.get(message.jobId)?.abort.abort();
+        return;
+      case "count":
+        return this.count(link, message);
+      case "settled":
+        return this.noteSettled(message);
+      case "heartbeat":
+        return;
+    }
+  }
+
+  /** Proves this worker's key, offers its models and starts heartbeating at the pace the gateway asked. */
+  private answerChallenge(link: Link, challenge: Extract<GatewayMessage, { type: "challenge" }>): void {
+    if (challenge.protocol !== PROTOCOL_VERSION) throw new ProtocolError(`the gateway speaks protocol ${challenge.protocol}; this worker speaks ${PROTOCOL_VERSION}`);
+    const signature = Buffer.from(this.options.signer.sign(authMessage(this.url.host, challenge.challenge))).toString("base64");
+    const models = [...this.options.engines].map(([id, engine]) => ({ id, contextWindow: engine.contextWindow }));
+    link.send({ type: "hello", protocol: PROTOCOL_VERSION, address: this.address, signature, models, concurrency: this.options.concurrency });
+    clearInterval(link.heartbeat);
+    link.heartbeat = setInterval(() => {
+      if (Date.now() - link.lastHeardAtMs > challenge.heartbeatTimeoutMs) {
+        link.ws.terminate();
         return;
       }
-      if (this.stopped) return;
-      const retryInMs = this.backoff.next();
-      this.emit({ type: "disconnected", wasConnected: opened, code, reason, retryInMs });
-      this.reconnectTimer = setTimeout(() => this.connect(), retryInMs);
-    });
+      link.send({ type: "heartbeat" });
+    }, challenge.heartbeatIntervalMs);
+  }
+
+  private count(link: Link, message: Extract<GatewayMessage, { type: "count" }>): void {
+    const engine = this.options.engines.get(message.model);
+    const counted = engine ? engine.countPromptTokens(message.messages) : Promise.reject(new Error(`this worker does not serve ${message.model}`));
+    counted.then(
+      (tokens) => link.send({ type: "count_result", requestId: message.requestId, tokens }),
+      (error: unknown) => link.send({ type: "count_error", requestId: message.requestId, message: errorText(error) }),
+    );
+  }
+
+  private noteSettled(message: Extract<GatewayMessage, { type: "settled" }>): void {
+    const earnedBaseUnits = BigInt(message.earnedBaseUnits);
+    this.totalEarnedBaseUnits += earnedBaseUnits;
+    this.unsettled.delete(message.jobId);
+    this.emit({ type: "settled", jobId: message.jobId, earnedBaseUnits, totalBaseUnits: this.totalEarnedBaseUnits, settlementTx: message.settlementTx });
+    this.onSettledChange?.();
+  }
+
+  /** The connection ended: give up for good after a fatal close, otherwise dial again after a backoff. */
+  private closed(link: Link, code: number, reasonBuffer: Buffer): void {
+    clearInterval(link.heartbeat);
+    if (this.ws === link.ws) this.ws = undefined;
+    this.registration = undefined;
+    // The gateway has failed whatever it sent on this connection; finishing them helps nobody.
+    for (const jobId of link.jobs) this.running.get(jobId)?.abort.abort();
+    const reason = link.refusal?.reason ?? (reasonBuffer.length > 0 ? reasonBuffer.toString() : (link.lastError ?? ""));
+    if (FATAL_CLOSE_CODES.has(code)) {
+      const refused = link.refusal?.refused ?? [];
+      this.failure = new WorkerRefusedError(code, reason, refused);
+      this.stopped = true;
+      this.emit({ type: "refused", code, reason, refused });
+      this.rejectWaiters(this.failure);
+      return;
+    }
+    if (this.stopped) return;
+    const retryInMs = this.backoff.next();
+    this.emit({ type: "disconnected", wasConnected: link.opened, code, reason, retryInMs });
+    this.reconnectTimer = setTimeout(() => this.connect(), retryInMs);
   }
 
   /**
