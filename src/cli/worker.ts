@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { loadOrCreateKeypair } from "../chain/keys.ts";
 import type { Engine } from "../inference/engine.ts";
 import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
-import { describeEngine, loadEngine, ModelSpecError, parseModelSpec, type ModelSpec } from "../worker/engine-spec.ts";
+import { describeEngine, loadEngine, ModelSpecError, parseModelSpec, type EngineLoadOptions, type ModelSpec } from "../worker/engine-spec.ts";
 import { WorkerClient, type WorkerClientEvent } from "../worker/worker-client.ts";
 import { endProgressLine, progressBar } from "./progress-bar.ts";
 
@@ -38,7 +38,38 @@ gets no data for SVC_DOWNLOAD_STALL_S seconds (default 20) fails.
 Example:
   svc worker --gateway http://127.0.0.1:8080 --keypair ./worker.json --model svc-dev/wiring-model=builtin`;
 
+interface WorkerArgs {
+  gateway: string;
+  keyPath: string;
+  specs: ModelSpec[];
+  concurrency: number;
+  engineOptions: EngineLoadOptions;
+  drainTimeoutS: number;
+}
+
 export async function runWorker(argv: string[]): Promise<void> {
+  const args = parseWorkerArgs(argv);
+  if (args === undefined) return;
+  const signer = await loadOrCreateKeypair(dirname(args.keyPath), basename(args.keyPath, ".json"));
+  console.log(`Worker address: ${signer.address} (key: ${args.keyPath})`);
+  const engines = await loadEngines(args.specs, args.engineOptions);
+  console.log(`Concurrency: ${args.concurrency} jobs at once`);
+
+  const { gateway, concurrency } = args;
+  const client = new WorkerClient({ gateway, signer, engines, concurrency, onEvent: (event) => report(event, gateway) });
+  client.start();
+  const stopping = stopOnSignals(client, engines, args.drainTimeoutS);
+  try {
+    await client.registered();
+  } catch (error) {
+    if (stopping()) return;
+    await closeEngines(engines);
+    console.error(`svc worker: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
+
+function parseWorkerArgs(argv: string[]): WorkerArgs | undefined {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -56,17 +87,13 @@ export async function runWorker(argv: string[]): Promise<void> {
   });
   if (values.help) {
     console.log(HELP);
-    return;
+    return undefined;
   }
   if (!values.gateway) fail("--gateway is required, e.g. --gateway http://127.0.0.1:8080");
   if (!values.keypair) fail("--keypair is required, e.g. --keypair ./worker.json (created if missing)");
   if (!values.model || values.model.length === 0) fail("at least one --model <catalog-id>=<engine> is required");
   if (!values.keypair.endsWith(".json")) fail(`--keypair is a .json file, got '${values.keypair}'`);
-  try {
-    new URL(values.gateway);
-  } catch {
-    fail(`--gateway must be a URL such as http://127.0.0.1:8080, got '${values.gateway}'`);
-  }
+  if (!URL.canParse(values.gateway)) fail(`--gateway must be a URL such as http://127.0.0.1:8080, got '${values.gateway}'`);
   const concurrency = positiveInteger("--concurrency", values.concurrency);
   const threads = values.threads === undefined ? undefined : positiveInteger("--threads", values.threads);
   const upstreamWindow = values["upstream-context-window"];
@@ -74,10 +101,21 @@ export async function runWorker(argv: string[]): Promise<void> {
   const upstreamApiKey = process.env.SVC_UPSTREAM_API_KEY;
   const drainTimeoutS = Number(values["drain-timeout"]);
   if (!Number.isFinite(drainTimeoutS) || drainTimeoutS < 0) fail(`--drain-timeout is a number of seconds, got '${values["drain-timeout"]}'`);
+  const engineOptions: EngineLoadOptions = {
+    modelsDir: resolve(values["models-dir"]),
+    maxSequences: concurrency,
+    ...(threads !== undefined ? { threads } : {}),
+    ...(upstreamApiKey ? { upstreamApiKey } : {}),
+    ...(upstreamContextWindow !== undefined ? { upstreamContextWindow } : {}),
+  };
+  return { gateway: values.gateway, keyPath: resolve(values.keypair), specs: modelSpecs(values.model), concurrency, engineOptions, drainTimeoutS };
+}
 
+/** Each `--model` parsed, with a model given twice refused. */
+function modelSpecs(args: string[]): ModelSpec[] {
   let specs: ModelSpec[];
   try {
-    specs = values.model.map(parseModelSpec);
+    specs = args.map(parseModelSpec);
   } catch (error) {
     if (error instanceof ModelSpecError) fail(error.message);
     throw error;
@@ -85,67 +123,58 @@ export async function runWorker(argv: string[]): Promise<void> {
   const ids = specs.map((s) => s.modelId);
   const twice = ids.find((id, i) => ids.indexOf(id) !== i);
   if (twice) fail(`${twice} is given twice`);
+  return specs;
+}
 
-  const keyPath = resolve(values.keypair);
-  const signer = await loadOrCreateKeypair(dirname(keyPath), basename(keyPath, ".json"));
-  console.log(`Worker address: ${signer.address} (key: ${keyPath})`);
-
+/** Loads every model's engine in turn; if one fails, the ones loaded are closed and the worker exits. */
+async function loadEngines(specs: ModelSpec[], options: EngineLoadOptions): Promise<Map<string, Engine>> {
   const engines = new Map<string, Engine>();
-  const closeEngines = () => Promise.allSettled([...engines.values()].map((e) => e.close()));
+  const onDownloadProgress = progressBar();
   for (const spec of specs) {
     try {
-      const engine = await loadEngine(spec.engine, {
-        modelsDir: resolve(values["models-dir"]),
-        maxSequences: concurrency,
-        ...(threads !== undefined ? { threads } : {}),
-        ...(upstreamApiKey ? { upstreamApiKey } : {}),
-        ...(upstreamContextWindow !== undefined ? { upstreamContextWindow } : {}),
-        onDownloadProgress: progressBar(),
-      });
+      const engine = await loadEngine(spec.engine, { ...options, onDownloadProgress });
       engines.set(spec.modelId, engine);
       console.log(`Serving ${spec.modelId} with ${describeEngine(spec.engine)}, context window ${engine.contextWindow} tokens`);
     } catch (error) {
-      await closeEngines();
+      await closeEngines(engines);
       endProgressLine();
       console.error(`svc worker: could not load ${spec.modelId}: ${(error as Error).message}`);
       process.exit(1);
     }
   }
-  console.log(`Concurrency: ${concurrency} jobs at once`);
+  return engines;
+}
 
-  const gateway = values.gateway;
-  const client = new WorkerClient({ gateway, signer, engines, concurrency, onEvent: (event) => report(event, gateway) });
-  client.start();
+function closeEngines(engines: ReadonlyMap<string, Engine>): Promise<unknown> {
+  return Promise.allSettled([...engines.values()].map((e) => e.close()));
+}
 
+/**
+ * Ctrl-C or SIGTERM drains the worker (its running jobs finish) and exits; a second one, a moment
+ * later, exits at once. Returns whether a stop has begun.
+ */
+function stopOnSignals(client: WorkerClient, engines: ReadonlyMap<string, Engine>, drainTimeoutS: number): () => boolean {
   let stopping = false;
-  let stoppingSince = 0;
+  let stoppingSinceMs = 0;
   const stop = async (signal: string) => {
     if (stopping) {
       // Some supervisors (GNU timeout among them) deliver one stop request twice at once.
-      if (Date.now() - stoppingSince < 1_000) return;
+      if (Date.now() - stoppingSinceMs < 1_000) return;
       console.log(`${signal} again: stopping without waiting for running jobs`);
       process.exit(1);
     }
     stopping = true;
-    stoppingSince = Date.now();
+    stoppingSinceMs = Date.now();
     const running = client.runningJobs;
     console.log(running > 0 ? `Draining: finishing ${running} running job${running === 1 ? "" : "s"} (up to ${drainTimeoutS} s)...` : "Draining...");
     await client.drain(drainTimeoutS * 1000);
-    await closeEngines();
+    await closeEngines(engines);
     console.log(`Stopped. Earned this session: ${formatEarnings(client.earnedBaseUnits)}`);
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
-
-  try {
-    await client.registered();
-  } catch (error) {
-    if (stopping) return;
-    await closeEngines();
-    console.error(`svc worker: ${(error as Error).message}`);
-    process.exit(1);
-  }
+  return () => stopping;
 }
 
 function report(event: WorkerClientEvent, gateway: string): void {

@@ -71,7 +71,7 @@ export interface EngineLoadOptions {
   upstreamApiKey?: string;
   /** Context window of an OpenAI-compatible server's model, for servers that do not report it (else it can only lower it). */
   upstreamContextWindow?: number;
-  onDownloadProgress?: (downloaded: number, total: number) => void;
+  onDownloadProgress?: (downloadedBytes: number, totalBytes: number) => void;
 }
 
 export async function loadEngine(spec: EngineSpec, options: EngineLoadOptions): Promise<Engine> {
