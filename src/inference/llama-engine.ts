@@ -179,11 +179,12 @@ export class LlamaEngine implements Engine {
     return this.run(request, signal);
   }
 
-  private async *run(request: GenerationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
-    if (this.closed) throw new Error("the engine is closed");
+  /** The prompt's tokens, once the prompt and `maxTokens` are known to fit the context window. */
+  private fittingPromptTokens(request: GenerationRequest): number {
     if (!Number.isInteger(request.maxTokens) || request.maxTokens < 1) {
       throw new RangeError("maxTokens must be a positive integer");
     }
+    // A bound from the text's length refuses a prompt that cannot fit without tokenizing all of it.
     const atLeast = promptTokensAtLeast(request.messages, this.maxTokenBytes);
     if (atLeast + request.maxTokens > this.contextWindow) throw new ContextLengthExceededError(atLeast, request.maxTokens, this.contextWindow);
     const promptTokens = this.promptTokens(request.messages);
@@ -191,7 +192,12 @@ export class LlamaEngine implements Engine {
     if (promptTokens + request.maxTokens > this.contextWindow) {
       throw new ContextLengthExceededError(promptTokens, request.maxTokens, this.contextWindow);
     }
+    return promptTokens;
+  }
 
+  private async *run(request: GenerationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    if (this.closed) throw new Error("the engine is closed");
+    const promptTokens = this.fittingPromptTokens(request);
     const slot = await this.pool.acquire(signal);
     if (slot === null) return;
     const stop = new AbortController();

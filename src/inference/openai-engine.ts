@@ -190,22 +190,7 @@ export class OpenAiEngine implements Engine {
         if (signal?.aborted) return;
         if (state.text !== "") yield { type: "delta", text: state.text };
       } else {
-        for await (const event of readSse(response.body ?? emptyBody(), () => exchange.touch())) {
-          if (event.event === "error") throw upstreamErrorFromEvent(event.data, response.status);
-          const data = event.data.trim();
-          if (data === "[DONE]") {
-            state.sawDone = true;
-            break;
-          }
-          if (data === "") continue;
-          const text = this.takeChunk(parseChunk(data, response.status), state, response.status);
-          if (text === "") continue;
-          // The consumer may abort while holding a delta; nothing more reaches it after that.
-          if (signal?.aborted) return;
-          exchange.pause();
-          yield { type: "delta", text };
-          exchange.touch();
-        }
+        yield* this.streamedDeltas(response, exchange, state, signal);
       }
       if (signal?.aborted) return;
       if (!state.sawDone && state.finish === null) {
@@ -223,6 +208,26 @@ export class OpenAiEngine implements Engine {
       throw state.contentChunks === 0 ? this.asContextError(failure, promptTokens, request.maxTokens) : failure;
     } finally {
       exchange.end();
+    }
+  }
+
+  /** The deltas of a streamed (SSE) reply, with what its chunks say recorded in `state`. */
+  private async *streamedDeltas(response: Response, exchange: Exchange, state: StreamState, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    for await (const event of readSse(response.body ?? emptyBody(), () => exchange.touch())) {
+      if (event.event === "error") throw upstreamErrorFromEvent(event.data, response.status);
+      const data = event.data.trim();
+      if (data === "[DONE]") {
+        state.sawDone = true;
+        return;
+      }
+      if (data === "") continue;
+      const text = this.takeChunk(parseChunk(data, response.status), state, response.status);
+      if (text === "") continue;
+      // The consumer may abort while holding a delta; nothing more reaches it after that.
+      if (signal?.aborted) return;
+      exchange.pause();
+      yield { type: "delta", text };
+      exchange.touch();
     }
   }
 
