@@ -2,11 +2,12 @@
 // by a command instead of by eye. Usage: node --import tsx scripts/function-lengths.ts [--max 70] [dirs...]
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import ts from "typescript";
 
-interface LongFunction { file: string; name: string; line: number; lines: number }
+export interface LongFunction { file: string; name: string; line: number; lines: number }
 
-function sourceFiles(dir: string): string[] {
+export function sourceFiles(dir: string): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir)) {
     const path = join(dir, entry);
@@ -26,8 +27,9 @@ function nameOf(node: ts.Node): string {
   return "(anonymous)";
 }
 
-function longFunctions(file: string, max: number): LongFunction[] {
-  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+/** Functions (declarations, methods, arrows, accessors) in `file` spanning more than `max` lines. */
+export function longFunctions(file: string, max: number, text = readFileSync(file, "utf8")): LongFunction[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const found: LongFunction[] = [];
   const visit = (node: ts.Node): void => {
     if (ts.isFunctionLike(node) && "body" in node && node.body) {
@@ -42,10 +44,13 @@ function longFunctions(file: string, max: number): LongFunction[] {
   return found;
 }
 
-const args = process.argv.slice(2);
-const maxAt = args.indexOf("--max");
-const max = maxAt >= 0 ? Number(args[maxAt + 1]) : 70;
-const dirs = args.filter((_, i) => maxAt < 0 || (i !== maxAt && i !== maxAt + 1));
-const found = (dirs.length > 0 ? dirs : ["src"]).flatMap(sourceFiles).flatMap((file) => longFunctions(file, max));
-for (const f of found.sort((a, b) => b.lines - a.lines)) console.log(`${f.lines}\t${f.file}:${f.line}\t${f.name}`);
-process.exitCode = found.length > 0 ? 1 : 0;
+function main(args: string[]): void {
+  const maxAt = args.indexOf("--max");
+  const max = maxAt >= 0 ? Number(args[maxAt + 1]) : 70;
+  const dirs = args.filter((_, i) => maxAt < 0 || (i !== maxAt && i !== maxAt + 1));
+  const found = (dirs.length > 0 ? dirs : ["src"]).flatMap(sourceFiles).flatMap((file) => longFunctions(file, max));
+  for (const f of found.sort((a, b) => b.lines - a.lines)) console.log(`${f.lines}\t${f.file}:${f.line}\t${f.name}`);
+  process.exitCode = found.length > 0 ? 1 : 0;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) main(process.argv.slice(2));
