@@ -8,15 +8,14 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/accounts.ts";
-import { defaultCatalog, WIRING_MODEL, type CatalogModel } from "../catalog/catalog.ts";
+import { defaultCatalog, WIRING_MODEL, type CatalogModel } from "../catalog/index.ts";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
 import { loadOrCreateKeypair } from "../chain/keys.ts";
 import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from "../core/logger.ts";
 import { availableCredits } from "../jobs/money.ts";
 import { DEFAULT_PORT, startService, type Service } from "../service.ts";
-import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
-import { ModelSourceError } from "../inference/model-source.ts";
-import { WorkerClient } from "../worker/worker-client.ts";
+import { DEFAULT_MAX_SEQUENCES, ModelSourceError } from "../inference/index.ts";
+import { WorkerClient } from "../worker/index.ts";
 import { loadModelEngine } from "./model-engine.ts";
 import { endProgressLine } from "./progress-bar.ts";
 

@@ -3,12 +3,9 @@
  * `hf:` model, which then joins the catalog under a `local/` id.
  */
 import { basename, join } from "node:path";
-import { WIRING_MODEL, type Catalog, type CatalogModel } from "../catalog/catalog.ts";
+import { WIRING_MODEL, type Catalog, type CatalogModel } from "../catalog/index.ts";
 import type { Logger } from "../core/logger.ts";
-import type { Engine } from "../inference/engine.ts";
-import { LlamaEngine } from "../inference/llama-engine.ts";
-import { resolveModelSource } from "../inference/model-source.ts";
-import { ensureWiringModel } from "../inference/wiring-model.ts";
+import { ensureWiringModel, LlamaEngine, resolveModelSource, type Engine } from "../inference/index.ts";
 import { progressBar } from "./progress-bar.ts";
 
 export async function loadModelEngine(input: {

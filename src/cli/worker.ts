@@ -6,10 +6,17 @@
 import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { loadOrCreateKeypair } from "../chain/keys.ts";
-import type { Engine } from "../inference/engine.ts";
-import { DEFAULT_MAX_SEQUENCES } from "../inference/llama-engine.ts";
-import { describeEngine, loadEngine, ModelSpecError, parseModelSpec, type EngineLoadOptions, type ModelSpec } from "../worker/engine-spec.ts";
-import { WorkerClient, type WorkerClientEvent } from "../worker/worker-client.ts";
+import { DEFAULT_MAX_SEQUENCES, type Engine } from "../inference/index.ts";
+import {
+  describeEngine,
+  loadEngine,
+  ModelSpecError,
+  parseModelSpec,
+  WorkerClient,
+  type EngineLoadOptions,
+  type ModelSpec,
+  type WorkerClientEvent,
+} from "../worker/index.ts";
 import { endProgressLine, progressBar } from "./progress-bar.ts";
 
 const HELP = `Usage: svc worker --gateway <url> --keypair <file.json> --model <catalog-id>=<engine> [options]

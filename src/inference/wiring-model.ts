@@ -11,7 +11,7 @@
  */
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { WIRING_MODEL } from "../catalog/catalog.ts";
+import { WIRING_MODEL } from "../catalog/index.ts";
 import {
   bool,
   f32,

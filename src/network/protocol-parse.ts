@@ -6,7 +6,7 @@
  * tell what the message was about.
  */
 import { MAX_TOKENS, SEED_RANGE } from "../core/request-limits.ts";
-import type { ChatMessage, GenerationRequest } from "../inference/engine.ts";
+import type { ChatMessage, GenerationRequest } from "../inference/index.ts";
 import { MAX_WORKER_MESSAGE_BYTES, type GatewayMessage, type ModelOffer, type WorkerMessage } from "./protocol.ts";
 
 export class ProtocolError extends Error {

@@ -3,7 +3,7 @@
  * workers behind NAT need no open port. docs/workers.md describes the conversation; this file is
  * its vocabulary. Validation of what arrives lives in protocol-parse.ts.
  */
-import type { ChatMessage, GenerationRequest, StopReason, Usage } from "../inference/engine.ts";
+import type { ChatMessage, GenerationRequest, StopReason, Usage } from "../inference/index.ts";
 
 export const PROTOCOL_VERSION = 1;
 

@@ -8,7 +8,7 @@
  */
 import { Channel } from "../core/channel.ts";
 import { ApiError } from "../core/errors.ts";
-import type { ChatMessage } from "../inference/engine.ts";
+import type { ChatMessage } from "../inference/index.ts";
 import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
 import { CALLER_LEFT, JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "./worker-handle.ts";
 

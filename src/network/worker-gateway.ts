@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
-import type { Catalog } from "../catalog/catalog.ts";
+import type { Catalog } from "../catalog/index.ts";
 import type { Logger } from "../core/logger.ts";
 import { RateLimiter } from "../http/rate-limit.ts";
 import { ProtocolError, parseWorkerMessage } from "./protocol-parse.ts";

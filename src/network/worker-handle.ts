@@ -2,7 +2,7 @@
  * What the gateway needs from a worker, wherever it runs: an in-process WorkerNode implements it
  * directly, a RemoteWorkerHandle over the worker protocol (remote-worker.ts).
  */
-import type { ChatMessage, GenerationRequest, StopReason, Usage } from "../inference/engine.ts";
+import type { ChatMessage, GenerationRequest, StopReason, Usage } from "../inference/index.ts";
 
 export interface WorkerJob {
   jobId: string;

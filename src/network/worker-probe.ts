@@ -6,8 +6,7 @@
  */
 import { newId } from "../core/ids.ts";
 import { outputHash, proofMessage } from "../core/proof.ts";
-import type { GenerationRequest } from "../inference/engine.ts";
-import { completionTokensAtMost } from "../inference/token-bounds.ts";
+import { completionTokensAtMost, type GenerationRequest } from "../inference/index.ts";
 import { verifyEd25519 } from "./worker-auth.ts";
 import type { WorkerEvent, WorkerHandle } from "./worker-handle.ts";
 

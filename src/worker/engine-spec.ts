@@ -5,12 +5,8 @@
  * something other than its catalog id, as Ollama does), or `builtin`, the wiring model the project
  * builds itself.
  */
-import { WIRING_MODEL_ID } from "../catalog/catalog.ts";
-import type { Engine } from "../inference/engine.ts";
-import { LlamaEngine } from "../inference/llama-engine.ts";
-import { resolveModelSource } from "../inference/model-source.ts";
-import { OpenAiEngine } from "../inference/openai-engine.ts";
-import { ensureWiringModel } from "../inference/wiring-model.ts";
+import { WIRING_MODEL_ID } from "../catalog/index.ts";
+import { ensureWiringModel, LlamaEngine, OpenAiEngine, resolveModelSource, type Engine } from "../inference/index.ts";
 
 export type EngineSpec =
   | { kind: "builtin" }

@@ -6,25 +6,27 @@
  */
 import { WebSocket, type RawData } from "ws";
 import type { Signer } from "../chain/keys.ts";
-import type { Engine } from "../inference/engine.ts";
-import { ProtocolError, UnknownMessageError, parseGatewayMessage } from "../network/protocol-parse.ts";
+import type { Engine } from "../inference/index.ts";
 import {
+  authMessage,
   CLOSE_GRACE_MS,
   closeReason,
   CloseCode,
   connectUrl,
   encode,
   FATAL_CLOSE_CODES,
+  JobRequestError,
   MAX_GATEWAY_MESSAGE_BYTES,
+  parseGatewayMessage,
   PROTOCOL_VERSION,
+  ProtocolError,
+  UnknownMessageError,
   type GatewayMessage,
   type JobFault,
   type ModelOffer,
   type RefusedModel,
   type WorkerMessage,
-} from "../network/protocol.ts";
-import { authMessage } from "../network/worker-auth.ts";
-import { JobRequestError } from "../network/worker-handle.ts";
+} from "../network/index.ts";
 import { Backoff, type BackoffOptions } from "./backoff.ts";
 import { WorkerNode } from "./worker-node.ts";
 

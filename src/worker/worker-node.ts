@@ -5,9 +5,8 @@
  */
 import type { Signer } from "../chain/keys.ts";
 import { outputHash, proofMessage } from "../core/proof.ts";
-import { ContextLengthExceededError } from "../inference/context-length-error.ts";
-import type { ChatMessage, Engine } from "../inference/engine.ts";
-import { JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "../network/worker-handle.ts";
+import { ContextLengthExceededError, type ChatMessage, type Engine } from "../inference/index.ts";
+import { JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "../network/index.ts";
 
 export class WorkerNode implements WorkerHandle {
   readonly address: string;

@@ -1,0 +1,32 @@
+/**
+ * The network part's public surface: the worker protocol (messages, parsing, the challenge), the
+ * worker interface jobs run on, the pool that routes among workers and the gateway's endpoint.
+ * The gateway and the worker both take the protocol from here.
+ */
+export {
+  CLOSE_GRACE_MS,
+  closeReason,
+  CloseCode,
+  connectUrl,
+  DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  encode,
+  FATAL_CLOSE_CODES,
+  MAX_GATEWAY_MESSAGE_BYTES,
+  MAX_WORKER_MESSAGE_BYTES,
+  PROTOCOL_VERSION,
+  WORKER_CONNECT_PATH,
+} from "./protocol.ts";
+export type { GatewayMessage, JobFault, ModelOffer, RefusedModel, WorkerMessage } from "./protocol.ts";
+export { parseGatewayMessage, parseWorkerMessage, ProtocolError, UnknownMessageError } from "./protocol-parse.ts";
+export { authMessage, publicKeyOf, verifyEd25519 } from "./worker-auth.ts";
+export { CALLER_LEFT, JobRequestError } from "./worker-handle.ts";
+export type { WorkerEvent, WorkerHandle, WorkerJob } from "./worker-handle.ts";
+export { DEMOTE_AFTER_STRIKES, DROP_AFTER_STRIKES, WorkerHealth } from "./worker-health.ts";
+export type { JobOutcome, Standing, WorkerStats } from "./worker-health.ts";
+export { DEFAULT_WORKER_LIMITS } from "./worker-limits.ts";
+export type { WorkerLimits } from "./worker-limits.ts";
+export { WorkerPool } from "./worker-pool.ts";
+export type { UnfitListener, WorkerLease } from "./worker-pool.ts";
+export { WorkerGateway } from "./worker-gateway.ts";
+export type { WorkerGatewayOptions } from "./worker-gateway.ts";
+export { ModelOutages } from "./model-outages.ts";
