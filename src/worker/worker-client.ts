@@ -204,7 +204,7 @@ export class WorkerClient {
     link.lastHeardAtMs = Date.now();
     try {
       if (isBinary) throw new ProtocolError("messages are JSON text, not binary");
-      this.handle(link, parseGatewayMessage(data.toString()));
+      this.handleMessage(link, parseGatewayMessage(data.toString()));
     } catch (error) {
       if (this.refuseOne(error, link.send)) return;
       const reason = error instanceof ProtocolError ? `malformed message: ${error.message}` : `the worker failed to handle a message: ${errorText(error)}`;
@@ -212,7 +212,7 @@ export class WorkerClient {
     }
   }
 
-  private handle(link: Link, message: GatewayMessage): void {
+  private handleMessage(link: Link, message: GatewayMessage): void {
     switch (message.type) {
       case "challenge":
         return this.answerChallenge(link, message);
