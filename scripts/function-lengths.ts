@@ -7,7 +7,9 @@ import ts from "typescript";
 
 export interface LongFunction { file: string; name: string; line: number; lines: number }
 
+/** The TypeScript files under `dir`, or `dir` itself when it is one file. */
 export function sourceFiles(dir: string): string[] {
+  if (!statSync(dir).isDirectory()) return [dir];
   const out: string[] = [];
   for (const entry of readdirSync(dir)) {
     const path = join(dir, entry);
