@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance } from "fastify";
 import { ApiError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { answerUnrouted, type RouteTable } from "./edge.ts";
+import { schemaError, type SchemaError } from "./schema-errors.ts";
 
 export function errorBody(error: ApiError, appUrl: string) {
   return error.toBody(appUrl);
@@ -10,6 +11,8 @@ export function errorBody(error: ApiError, appUrl: string) {
 
 /** Map errors raised by Fastify itself (body parsing, limits) onto the API's codes. */
 function fromFastify(error: FastifyError): ApiError | undefined {
+  // A body, query or path that parsed but does not match the route's schema: name the field.
+  if (error.validation) return schemaError(error.validation as SchemaError[], error.validationContext);
   switch (error.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new ApiError("request_too_large", "The request body is larger than 4 MiB.");

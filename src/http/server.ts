@@ -6,18 +6,22 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { authenticate } from "../accounts/accounts.ts";
 import { ApiError } from "../core/errors.ts";
+import { API_VERSION } from "../events/index.ts";
 import type { HttpContext } from "./context.ts";
 import { answerClientError, requestIdFor, routerError, RouteTable, setEdgeHeaders } from "./edge.ts";
 import { installErrorHandling } from "./errors.ts";
 import { logWhenClosed } from "./request-log.ts";
 import { RateLimiter } from "./rate-limit.ts";
-import { registerAccount } from "./routes/account.ts";
-import { registerChatCompletions } from "./routes/chat-completions.ts";
-import { registerErrorDocs } from "./routes/error-docs.ts";
-import { registerHealth } from "./routes/health.ts";
-import { registerJobs } from "./routes/jobs.ts";
-import { registerModels } from "./routes/models.ts";
-import { registerWebhooks } from "./routes/webhooks.ts";
+import { API_PREFIX, openApiDocument, type RegisteredRoute } from "./openapi.ts";
+import { accountPort, jobsPort, webhooksPort } from "./ports.ts";
+import { accountRoutes } from "./routes/account.ts";
+import { chatCompletionRoutes } from "./routes/chat-completions.ts";
+import { errorDocRoutes } from "./routes/error-docs.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { jobRoutes } from "./routes/jobs.ts";
+import { modelRoutes } from "./routes/models.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
+import { addSharedSchemas, SHARED_SCHEMAS } from "./schemas.ts";
 import { registerWebApp } from "../web/index.ts";
 
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -62,6 +66,22 @@ function installBodyParsers(app: FastifyInstance): void {
   });
 }
 
+/**
+ * GET /v1/openapi.json: built on first request, once every route is registered. Public and outside
+ * the burst limit, like the health endpoints: client generators and docs tools fetch it freely.
+ */
+async function openApiRoute(app: FastifyInstance, { routes }: { routes: RegisteredRoute[] }): Promise<void> {
+  let document: string | undefined;
+  const config = { public: true, rateLimited: false };
+  app.get("/openapi.json", { config }, async (_request, reply) => {
+    document ??= JSON.stringify(openApiDocument(routes, SHARED_SCHEMAS, OPENAPI_VERSION));
+    return reply.type("application/json; charset=utf-8").send(document);
+  });
+}
+
+/** The document's own version: the API's, as webhook payloads name it. */
+const OPENAPI_VERSION = API_VERSION;
+
 export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
   const app = Fastify({
     // The service logs through its own pino logger (ctx.logger); Fastify's per-request logs are noise here.
@@ -76,11 +96,21 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
       return (reply as FastifyReply).status(apiError.status).send(apiError.toBody(ctx.appUrl));
     },
     clientErrorHandler: (error, socket) => answerClientError(error, socket, ctx.appUrl),
+    ajv: {
+      // A JSON body is validated as sent: "1" is not the number 1. `verbose` gives each error its
+      // schema and value, from which schema-errors.ts words the message.
+      customOptions: { coerceTypes: false, verbose: true, allowUnionTypes: true },
+    },
   });
   const routes = new RouteTable();
-  app.addHook("onRoute", (route) => routes.add(route.url, route.method));
+  const registered: RegisteredRoute[] = [];
+  app.addHook("onRoute", (route) => {
+    routes.add(route.url, route.method);
+    registered.push(route);
+  });
   installErrorHandling(app, ctx, routes);
   installBodyParsers(app);
+  addSharedSchemas(app);
 
   app.addHook("onRequest", async (request, reply) => {
     setEdgeHeaders(request, reply);
@@ -96,8 +126,8 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
   });
 
   // The web app's pages live at the root; for now that is the error reference the API links to.
-  registerErrorDocs(app);
-  registerHealth(app, ctx.readiness, ctx.logger);
+  await app.register(errorDocRoutes);
+  await app.register(healthRoutes, { probes: ctx.readiness, logger: ctx.logger });
 
   await app.register(
     async (v1) => {
@@ -107,13 +137,14 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
         if (!isPublic(request)) request.owner = await authenticate(ctx.db, soleAuthorization(request));
         checkParams(request);
       });
-      registerChatCompletions(v1, ctx);
-      registerModels(v1, ctx);
-      registerAccount(v1, ctx);
-      registerJobs(v1, ctx);
-      registerWebhooks(v1, ctx.webhooks);
+      await v1.register(chatCompletionRoutes, { startJob: (wallet, chat, signal) => ctx.jobs.start(wallet, chat, signal), appUrl: () => ctx.appUrl });
+      await v1.register(modelRoutes, { catalog: ctx.catalog, pool: ctx.pool });
+      await v1.register(accountRoutes, accountPort(ctx.db));
+      await v1.register(jobRoutes, jobsPort(ctx));
+      await v1.register(webhookRoutes, webhooksPort(ctx.webhooks));
+      await v1.register(openApiRoute, { routes: registered });
     },
-    { prefix: "/v1" },
+    { prefix: API_PREFIX },
   );
 
   // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).

@@ -3,20 +3,41 @@
  * the answer that makes it and nowhere else) and its settings.
  */
 import type { FastifyInstance } from "fastify";
-import { apiKeyCreatedAt, getWallet, issueApiKey, revokeApiKeys, setCreditLowThreshold } from "../accounts/accounts.ts";
-import { ApiError } from "../core/errors.ts";
+import type { Wallet } from "../accounts/accounts.ts";
 import { usdcValue } from "../core/units.ts";
-import * as money from "../jobs/money.ts";
-import type { Db } from "../store/db.ts";
 
 const MAX_THRESHOLD_CREDITS = 1_000_000_000;
 /** The overview lists this many of the latest deposits. */
 const RECENT_DEPOSITS = 20;
 
-export function registerAccountRoutes(app: FastifyInstance, db: Db): void {
+/** The accounts and money functions these routes use, bound to the service's database. */
+export interface AccountPageOptions {
+  getWallet(wallet: string): Promise<Wallet | undefined>;
+  availableCredits(wallet: string): Promise<number>;
+  apiKeyCreatedAt(wallet: string): Promise<Date | undefined>;
+  recentDeposits(wallet: string, limit: number): Promise<{ credits: number; at: Date; depositTx: string | null }[]>;
+  issueApiKey(wallet: string): Promise<string>;
+  revokeApiKeys(wallet: string): Promise<void>;
+  setCreditLowThreshold(wallet: string, thresholdCredits: number, availableCredits: number): Promise<void>;
+}
+
+const settingsBody = {
+  type: "object",
+  required: ["credit_low_threshold"],
+  properties: {
+    credit_low_threshold: {
+      type: "integer",
+      minimum: 0,
+      maximum: MAX_THRESHOLD_CREDITS,
+      description: `a whole number of credits from 0 to ${MAX_THRESHOLD_CREDITS}`,
+    },
+  },
+};
+
+export async function accountPageRoutes(app: FastifyInstance, accounts: AccountPageOptions): Promise<void> {
   app.get("/overview", async (request) => {
     const wallet = request.appWallet;
-    const [record, credits, keyCreatedAt] = await Promise.all([getWallet(db, wallet), money.availableCredits(db, wallet), apiKeyCreatedAt(db, wallet)]);
+    const [record, credits, keyCreatedAt] = await Promise.all([accounts.getWallet(wallet), accounts.availableCredits(wallet), accounts.apiKeyCreatedAt(wallet)]);
     return {
       object: "overview",
       wallet,
@@ -30,7 +51,7 @@ export function registerAccountRoutes(app: FastifyInstance, db: Db): void {
 
   app.get("/deposits", async (request) => ({
     object: "list",
-    data: (await money.recentDeposits(db, request.appWallet, RECENT_DEPOSITS)).map((d) => ({
+    data: (await accounts.recentDeposits(request.appWallet, RECENT_DEPOSITS)).map((d) => ({
       credits_added: d.credits,
       usdc_value: usdcValue(d.credits),
       deposit_tx: d.depositTx,
@@ -40,21 +61,18 @@ export function registerAccountRoutes(app: FastifyInstance, db: Db): void {
 
   // One key per wallet: making one replaces the one before, which stops working at once.
   app.post("/api-key", async (request) => {
-    const key = await issueApiKey(db, request.appWallet);
-    return { object: "api_key", key, created_at: (await apiKeyCreatedAt(db, request.appWallet))!.toISOString() };
+    const key = await accounts.issueApiKey(request.appWallet);
+    return { object: "api_key", key, created_at: (await accounts.apiKeyCreatedAt(request.appWallet))!.toISOString() };
   });
 
   app.delete("/api-key", async (request) => {
-    await revokeApiKeys(db, request.appWallet);
+    await accounts.revokeApiKeys(request.appWallet);
     return { object: "api_key", deleted: true };
   });
 
-  app.put("/settings", async (request) => {
-    const threshold = ((request.body ?? {}) as Record<string, unknown>).credit_low_threshold;
-    if (typeof threshold !== "number" || !Number.isInteger(threshold) || threshold < 0 || threshold > MAX_THRESHOLD_CREDITS) {
-      throw new ApiError("invalid_request", `credit_low_threshold must be a whole number of credits from 0 to ${MAX_THRESHOLD_CREDITS}.`, "credit_low_threshold");
-    }
-    await setCreditLowThreshold(db, request.appWallet, threshold, await money.availableCredits(db, request.appWallet));
+  app.put("/settings", { schema: { body: settingsBody } }, async (request) => {
+    const threshold = (request.body as { credit_low_threshold: number }).credit_low_threshold;
+    await accounts.setCreditLowThreshold(request.appWallet, threshold, await accounts.availableCredits(request.appWallet));
     return { object: "settings", credit_low_threshold: threshold };
   });
 }

@@ -1,6 +1,5 @@
 /** What the web app's server routes are given. */
 import type { Signer } from "../chain/keys.ts";
-import type { HttpContext } from "../http/context.ts";
 
 export interface WebOptions {
   /** Session lifetime. Default 12 h. */
@@ -11,8 +10,20 @@ export interface WebOptions {
   devWallet?: Signer;
 }
 
+/** Sign-in nonces and wallet sessions (./sessions.ts), bound to the service's database. */
+export interface SessionStore {
+  issueNonce(now: Date): Promise<{ nonce: string; expiresAt: Date }>;
+  useNonce(nonce: string): Promise<boolean>;
+  openSession(wallet: string, ttlMs: number): Promise<{ token: string; expiresAt: Date }>;
+  sessionWallet(token: string): Promise<{ wallet: string; expiresAt: Date } | undefined>;
+  closeSession(token: string): Promise<void>;
+}
+
+/** What the sign-in routes and the session guard are given. */
 export interface WebContext {
-  http: HttpContext;
+  /** The app's origin; only known once the server listens. */
+  appUrl(): string;
+  sessions: SessionStore;
   options: WebOptions;
 }
 

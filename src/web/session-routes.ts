@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { base58Decode } from "../core/base58.ts";
 import { ApiError } from "../core/errors.ts";
 import { DEFAULT_CHAIN_ID, type WebContext } from "./context.ts";
-import { closeSession, DEFAULT_SESSION_TTL_MS, issueNonce, openSession, sessionWallet, useNonce } from "./sessions.ts";
+import { DEFAULT_SESSION_TTL_MS } from "./sessions.ts";
 import { formatSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, signInNonce, signInRefusal, type SignInFields } from "./siws.ts";
 
 export const SESSION_COOKIE = "svc_session";
@@ -39,10 +39,10 @@ function decodeBytes(value: unknown, field: string): Uint8Array {
 /** Origin checks, then the session cookie; sets request.appWallet. */
 export function guardAppRequests(app: FastifyInstance, web: WebContext): void {
   app.addHook("preHandler", async (request) => {
-    if (!SAFE_METHODS.has(request.method)) checkOrigin(request, web.http.appUrl);
+    if (!SAFE_METHODS.has(request.method)) checkOrigin(request, web.appUrl());
     if ((request.routeOptions.config as { public?: boolean } | undefined)?.public) return;
     const token = cookieValue(request.headers.cookie, SESSION_COOKIE);
-    const session = token ? await sessionWallet(web.http.db, token) : undefined;
+    const session = token ? await web.sessions.sessionWallet(token) : undefined;
     if (session) {
       request.appWallet = session.wallet;
       return;
@@ -70,9 +70,9 @@ function setSessionCookie(reply: FastifyReply, appUrl: string, token: string, ex
 
 /** The Sign In With Solana input for a fresh nonce (what `solana:signIn` is given). */
 async function signInInput(web: WebContext): Promise<Omit<SignInFields, "address">> {
-  const origin = new URL(web.http.appUrl);
+  const origin = new URL(web.appUrl());
   const now = new Date();
-  const { nonce, expiresAt } = await issueNonce(web.http.db, now);
+  const { nonce, expiresAt } = await web.sessions.issueNonce(now);
   return {
     domain: origin.host,
     statement: SIGN_IN_STATEMENT,
@@ -86,24 +86,30 @@ async function signInInput(web: WebContext): Promise<Omit<SignInFields, "address
 }
 
 async function signIn(web: WebContext, reply: FastifyReply, signed: { address: string; message: Uint8Array; signature: Uint8Array }) {
-  const refusal = signInRefusal(signed, { origin: web.http.appUrl, chainId: web.options.chainId ?? DEFAULT_CHAIN_ID, now: new Date() });
+  const refusal = signInRefusal(signed, { origin: web.appUrl(), chainId: web.options.chainId ?? DEFAULT_CHAIN_ID, now: new Date() });
   if (refusal) throw new ApiError("invalid_api_key", refusal);
   const nonce = signInNonce(signed.message)!;
-  if (!(await useNonce(web.http.db, nonce))) throw new ApiError("invalid_api_key", "This sign-in message was already used or its nonce is unknown; sign in again.");
-  const session = await openSession(web.http.db, signed.address, web.options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS);
-  setSessionCookie(reply, web.http.appUrl, session.token, session.expiresAt);
+  if (!(await web.sessions.useNonce(nonce))) throw new ApiError("invalid_api_key", "This sign-in message was already used or its nonce is unknown; sign in again.");
+  const session = await web.sessions.openSession(signed.address, web.options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS);
+  setSessionCookie(reply, web.appUrl(), session.token, session.expiresAt);
   return { object: "session", wallet: signed.address, expires_at: session.expiresAt.toISOString() };
 }
 
-export function registerSessionRoutes(app: FastifyInstance, web: WebContext): void {
+const bytes = { type: "string", description: "base64 bytes (base58 is accepted too)" };
+const signInBody = {
+  type: "object",
+  required: ["address", "message", "signature"],
+  properties: { address: { type: "string", description: "the signing wallet's address" }, message: bytes, signature: bytes },
+};
+
+export async function sessionRoutes(app: FastifyInstance, web: WebContext): Promise<void> {
   const open = { config: { public: true } };
   app.get("/config", open, async () => ({ object: "app_config", dev_wallet: web.options.devWallet?.address ?? null, chain_id: web.options.chainId ?? DEFAULT_CHAIN_ID }));
 
   app.post("/session/nonce", open, async () => ({ object: "sign_in_input", ...(await signInInput(web)) }));
 
-  app.post("/session", open, async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    if (typeof body.address !== "string") throw new ApiError("invalid_request", "address is required: the signing wallet's address.", "address");
+  app.post("/session", { ...open, schema: { body: signInBody } }, async (request, reply) => {
+    const body = request.body as { address: string; message: string; signature: string };
     return signIn(web, reply, { address: body.address, message: decodeBytes(body.message, "message"), signature: decodeBytes(body.signature, "signature") });
   });
 
@@ -119,7 +125,7 @@ export function registerSessionRoutes(app: FastifyInstance, web: WebContext): vo
 
   app.delete("/session", async (request, reply) => {
     const token = cookieValue(request.headers.cookie, SESSION_COOKIE);
-    if (token) await closeSession(web.http.db, token);
+    if (token) await web.sessions.closeSession(token);
     reply.header("set-cookie", `${SESSION_COOKIE}=; Path=${COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Strict`);
     return { object: "session", wallet: request.appWallet, deleted: true };
   });

@@ -6,63 +6,70 @@
  */
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "../core/errors.ts";
-import type { Webhooks } from "../events/index.ts";
-import { registerWebhooks } from "../http/routes/webhooks.ts";
-import { wakeDelivery } from "../events/outbox.ts";
-import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, webhookToApi, type DeliveryStatus } from "../events/webhook-repo.ts";
+import { webhookRoutes, type WebhookRoutesOptions } from "../http/routes/webhooks.ts";
+import { idParams } from "../http/schemas.ts";
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
 
-function parseQuery(query: Record<string, unknown>): { status?: DeliveryStatus; limit: number; before?: string } {
-  const out: { status?: DeliveryStatus; limit: number; before?: string } = { limit: DEFAULT_LIMIT };
-  if (query.status !== undefined) {
-    if (!DELIVERY_STATUSES.includes(query.status as DeliveryStatus)) {
-      throw new ApiError("invalid_request", `status must be one of ${DELIVERY_STATUSES.join(", ")}.`, "status");
-    }
-    out.status = query.status as DeliveryStatus;
-  }
+export type DeliveryQuery = { status?: string; limit: number; before?: string };
+
+/** The webhooks part's functions these pages use, bound to the service's database. */
+export interface WebhookPageOptions {
+  /** List, create and delete, as on /v1. */
+  webhooks: WebhookRoutesOptions;
+  /** The wallet's webhook in its API form, or undefined when it has none with this id. */
+  get(wallet: string, id: string): Promise<Record<string, unknown> | undefined>;
+  deliveries(webhookId: string, query: DeliveryQuery): Promise<{ data: Record<string, unknown>[]; nextCursor: string | null }>;
+  /** Queues the failed deliveries again; how many. */
+  replay(webhookId: string): Promise<number>;
+  deliveryStatuses: readonly string[];
+}
+
+function deliveryQuery(statuses: readonly string[]) {
+  return {
+    type: "object",
+    properties: {
+      status: { type: "string", enum: [...statuses] },
+      limit: { type: "string", pattern: "^[0-9]+$", description: `a whole number from 1 to ${MAX_LIMIT}` },
+      before: { type: "string", pattern: "^evt_", description: "an event id" },
+    },
+  };
+}
+
+function parseQuery(query: Record<string, string | undefined>): DeliveryQuery {
+  const out: DeliveryQuery = { limit: DEFAULT_LIMIT };
+  if (query.status !== undefined) out.status = query.status;
   if (query.limit !== undefined) {
     const limit = Number(query.limit);
-    if (!/^\d+$/.test(String(query.limit)) || limit < 1 || limit > MAX_LIMIT) {
-      throw new ApiError("invalid_request", `limit must be a whole number from 1 to ${MAX_LIMIT}.`, "limit");
-    }
+    if (limit < 1 || limit > MAX_LIMIT) throw new ApiError("invalid_request", `limit must be a whole number from 1 to ${MAX_LIMIT}.`, "limit");
     out.limit = limit;
   }
-  if (query.before !== undefined) {
-    if (typeof query.before !== "string" || !query.before.startsWith("evt_")) throw new ApiError("invalid_request", "before must be an event id.", "before");
-    out.before = query.before;
-  }
+  if (query.before !== undefined) out.before = query.before;
   return out;
 }
 
-export function registerWebhookRoutes(app: FastifyInstance, webhooks: Webhooks): void {
-  const { db } = webhooks;
-  registerWebhooks(app, webhooks, (request) => request.appWallet);
+export async function webhookPageRoutes(app: FastifyInstance, options: WebhookPageOptions): Promise<void> {
+  await app.register(webhookRoutes, { ...options.webhooks, walletOf: (request) => request.appWallet });
   const owned = async (wallet: string, id: string) => {
-    const webhook = await getWebhook(db, wallet, id);
+    const webhook = await options.get(wallet, id);
     if (!webhook) throw new ApiError("not_found", `No webhook '${id}' exists.`, "webhook_id");
     return webhook;
   };
 
-  app.get("/webhooks/:id/deliveries", async (request) => {
+  const deliveriesSchema = { params: idParams(), querystring: deliveryQuery(options.deliveryStatuses) };
+  app.get("/webhooks/:id/deliveries", { schema: deliveriesSchema }, async (request) => {
     const { id } = request.params as { id: string };
-    const query = parseQuery(request.query as Record<string, unknown>);
+    const query = parseQuery(request.query as Record<string, string | undefined>);
     await owned(request.appWallet, id);
-    const { deliveries, hasMore } = await listDeliveries(db, id, query);
-    return {
-      object: "list",
-      data: deliveries.map((d) => deliveryToApi(id, d)),
-      has_more: hasMore,
-      next_cursor: hasMore ? deliveries[deliveries.length - 1]!.eventId : null,
-    };
+    const { data, nextCursor } = await options.deliveries(id, query);
+    return { object: "list", data, has_more: nextCursor !== null, next_cursor: nextCursor };
   });
 
-  app.post("/webhooks/:id/replay", async (request) => {
+  app.post("/webhooks/:id/replay", { schema: { params: idParams() } }, async (request) => {
     const { id } = request.params as { id: string };
     await owned(request.appWallet, id);
-    const replayed = await replayFailed(db, id);
-    wakeDelivery();
-    return { object: "webhook_replay", replayed, webhook: webhookToApi(await owned(request.appWallet, id)) };
+    const replayed = await options.replay(id);
+    return { object: "webhook_replay", replayed, webhook: await owned(request.appWallet, id) };
   });
 }

@@ -1,20 +1,22 @@
 /** GET /account: the wallet behind the key and its balance. */
 import type { FastifyInstance } from "fastify";
-import { getWallet } from "../../accounts/accounts.ts";
 import { usdcValue } from "../../core/units.ts";
-import * as money from "../../jobs/money.ts";
-import type { HttpContext } from "../context.ts";
+import { ERROR_RESPONSES, ref } from "../schemas.ts";
 
-export function registerAccount(app: FastifyInstance, ctx: HttpContext): void {
-  app.get("/account", async (request) => {
+export interface AccountRoutesOptions {
+  /** The wallet's available credits and its last top-up. */
+  balanceOf(wallet: string): Promise<{ credits: number; lastTopupAt: Date | null }>;
+}
+
+export async function accountRoutes(app: FastifyInstance, options: AccountRoutesOptions): Promise<void> {
+  app.get("/account", { schema: { response: { 200: ref("Account"), ...ERROR_RESPONSES } } }, async (request) => {
     const { wallet, keyCreatedAt } = request.owner;
-    const record = await getWallet(ctx.db, wallet);
-    const credits = await money.availableCredits(ctx.db, wallet);
+    const { credits, lastTopupAt } = await options.balanceOf(wallet);
     return {
       wallet,
       credits_remaining: credits,
       usdc_value: usdcValue(credits),
-      last_topup_at: record?.lastTopupAt ? record.lastTopupAt.toISOString() : null,
+      last_topup_at: lastTopupAt ? lastTopupAt.toISOString() : null,
       api_key_created_at: keyCreatedAt.toISOString(),
     };
   });

@@ -2,12 +2,13 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { ApiError } from "../../core/errors.ts";
 import type { JobEvent, StartedJob } from "../../jobs/job-service.ts";
+import type { ChatRequest } from "../chat-request.ts";
 import type { FinishReason, Usage } from "../../inference/engine.ts";
 import { parseChatRequest } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
-import type { HttpContext } from "../context.ts";
 import { errorBody } from "../errors.ts";
 import type { CompletionLog } from "../request-log.ts";
+import { ERROR_RESPONSES, ref } from "../schemas.ts";
 
 const SETTLEMENT_HEADER = "x-svc-settlement-tx";
 
@@ -35,12 +36,25 @@ function noteUsage<T extends { usage: Usage }>(log: CompletionLog, finished: T):
   return finished;
 }
 
-export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext): void {
-  app.post("/chat/completions", async (request, reply) => {
+export interface ChatCompletionsOptions {
+  startJob(wallet: string, chat: ChatRequest, signal: AbortSignal): Promise<StartedJob>;
+  /** Error bodies link into `<appUrl>/docs/errors`; the origin is only known once the server listens. */
+  appUrl(): string;
+}
+
+const schema = { body: ref("ChatCompletionRequest"), response: { 200: ref("ChatCompletion"), ...ERROR_RESPONSES } };
+/**
+ * The completion is written as JSON.stringify writes it, not by the schema's serializer: the
+ * OpenAI SDKs read these bytes, and the schema is there to validate and to document.
+ */
+const plainJson = () => (data: unknown) => JSON.stringify(data);
+
+export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCompletionsOptions): Promise<void> {
+  app.post("/chat/completions", { schema, serializerCompiler: plainJson }, async (request, reply) => {
     const chat = parseChatRequest(request.body);
     const log: CompletionLog = (request.completion = { model: chat.model });
     const signal = clientGone(reply);
-    const job = await ctx.jobs.start(request.owner.wallet, chat, signal);
+    const job = await options.startJob(request.owner.wallet, chat, signal);
     log.jobId = job.id;
     reply.headers(jobHeaders(job));
     const jobEvents = job.events[Symbol.asyncIterator]();
@@ -113,7 +127,7 @@ export function registerChatCompletions(app: FastifyInstance, ctx: HttpContext):
       // After the stream has begun, a failure is one SSE error event and no [DONE].
       // Once [DONE] is out, a failed settlement shows only as a missing trailer and in GET /jobs/{id}.
       const apiError = error instanceof ApiError ? error : new ApiError("internal_error", "The service failed while streaming.");
-      if (!sentDone) write(sseData(errorBody(apiError, ctx.appUrl)));
+      if (!sentDone) write(sseData(errorBody(apiError, options.appUrl())));
     }
     if (!res.destroyed && !res.writableEnded) res.end();
   });

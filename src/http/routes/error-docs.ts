@@ -43,7 +43,7 @@ export function renderErrorDocs(markdown: string): string {
   return `<!doctype html><html><head><meta charset="utf-8"><title>Errors</title></head><body>${html.join("\n")}</body></html>`;
 }
 
-export function registerErrorDocs(app: FastifyInstance): void {
+export async function errorDocRoutes(app: FastifyInstance): Promise<void> {
   const page = renderErrorDocs(readFileSync(SOURCE, "utf8"));
   app.get("/docs/errors", async (_request, reply) => reply.type("text/html; charset=utf-8").send(page));
 }

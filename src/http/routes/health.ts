@@ -65,7 +65,12 @@ const readinessSchema = {
   },
 } as const;
 
-export function registerHealth(app: FastifyInstance, probes: ReadinessProbes, logger: Logger): void {
+export interface HealthRoutesOptions {
+  probes: ReadinessProbes;
+  logger: Logger;
+}
+
+export async function healthRoutes(app: FastifyInstance, { probes, logger }: HealthRoutesOptions): Promise<void> {
   const config = { public: true, rateLimited: false };
   app.get(
     "/healthz",

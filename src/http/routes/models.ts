@@ -1,11 +1,18 @@
 /** GET /models and GET /models/{id}: catalog models that at least one worker hosts right now. */
 import type { FastifyInstance } from "fastify";
-import type { CatalogModel } from "../../catalog/catalog.ts";
+import type { Catalog, CatalogModel } from "../../catalog/catalog.ts";
 import { ApiError } from "../../core/errors.ts";
 import { TIERS } from "../../core/pricing.ts";
-import type { HttpContext } from "../context.ts";
+import type { WorkerPool } from "../../network/worker-pool.ts";
+import { ERROR_RESPONSES, ref } from "../schemas.ts";
 
-export function modelToApi(model: CatalogModel, ctx: HttpContext) {
+export interface ModelRoutesOptions {
+  catalog: Pick<Catalog, "all" | "get">;
+  /** Who serves what now. */
+  pool: Pick<WorkerPool, "hostedModels" | "activeWorkers" | "medianLatencyMs" | "contextWindow">;
+}
+
+export function modelToApi(model: CatalogModel, pool: ModelRoutesOptions["pool"]) {
   const rates = TIERS[model.tier];
   return {
     id: model.id,
@@ -16,31 +23,33 @@ export function modelToApi(model: CatalogModel, ctx: HttpContext) {
       tier: model.tier,
       credits_per_request: rates.creditsPerRequest,
       credits_per_1k_tokens: rates.creditsPer1kTokens,
-      active_workers: ctx.pool.activeWorkers(model.id),
-      median_latency_ms: ctx.pool.medianLatencyMs(model.id),
+      active_workers: pool.activeWorkers(model.id),
+      median_latency_ms: pool.medianLatencyMs(model.id),
       parameters: model.parameters,
       // What a request can get now: the catalog's window, as far as the roomiest worker holds it.
-      context_window: Math.min(model.contextWindow, ctx.pool.contextWindow(model.id)),
+      context_window: Math.min(model.contextWindow, pool.contextWindow(model.id)),
     },
   };
 }
 
-export function registerModels(app: FastifyInstance, ctx: HttpContext): void {
-  app.get("/models", async () => {
-    const hosted = ctx.pool.hostedModels();
-    const data = ctx.catalog
+const modelIdParams = { type: "object", properties: { "*": { type: "string", description: "A model id; its slash may be sent raw or as %2F." } } };
+
+export async function modelRoutes(app: FastifyInstance, { catalog, pool }: ModelRoutesOptions): Promise<void> {
+  app.get("/models", { schema: { response: { 200: ref("ModelList"), ...ERROR_RESPONSES } } }, async () => {
+    const hosted = pool.hostedModels();
+    const data = catalog
       .all()
       .filter((m) => hosted.has(m.id))
-      .map((m) => modelToApi(m, ctx));
+      .map((m) => modelToApi(m, pool));
     return { object: "list", data };
   });
 
   // Model ids contain a slash ("meta-llama/Llama-3.3-70B-Instruct"), sent raw or as %2F.
-  app.get("/models/*", async (request) => {
+  app.get("/models/*", { schema: { params: modelIdParams, response: { 200: ref("Model"), ...ERROR_RESPONSES } } }, async (request) => {
     const raw = (request.params as Record<string, string>)["*"] ?? "";
     const id = decodeURIComponent(raw);
-    const model = ctx.catalog.get(id);
-    if (!model || !ctx.pool.hostedModels().has(id)) throw new ApiError("not_found", `No model '${id}' is being served.`, "model");
-    return modelToApi(model, ctx);
+    const model = catalog.get(id);
+    if (!model || !pool.hostedModels().has(id)) throw new ApiError("not_found", `No model '${id}' is being served.`, "model");
+    return modelToApi(model, pool);
   });
 }
