@@ -9,8 +9,8 @@ export function errorBody(error: ApiError, appUrl: string) {
   return error.toBody(appUrl);
 }
 
-/** Map errors raised by Fastify itself (body parsing, limits) onto the API's codes. */
-function fromFastify(error: FastifyError): ApiError | undefined {
+/** Map errors raised by Fastify itself (body parsing, limits, schemas) onto the API's codes. */
+export function fromFastify(error: FastifyError): ApiError | undefined {
   // A body, query or path that parsed but does not match the route's schema: name the field.
   if (error.validation) return schemaError(error.validation as SchemaError[], error.validationContext);
   switch (error.code) {

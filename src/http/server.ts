@@ -26,6 +26,13 @@ import { registerWebApp } from "../web/index.ts";
 
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Fastify's ajv as the routes' schemas need it. A JSON body is validated as sent: "1" is not the
+ * number 1. `verbose` gives each error its schema and value, from which schema-errors.ts words
+ * the message.
+ */
+export const AJV_OPTIONS = { customOptions: { coerceTypes: false, verbose: true, allowUnionTypes: true } } as const;
+
 function isPublic(request: FastifyRequest): boolean {
   return Boolean(request.routeOptions.config && (request.routeOptions.config as { public?: boolean }).public);
 }
@@ -96,11 +103,7 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
       return (reply as FastifyReply).status(apiError.status).send(apiError.toBody(ctx.appUrl));
     },
     clientErrorHandler: (error, socket) => answerClientError(error, socket, ctx.appUrl),
-    ajv: {
-      // A JSON body is validated as sent: "1" is not the number 1. `verbose` gives each error its
-      // schema and value, from which schema-errors.ts words the message.
-      customOptions: { coerceTypes: false, verbose: true, allowUnionTypes: true },
-    },
+    ajv: AJV_OPTIONS,
   });
   const routes = new RouteTable();
   const registered: RegisteredRoute[] = [];

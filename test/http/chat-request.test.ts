@@ -1,22 +1,50 @@
+/**
+ * A chat-completions body as the gateway reads it: checked against its JSON schema by Fastify's
+ * ajv (configured as the server configures it), then parsed into the service's shape.
+ */
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { ApiError } from "../../src/core/errors.ts";
+import { after, test } from "node:test";
+import Fastify from "fastify";
+import { ApiError, type ErrorCode } from "../../src/core/errors.ts";
 import { MAX_TOKENS, SEED_RANGE } from "../../src/core/request-limits.ts";
-import { parseChatRequest } from "../../src/http/chat-request.ts";
+import { parseChatRequest, type ChatCompletionBody, type ChatRequest } from "../../src/http/chat-request.ts";
+import { fromFastify } from "../../src/http/errors.ts";
+import { addSharedSchemas, ref } from "../../src/http/schemas.ts";
+import { AJV_OPTIONS } from "../../src/http/server.ts";
 import { parseGatewayMessage } from "../../src/network/protocol-parse.ts";
+
+const app = Fastify({ ajv: AJV_OPTIONS });
+addSharedSchemas(app);
+app.post("/parse", { schema: { body: ref("ChatCompletionRequest") } }, async (request) => parseChatRequest(request.body as ChatCompletionBody));
+app.setErrorHandler((error, _request, reply) => {
+  const apiError = error instanceof ApiError ? error : fromFastify(error as Parameters<typeof fromFastify>[0]);
+  return reply.status(apiError?.status ?? 500).send(apiError?.toBody("") ?? { error: { code: "internal_error" } });
+});
+after(() => app.close());
+
+/**
+ * Through the schema and the parser; a refusal is thrown as the ApiError the gateway would answer.
+ * An accepted body is parsed again here, where `undefined` fields survive (JSON drops them).
+ */
+async function parse(body: unknown): Promise<ChatRequest> {
+  const response = await app.inject({ method: "POST", url: "/parse", payload: JSON.stringify(body), headers: { "content-type": "application/json" } });
+  const answer = response.json() as { error?: { code: ErrorCode; message: string; param: string | null } };
+  if (answer.error) throw new ApiError(answer.error.code, answer.error.message, answer.error.param);
+  return parseChatRequest(body as ChatCompletionBody);
+}
 
 const minimal = { model: "m", messages: [{ role: "user", content: "hi" }] };
 
-function rejects(body: unknown, param: string) {
-  assert.throws(
-    () => parseChatRequest(body),
+async function rejects(body: unknown, param: string) {
+  await assert.rejects(
+    () => parse(body),
     (e: unknown) => e instanceof ApiError && e.code === "invalid_request" && e.param === param,
     `expected invalid_request on ${param}`,
   );
 }
 
-test("OpenAI's defaults are filled in", () => {
-  const r = parseChatRequest(minimal);
+test("OpenAI's defaults are filled in", async () => {
+  const r = await parse(minimal);
   assert.deepEqual(r, {
     model: "m",
     messages: [{ role: "user", content: "hi" }],
@@ -32,8 +60,8 @@ test("OpenAI's defaults are filled in", () => {
   });
 });
 
-test("every parameter is read and range-checked", () => {
-  const r = parseChatRequest({
+test("every parameter is read and range-checked", async () => {
+  const r = await parse({
     ...minimal,
     stream: true,
     stream_options: { include_usage: true },
@@ -51,58 +79,58 @@ test("every parameter is read and range-checked", () => {
   assert.equal(r.maxTokens, 5);
   assert.deepEqual(r.stop, ["x"]);
   assert.equal(r.seed, 42);
-  assert.equal(parseChatRequest({ ...minimal, max_completion_tokens: 9 }).maxTokens, 9);
-  rejects({ ...minimal, temperature: 2.5 }, "temperature");
-  rejects({ ...minimal, frequency_penalty: -3 }, "frequency_penalty");
-  rejects({ ...minimal, presence_penalty: "1" }, "presence_penalty");
-  rejects({ ...minimal, max_tokens: 0 }, "max_tokens");
-  rejects({ ...minimal, max_tokens: 1.5 }, "max_tokens");
-  rejects({ ...minimal, stop: [1] }, "stop");
-  rejects({ ...minimal, seed: "7" }, "seed");
+  assert.equal((await parse({ ...minimal, max_completion_tokens: 9 })).maxTokens, 9);
+  await rejects({ ...minimal, temperature: 2.5 }, "temperature");
+  await rejects({ ...minimal, frequency_penalty: -3 }, "frequency_penalty");
+  await rejects({ ...minimal, presence_penalty: "1" }, "presence_penalty");
+  await rejects({ ...minimal, max_tokens: 0 }, "max_tokens");
+  await rejects({ ...minimal, max_tokens: 1.5 }, "max_tokens");
+  await rejects({ ...minimal, stop: [1] }, "stop");
+  await rejects({ ...minimal, seed: "7" }, "seed");
 });
 
-test("missing or malformed fields name their param", () => {
-  rejects(null, "body");
-  rejects([], "body");
-  rejects({ messages: minimal.messages }, "model");
-  rejects({ model: "m" }, "messages");
-  rejects({ model: "m", messages: [] }, "messages");
-  rejects({ model: "m", messages: [{ role: "tool", content: "x" }] }, "messages[0].role");
-  rejects({ model: "m", messages: [{ role: "user" }] }, "messages[0].content");
-  rejects({ model: "m", messages: Array.from({ length: 2049 }, () => ({ role: "user", content: "x" })) }, "messages");
+test("missing or malformed fields name their param", async () => {
+  await rejects(null, "body");
+  await rejects([], "body");
+  await rejects({ messages: minimal.messages }, "model");
+  await rejects({ model: "m" }, "messages");
+  await rejects({ model: "m", messages: [] }, "messages");
+  await rejects({ model: "m", messages: [{ role: "tool", content: "x" }] }, "messages[0].role");
+  await rejects({ model: "m", messages: [{ role: "user" }] }, "messages[0].content");
+  await rejects({ model: "m", messages: Array.from({ length: 2049 }, () => ({ role: "user", content: "x" })) }, "messages");
 });
 
-test("planned features are refused with a message saying so", () => {
+test("planned features are refused with a message saying so", async () => {
   for (const [field, value] of [["tools", []], ["tool_choice", "auto"], ["functions", []], ["n", 2]] as const) {
-    assert.throws(() => parseChatRequest({ ...minimal, [field]: value }), (e: unknown) => {
+    await assert.rejects(() => parse({ ...minimal, [field]: value }), (e: unknown) => {
       return e instanceof ApiError && e.param === field && /planned/.test(e.message);
     });
   }
-  assert.throws(
-    () => parseChatRequest({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "x" }] }] }),
+  await assert.rejects(
+    () => parse({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "x" }] }] }),
     (e: unknown) => e instanceof ApiError && e.param === "messages[0].content" && /planned/.test(e.message),
   );
-  assert.equal(parseChatRequest({ ...minimal, n: 1 }).model, "m");
+  assert.equal((await parse({ ...minimal, n: 1 })).model, "m");
 });
 
-test("a seed or max_tokens the worker protocol cannot carry is refused at the API (issue 7.1)", () => {
+test("a seed or max_tokens the worker protocol cannot carry is refused at the API (issue 7.1)", async () => {
   // `seed: 1e20` used to pass here and make every worker's protocol parser refuse the job.
-  rejects({ ...minimal, seed: 1e20 }, "seed");
-  rejects({ ...minimal, seed: SEED_RANGE.max + 1 }, "seed");
-  rejects({ ...minimal, seed: SEED_RANGE.min - 1 }, "seed");
-  rejects({ ...minimal, max_tokens: MAX_TOKENS + 1 }, "max_tokens");
-  rejects({ ...minimal, max_completion_tokens: 1e300 }, "max_completion_tokens");
-  rejects({ ...minimal, stop: ["a", "b", "c", "d", "e"] }, "stop");
+  await rejects({ ...minimal, seed: 1e20 }, "seed");
+  await rejects({ ...minimal, seed: SEED_RANGE.max + 1 }, "seed");
+  await rejects({ ...minimal, seed: SEED_RANGE.min - 1 }, "seed");
+  await rejects({ ...minimal, max_tokens: MAX_TOKENS + 1 }, "max_tokens");
+  await rejects({ ...minimal, max_completion_tokens: 1e300 }, "max_completion_tokens");
+  await rejects({ ...minimal, stop: ["a", "b", "c", "d", "e"] }, "stop");
 });
 
-test("every value the API accepts at the edges of its ranges is a job the worker protocol accepts", () => {
+test("every value the API accepts at the edges of its ranges is a job the worker protocol accepts", async () => {
   const edges = [
     { seed: SEED_RANGE.max, max_tokens: MAX_TOKENS, temperature: 2, top_p: 1, frequency_penalty: 2, presence_penalty: 2 },
     { seed: SEED_RANGE.min, max_tokens: 1, temperature: 0, top_p: 0, frequency_penalty: -2, presence_penalty: -2 },
   ];
   for (const edge of edges) {
     const messages = Array.from({ length: 2048 }, () => ({ role: "user", content: "\u0000 x".repeat(50) }));
-    const chat = parseChatRequest({ ...minimal, ...edge, messages, stop: ["1", "2", "3", "4".repeat(1000)] });
+    const chat = await parse({ ...minimal, ...edge, messages, stop: ["1", "2", "3", "4".repeat(1000)] });
     // The job message as the gateway sends it to a worker (jobs/job-service.ts builds the same fields).
     const request = {
       messages: chat.messages,

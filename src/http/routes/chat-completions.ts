@@ -4,7 +4,7 @@ import { ApiError } from "../../core/errors.ts";
 import type { JobEvent, StartedJob } from "../../jobs/job-service.ts";
 import type { ChatRequest } from "../chat-request.ts";
 import type { FinishReason, Usage } from "../../inference/engine.ts";
-import { parseChatRequest } from "../chat-request.ts";
+import { parseChatRequest, type ChatCompletionBody } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
 import { errorBody } from "../errors.ts";
 import type { CompletionLog } from "../request-log.ts";
@@ -51,7 +51,7 @@ const plainJson = () => (data: unknown) => JSON.stringify(data);
 
 export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCompletionsOptions): Promise<void> {
   app.post("/chat/completions", { schema, serializerCompiler: plainJson }, async (request, reply) => {
-    const chat = parseChatRequest(request.body);
+    const chat = parseChatRequest(request.body as ChatCompletionBody);
     const log: CompletionLog = (request.completion = { model: chat.model });
     const signal = clientGone(reply);
     const job = await options.startJob(request.owner.wallet, chat, signal);
