@@ -15,12 +15,13 @@ import { JOB_STATUSES } from "../jobs/job-record.ts";
 /** A reference to a shared schema by its `$id`. */
 export const ref = (id: string) => ({ $ref: `${id}#` });
 
-const str = { type: "string" } as const;
-const int = { type: "integer" } as const;
-const maybe = (type: string) => ({ type: [type, "null"] });
-const when = { type: ["string", "null"], description: "ISO 8601 UTC timestamp" } as const;
+export const str = { type: "string" } as const;
+export const int = { type: "integer" } as const;
+export const maybe = (type: string) => ({ type: [type, "null"] });
+export const when = { type: ["string", "null"], description: "ISO 8601 UTC timestamp" } as const;
 
-function object(properties: Record<string, unknown>, required = Object.keys(properties), description?: string) {
+/** An object schema listing its fields (all required unless said), open to further ones. */
+export function object(properties: Record<string, unknown>, required = Object.keys(properties), description?: string) {
   return { type: "object", properties, required, additionalProperties: true, ...(description ? { description } : {}) };
 }
 

@@ -5,6 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Wallet } from "../accounts/accounts.ts";
 import { usdcValue } from "../core/units.ts";
+import { ERROR_RESPONSES, int, maybe, object, str, when } from "../http/schemas.ts";
 
 const MAX_THRESHOLD_CREDITS = 1_000_000_000;
 /** The overview lists this many of the latest deposits. */
@@ -34,8 +35,24 @@ const settingsBody = {
   },
 };
 
+const respond = (body: unknown) => ({ schema: { response: { 200: body, ...ERROR_RESPONSES } } });
+const overview = object({
+  object: { const: "overview" },
+  wallet: str,
+  credits_remaining: int,
+  usdc_value: { type: "number" },
+  last_topup_at: when,
+  api_key_created_at: when,
+  credit_low_threshold: int,
+});
+const deposit = object({ credits_added: int, usdc_value: { type: "number" }, deposit_tx: maybe("string"), created_at: str });
+const deposits = object({ object: { const: "list" }, data: { type: "array", items: deposit } });
+const apiKey = object({ object: { const: "api_key" }, key: { ...str, description: "The full key: shown in this answer only." }, created_at: str });
+const apiKeyDeleted = object({ object: { const: "api_key" }, deleted: { const: true } });
+const settings = object({ object: { const: "settings" }, credit_low_threshold: int });
+
 export async function accountPageRoutes(app: FastifyInstance, accounts: AccountPageOptions): Promise<void> {
-  app.get("/overview", async (request) => {
+  app.get("/overview", respond(overview), async (request) => {
     const wallet = request.appWallet;
     const [record, credits, keyCreatedAt] = await Promise.all([accounts.getWallet(wallet), accounts.availableCredits(wallet), accounts.apiKeyCreatedAt(wallet)]);
     return {
@@ -49,7 +66,7 @@ export async function accountPageRoutes(app: FastifyInstance, accounts: AccountP
     };
   });
 
-  app.get("/deposits", async (request) => ({
+  app.get("/deposits", respond(deposits), async (request) => ({
     object: "list",
     data: (await accounts.recentDeposits(request.appWallet, RECENT_DEPOSITS)).map((d) => ({
       credits_added: d.credits,
@@ -60,17 +77,17 @@ export async function accountPageRoutes(app: FastifyInstance, accounts: AccountP
   }));
 
   // One key per wallet: making one replaces the one before, which stops working at once.
-  app.post("/api-key", async (request) => {
+  app.post("/api-key", respond(apiKey), async (request) => {
     const key = await accounts.issueApiKey(request.appWallet);
     return { object: "api_key", key, created_at: (await accounts.apiKeyCreatedAt(request.appWallet))!.toISOString() };
   });
 
-  app.delete("/api-key", async (request) => {
+  app.delete("/api-key", respond(apiKeyDeleted), async (request) => {
     await accounts.revokeApiKeys(request.appWallet);
     return { object: "api_key", deleted: true };
   });
 
-  app.put("/settings", { schema: { body: settingsBody } }, async (request) => {
+  app.put("/settings", { schema: { body: settingsBody, response: { 200: settings, ...ERROR_RESPONSES } } }, async (request) => {
     const threshold = (request.body as { credit_low_threshold: number }).credit_low_threshold;
     await accounts.setCreditLowThreshold(request.appWallet, threshold, await accounts.availableCredits(request.appWallet));
     return { object: "settings", credit_low_threshold: threshold };

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { base58Decode } from "../core/base58.ts";
 import { ApiError } from "../core/errors.ts";
 import { DEFAULT_CHAIN_ID, type WebContext } from "./context.ts";
+import { ERROR_RESPONSES, maybe, object, str } from "../http/schemas.ts";
 import { DEFAULT_SESSION_TTL_MS } from "./sessions.ts";
 import { formatSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, signInNonce, signInRefusal, type SignInFields } from "./siws.ts";
 
@@ -102,28 +103,44 @@ const signInBody = {
   properties: { address: { type: "string", description: "the signing wallet's address" }, message: bytes, signature: bytes },
 };
 
+const response = (body: unknown) => ({ response: { 200: body, ...ERROR_RESPONSES } });
+const appConfig = object({ object: { const: "app_config" }, dev_wallet: maybe("string"), chain_id: str });
+const signInInputBody = object({
+  object: { const: "sign_in_input" },
+  domain: str,
+  statement: str,
+  uri: str,
+  version: str,
+  chainId: str,
+  nonce: str,
+  issuedAt: str,
+  expirationTime: str,
+});
+const session = object({ object: { const: "session" }, wallet: str, expires_at: str }, ["object", "wallet"]);
+const sessionClosed = object({ object: { const: "session" }, wallet: str, deleted: { const: true } });
+
 export async function sessionRoutes(app: FastifyInstance, web: WebContext): Promise<void> {
   const open = { config: { public: true } };
-  app.get("/config", open, async () => ({ object: "app_config", dev_wallet: web.options.devWallet?.address ?? null, chain_id: web.options.chainId ?? DEFAULT_CHAIN_ID }));
+  app.get("/config", { ...open, schema: response(appConfig) }, async () => ({ object: "app_config", dev_wallet: web.options.devWallet?.address ?? null, chain_id: web.options.chainId ?? DEFAULT_CHAIN_ID }));
 
-  app.post("/session/nonce", open, async () => ({ object: "sign_in_input", ...(await signInInput(web)) }));
+  app.post("/session/nonce", { ...open, schema: response(signInInputBody) }, async () => ({ object: "sign_in_input", ...(await signInInput(web)) }));
 
-  app.post("/session", { ...open, schema: { body: signInBody } }, async (request, reply) => {
+  app.post("/session", { ...open, schema: { body: signInBody, ...response(session) } }, async (request, reply) => {
     const body = request.body as { address: string; message: string; signature: string };
     return signIn(web, reply, { address: body.address, message: decodeBytes(body.message, "message"), signature: decodeBytes(body.signature, "signature") });
   });
 
   // Development only: sign in as the dev wallet without an extension, through the same checks.
-  app.post("/session/dev", open, async (_request, reply) => {
+  app.post("/session/dev", { ...open, schema: response(session) }, async (_request, reply) => {
     const dev = web.options.devWallet;
     if (!dev) throw new ApiError("not_found", "The dev wallet is only offered by 'svc dev'.");
     const message = new TextEncoder().encode(formatSignInMessage({ ...(await signInInput(web)), address: dev.address }));
     return signIn(web, reply, { address: dev.address, message, signature: dev.sign(message) });
   });
 
-  app.get("/session", async (request) => ({ object: "session", wallet: request.appWallet }));
+  app.get("/session", { schema: response(session) }, async (request) => ({ object: "session", wallet: request.appWallet }));
 
-  app.delete("/session", async (request, reply) => {
+  app.delete("/session", { schema: response(sessionClosed) }, async (request, reply) => {
     const token = cookieValue(request.headers.cookie, SESSION_COOKIE);
     if (token) await web.sessions.closeSession(token);
     reply.header("set-cookie", `${SESSION_COOKIE}=; Path=${COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Strict`);

@@ -7,7 +7,7 @@
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "../core/errors.ts";
 import { webhookRoutes, type WebhookRoutesOptions } from "../http/routes/webhooks.ts";
-import { idParams } from "../http/schemas.ts";
+import { ERROR_RESPONSES, idParams, int, maybe, object, ref, str, when } from "../http/schemas.ts";
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
@@ -49,6 +49,24 @@ function parseQuery(query: Record<string, string | undefined>): DeliveryQuery {
   return out;
 }
 
+const delivery = object({
+  object: { const: "webhook_delivery" },
+  webhook_id: str,
+  event_id: str,
+  event: str,
+  status: str,
+  attempts: int,
+  last_attempt_at: when,
+  next_attempt_at: when,
+  last_status_code: maybe("integer"),
+  last_error: maybe("string"),
+  delivered_at: when,
+  created_at: when,
+  payload: { type: "object", additionalProperties: true, description: "The event as delivered." },
+});
+const deliveryList = object({ object: { const: "list" }, data: { type: "array", items: delivery }, has_more: { type: "boolean" }, next_cursor: maybe("string") });
+const replayAnswer = object({ object: { const: "webhook_replay" }, replayed: int, webhook: ref("Webhook") });
+
 export async function webhookPageRoutes(app: FastifyInstance, options: WebhookPageOptions): Promise<void> {
   await app.register(webhookRoutes, { ...options.webhooks, walletOf: (request) => request.appWallet });
   const owned = async (wallet: string, id: string) => {
@@ -57,7 +75,7 @@ export async function webhookPageRoutes(app: FastifyInstance, options: WebhookPa
     return webhook;
   };
 
-  const deliveriesSchema = { params: idParams(), querystring: deliveryQuery(options.deliveryStatuses) };
+  const deliveriesSchema = { params: idParams(), querystring: deliveryQuery(options.deliveryStatuses), response: { 200: deliveryList, ...ERROR_RESPONSES } };
   app.get("/webhooks/:id/deliveries", { schema: deliveriesSchema }, async (request) => {
     const { id } = request.params as { id: string };
     const query = parseQuery(request.query as Record<string, string | undefined>);
@@ -66,7 +84,7 @@ export async function webhookPageRoutes(app: FastifyInstance, options: WebhookPa
     return { object: "list", data, has_more: nextCursor !== null, next_cursor: nextCursor };
   });
 
-  app.post("/webhooks/:id/replay", { schema: { params: idParams() } }, async (request) => {
+  app.post("/webhooks/:id/replay", { schema: { params: idParams(), response: { 200: replayAnswer, ...ERROR_RESPONSES } } }, async (request) => {
     const { id } = request.params as { id: string };
     await owned(request.appWallet, id);
     const replayed = await options.replay(id);
