@@ -49,6 +49,83 @@ const schema = { body: ref("ChatCompletionRequest"), response: { 200: ref("ChatC
  */
 const plainJson = () => (data: unknown) => JSON.stringify(data);
 
+/** Everything one completion's answer needs once its job has started. */
+interface Answer {
+  reply: FastifyReply;
+  job: StartedJob;
+  events: AsyncIterator<JobEvent>;
+  log: CompletionLog;
+  chat: ChatRequest;
+}
+
+/** `stream: false`: the whole text, once the job settled, with the settlement header. */
+async function jsonCompletion({ reply, job, events, log }: Answer) {
+  let content = "";
+  let finish: { finishReason: FinishReason; usage: Usage } | undefined;
+  for (let next = await events.next(); !next.done; next = await events.next()) {
+    const event = next.value;
+    if (event.type === "delta") content += event.text;
+    else if (event.type === "finished") finish = noteUsage(log, event);
+    else {
+      reply.header(SETTLEMENT_HEADER, event.settlementTx);
+      reply.header("x-svc-credits-remaining", String(event.creditsRemaining));
+      log.creditsRemaining = event.creditsRemaining;
+    }
+  }
+  // The worker may have changed if the first one failed before its first token.
+  reply.header("x-svc-worker", job.workerAddress);
+  if (!finish) throw new ApiError("internal_error", "The job ended without a result; nothing was charged.");
+  return completionBody({ jobId: job.id, created: job.created, model: job.model, content, ...finish });
+}
+
+/** `stream: true`: server-sent chunks, `[DONE]`, then the settlement as a trailer. */
+async function streamCompletion({ reply, job, events, log, chat }: Answer, appUrl: () => string): Promise<void> {
+  const chunkContext: ChunkContext = { jobId: job.id, created: job.created, model: job.model, includeUsage: chat.includeUsage };
+  // Wait for the first event before committing to a 200, so a job that fails before its first
+  // token (a timeout, a worker error) is still answered with its own status code.
+  const first = await events.next();
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    ...jobHeaders(job),
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    trailer: SETTLEMENT_HEADER,
+  });
+  const write = (text: string) => {
+    if (!res.destroyed && !res.writableEnded) res.write(text);
+  };
+  let sentFirst = false;
+  let sentDone = false;
+  const handle = (event: JobEvent) => {
+    if (event.type === "delta") {
+      write(sseData(deltaChunk(chunkContext, event.text, !sentFirst)));
+      sentFirst = true;
+    } else if (event.type === "finished") {
+      noteUsage(log, event);
+      if (!sentFirst) write(sseData(deltaChunk(chunkContext, "", true)));
+      sentFirst = true;
+      write(sseData(finishChunk(chunkContext, event.finishReason)));
+      if (chat.includeUsage) write(sseData(usageChunk(chunkContext, event.usage)));
+      write(sseData("[DONE]"));
+      sentDone = true;
+    } else {
+      log.creditsRemaining = event.creditsRemaining;
+      if (!res.destroyed) res.addTrailers({ [SETTLEMENT_HEADER]: event.settlementTx });
+    }
+  };
+  try {
+    if (!first.done) handle(first.value);
+    for (let next = await events.next(); !next.done; next = await events.next()) handle(next.value);
+  } catch (error) {
+    // After the stream has begun, a failure is one SSE error event and no [DONE].
+    // Once [DONE] is out, a failed settlement shows only as a missing trailer and in GET /jobs/{id}.
+    const apiError = error instanceof ApiError ? error : new ApiError("internal_error", "The service failed while streaming.");
+    if (!sentDone) write(sseData(errorBody(apiError, appUrl())));
+  }
+  if (!res.destroyed && !res.writableEnded) res.end();
+}
+
 export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCompletionsOptions): Promise<void> {
   app.post("/chat/completions", { schema, serializerCompiler: plainJson }, async (request, reply) => {
     const chat = parseChatRequest(request.body as ChatCompletionBody);
@@ -66,69 +143,8 @@ export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCo
           throw error;
         }),
     };
-    const chunkContext: ChunkContext = { jobId: job.id, created: job.created, model: job.model, includeUsage: chat.includeUsage };
-
-    if (!chat.stream) {
-      let content = "";
-      let finish: { finishReason: FinishReason; usage: Usage } | undefined;
-      for (let next = await events.next(); !next.done; next = await events.next()) {
-        const event = next.value;
-        if (event.type === "delta") content += event.text;
-        else if (event.type === "finished") finish = noteUsage(log, event);
-        else {
-          reply.header(SETTLEMENT_HEADER, event.settlementTx);
-          reply.header("x-svc-credits-remaining", String(event.creditsRemaining));
-          log.creditsRemaining = event.creditsRemaining;
-        }
-      }
-      // The worker may have changed if the first one failed before its first token.
-      reply.header("x-svc-worker", job.workerAddress);
-      if (!finish) throw new ApiError("internal_error", "The job ended without a result; nothing was charged.");
-      return completionBody({ jobId: job.id, created: job.created, model: job.model, content, ...finish });
-    }
-
-    // Wait for the first event before committing to a 200, so a job that fails before its first
-    // token (a timeout, a worker error) is still answered with its own status code.
-    const first = await events.next();
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      ...jobHeaders(job),
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      trailer: SETTLEMENT_HEADER,
-    });
-    const write = (text: string) => {
-      if (!res.destroyed && !res.writableEnded) res.write(text);
-    };
-    let sentFirst = false;
-    let sentDone = false;
-    const handle = (event: JobEvent) => {
-      if (event.type === "delta") {
-        write(sseData(deltaChunk(chunkContext, event.text, !sentFirst)));
-        sentFirst = true;
-      } else if (event.type === "finished") {
-        noteUsage(log, event);
-        if (!sentFirst) write(sseData(deltaChunk(chunkContext, "", true)));
-        sentFirst = true;
-        write(sseData(finishChunk(chunkContext, event.finishReason)));
-        if (chat.includeUsage) write(sseData(usageChunk(chunkContext, event.usage)));
-        write(sseData("[DONE]"));
-        sentDone = true;
-      } else {
-        log.creditsRemaining = event.creditsRemaining;
-        if (!res.destroyed) res.addTrailers({ [SETTLEMENT_HEADER]: event.settlementTx });
-      }
-    };
-    try {
-      if (!first.done) handle(first.value);
-      for (let next = await events.next(); !next.done; next = await events.next()) handle(next.value);
-    } catch (error) {
-      // After the stream has begun, a failure is one SSE error event and no [DONE].
-      // Once [DONE] is out, a failed settlement shows only as a missing trailer and in GET /jobs/{id}.
-      const apiError = error instanceof ApiError ? error : new ApiError("internal_error", "The service failed while streaming.");
-      if (!sentDone) write(sseData(errorBody(apiError, options.appUrl())));
-    }
-    if (!res.destroyed && !res.writableEnded) res.end();
+    const answer: Answer = { reply, job, events, log, chat };
+    if (!chat.stream) return jsonCompletion(answer);
+    await streamCompletion(answer, options.appUrl);
   });
 }
