@@ -6,13 +6,12 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { authenticate } from "../accounts/accounts.ts";
 import { ApiError } from "../core/errors.ts";
-import { API_VERSION } from "../events/index.ts";
 import type { HttpContext } from "./context.ts";
 import { answerClientError, requestIdFor, routerError, RouteTable, setEdgeHeaders } from "./edge.ts";
 import { installErrorHandling } from "./errors.ts";
 import { logWhenClosed } from "./request-log.ts";
 import { RateLimiter } from "./rate-limit.ts";
-import { API_PREFIX, openApiDocument, type RegisteredRoute } from "./openapi.ts";
+import { API_PREFIX, type RegisteredRoute } from "./openapi.ts";
 import { accountPort, jobsPort, webhooksPort } from "./ports.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { chatCompletionRoutes } from "./routes/chat-completions.ts";
@@ -20,8 +19,9 @@ import { errorDocRoutes } from "./routes/error-docs.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { modelRoutes } from "./routes/models.ts";
+import { openApiRoute } from "./routes/openapi.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
-import { addSharedSchemas, SHARED_SCHEMAS } from "./schemas.ts";
+import { addSharedSchemas } from "./schemas.ts";
 import { registerWebApp } from "../web/index.ts";
 
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -72,22 +72,6 @@ function installBodyParsers(app: FastifyInstance): void {
     done(new ApiError("invalid_request", "Send the body as JSON with 'Content-Type: application/json'.", "body"), undefined);
   });
 }
-
-/**
- * GET /v1/openapi.json: built on first request, once every route is registered. Public and outside
- * the burst limit, like the health endpoints: client generators and docs tools fetch it freely.
- */
-async function openApiRoute(app: FastifyInstance, { routes }: { routes: RegisteredRoute[] }): Promise<void> {
-  let document: string | undefined;
-  const config = { public: true, rateLimited: false };
-  app.get("/openapi.json", { config }, async (_request, reply) => {
-    document ??= JSON.stringify(openApiDocument(routes, SHARED_SCHEMAS, OPENAPI_VERSION));
-    return reply.type("application/json; charset=utf-8").send(document);
-  });
-}
-
-/** The document's own version: the API's, as webhook payloads name it. */
-const OPENAPI_VERSION = API_VERSION;
 
 export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
   const app = Fastify({
