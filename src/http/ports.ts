@@ -6,9 +6,7 @@
 import { getWallet } from "../accounts/accounts.ts";
 import { ApiError } from "../core/errors.ts";
 import { isId, newId } from "../core/ids.ts";
-import type { Webhooks } from "../events/index.ts";
-import { parseTargetUrl, resolveTarget, TargetRefusedError } from "../events/target.ts";
-import { deleteWebhook, insertWebhook, listWebhooks, webhookToApi } from "../events/webhook-repo.ts";
+import { deleteWebhook, insertWebhook, listWebhooks, parseTargetUrl, resolveTarget, TargetRefusedError, webhookToApi, type Webhooks } from "../events/index.ts";
 import { listJobs } from "../jobs/job-repo.ts";
 import * as money from "../jobs/money.ts";
 import type { Db } from "../store/db.ts";

@@ -9,7 +9,7 @@
 import type { FastifyInstance } from "fastify";
 import { ERROR_CODES } from "../core/errors.ts";
 import { MAX_MESSAGES, MAX_STOP_SEQUENCES, MAX_TOKENS, PENALTY_RANGE, SEED_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE } from "../core/request-limits.ts";
-import { EVENT_NAMES } from "../events/names.ts";
+import { EVENT_NAMES } from "../events/index.ts";
 import { JOB_STATUSES } from "../jobs/job-record.ts";
 
 /** A reference to a shared schema by its `$id`. */

@@ -5,8 +5,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import * as accounts from "../accounts/accounts.ts";
-import { wakeDelivery } from "../events/outbox.ts";
-import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, webhookToApi, type DeliveryStatus } from "../events/webhook-repo.ts";
+import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, wakeDelivery, webhookToApi, type DeliveryStatus } from "../events/index.ts";
 import type { HttpContext } from "../http/context.ts";
 import { jobsPort, webhooksPort } from "../http/ports.ts";
 import { jobRoutes } from "../http/routes/jobs.ts";

@@ -1,7 +1,7 @@
 /** POST /webhooks, GET /webhooks, DELETE /webhooks/{id}: the caller's webhooks. */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../../core/errors.ts";
-import type { EventName } from "../../events/names.ts";
+import type { EventName } from "../../events/index.ts";
 import { ERROR_RESPONSES, idParams, ref } from "../schemas.ts";
 
 export interface WebhookInput {
