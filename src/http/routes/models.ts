@@ -1,9 +1,9 @@
 /** GET /models and GET /models/{id}: catalog models that at least one worker hosts right now. */
 import type { FastifyInstance } from "fastify";
-import type { Catalog, CatalogModel } from "../../catalog/catalog.ts";
+import type { Catalog, CatalogModel } from "../../catalog/index.ts";
 import { ApiError } from "../../core/errors.ts";
 import { TIERS } from "../../core/pricing.ts";
-import type { WorkerPool } from "../../network/worker-pool.ts";
+import type { WorkerPool } from "../../network/index.ts";
 import { ERROR_RESPONSES, ref } from "../schemas.ts";
 
 export interface ModelRoutesOptions {
