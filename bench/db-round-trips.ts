@@ -11,9 +11,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { WIRING_MODEL_ID } from "../src/catalog/catalog.ts";
 import { generateKeypair } from "../src/chain/keys.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
-import { ensureTestModel, TEST_MODEL_ID } from "../src/inference/test-model.ts";
+import { ensureWiringModel } from "../src/inference/wiring-model.ts";
 import { startService } from "../src/service.ts";
 import { openDb, type Db } from "../src/store/db.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
@@ -73,16 +74,16 @@ async function quiet(ms = 300): Promise<void> {
 }
 
 const scratch = await mkdtemp(join(tmpdir(), "svc-bench-round-trips-"));
-const engine = await LlamaEngine.load({ modelPath: await ensureTestModel(scratch), threads: 1 });
+const engine = await LlamaEngine.load({ modelPath: await ensureWiringModel(scratch), threads: 1 });
 const service = await startService({
   port: 0,
   db: counting(await openDb(), false),
-  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[TEST_MODEL_ID, engine]]))],
+  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[WIRING_MODEL_ID, engine]]))],
   rateLimit: { ratePerSecond: 1e6, burst: 1e6 },
 });
 await service.delivery.stop();
 const client = await fundedClient(service, 1000);
-const complete = () => client.chat.completions.create({ model: TEST_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0 });
+const complete = () => client.chat.completions.create({ model: WIRING_MODEL_ID, messages: BENCH_MESSAGES, max_tokens: BENCH_MAX_TOKENS, temperature: 0 });
 
 // The first request warms caches (the API key, the vocabulary); it is not counted.
 await complete();

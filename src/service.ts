@@ -9,13 +9,14 @@ import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS } from "./accounts/schema.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/catalog.ts";
 import { openChain, type Chain } from "./chain/chain.ts";
+import { ChainJournal } from "./chain/index.ts";
 import type { Signer } from "./chain/keys.ts";
 import { silentLogger, type Logger } from "./core/logger.ts";
 import type { HttpContext } from "./http/context.ts";
 import type { RateLimitOptions } from "./http/rate-limit.ts";
 import { buildServer } from "./http/server.ts";
-import { ChainActions } from "./jobs/chain-actions.ts";
 import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
+import { Deposits } from "./jobs/deposits.ts";
 import { JobService } from "./jobs/job-service.ts";
 import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
@@ -81,8 +82,10 @@ export interface Service {
   catalog: Catalog;
   pool: WorkerPool;
   jobs: JobService;
-  /** Chain transactions outside jobs (funding). */
-  actions: ChainActions;
+  /** The journal of every chain transaction the service sends. */
+  journal: ChainJournal;
+  /** Funding wallets (development deposits), through the journal. */
+  actions: Deposits;
   webhooks: Webhooks;
   /** The background loop that delivers webhook events. */
   delivery: DeliveryLoop;
@@ -94,6 +97,29 @@ export interface Service {
 
 // Events reference wallets, so they come after the accounts' tables.
 export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...JOBS_MIGRATIONS, ...WEB_MIGRATIONS];
+
+/** The parts that run the service's work: one chain journal, with the jobs and deposits as owners of its actions. */
+function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Logger) {
+  const catalog = options.catalog ?? defaultCatalog();
+  const pool = new WorkerPool();
+  for (const worker of options.seedWorkers ?? []) pool.add(worker);
+  // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
+  const vocabularies = new ModelVocabularies(new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
+  const journal = new ChainJournal(db, chain, logger);
+  const jobs = new JobService({
+    db,
+    chain,
+    journal,
+    pool,
+    catalog,
+    logger,
+    vocabularies,
+    ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}),
+    ...(options.firstTokenTimeoutMs ? { firstTokenTimeoutMs: options.firstTokenTimeoutMs } : {}),
+  });
+  const actions = new Deposits(db, journal, chain);
+  return { catalog, pool, vocabularies, journal, jobs, actions };
+}
 
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();
@@ -107,23 +133,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     await migrate(db, SERVICE_MIGRATIONS);
     chain = await openChain(options.dataDir ? { dataDir: options.dataDir } : {});
     const openChainHandle = chain;
-    const catalog = options.catalog ?? defaultCatalog();
-    const pool = new WorkerPool();
-    for (const worker of options.seedWorkers ?? []) pool.add(worker);
-    // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
-    const vocabularies = new ModelVocabularies(new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
-    const jobs = new JobService({
-      db,
-      chain,
-      pool,
-      catalog,
-      logger,
-      vocabularies,
-      ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}),
-      ...(options.firstTokenTimeoutMs ? { firstTokenTimeoutMs: options.firstTokenTimeoutMs } : {}),
-    });
-    const actions = new ChainActions(db, chain, logger);
-    const recovered = await jobs.recover();
+    const { catalog, pool, vocabularies, journal, jobs, actions } = assembleParts(options, db, openChainHandle, logger);
+    // Chain actions first: a job whose action finishes now is not one to return.
+    const recovered = { resumedActions: await journal.resumeOpen(), returnedJobs: await jobs.returnInterrupted() };
     if (recovered.resumedActions > 0 || recovered.returnedJobs > 0) logger.info(recovered, "recovered work left by the last run");
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
 
@@ -170,6 +182,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       catalog,
       pool,
       jobs,
+      journal,
       actions,
       webhooks,
       delivery,

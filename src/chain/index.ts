@@ -1,4 +1,4 @@
-/** The chain part's public surface: `openChain` and the `Chain` it returns. */
+/** The chain part's public surface: `openChain` and the `Chain` it returns, and the journal of what the service sends. */
 export { Chain, openChain } from "./chain.ts";
 export type {
   ChainReceipt,
@@ -17,3 +17,5 @@ export type { DecodedInstruction, InstructionKind, ProgramName } from "./decode.
 export { LiteSvmBackend } from "./litesvm-backend.ts";
 export { DEFAULT_RPC_PORT, startChainRpc } from "./rpc/index.ts";
 export type { ChainRpcOptions, ChainRpcServer } from "./rpc/index.ts";
+export { ChainJournal, ChainRejectedError } from "./journal.ts";
+export type { ActionOwner, ActionState, ChainAction, SentAction } from "./journal.ts";

@@ -94,10 +94,6 @@ export function jobToApi(job: JobRecord): Record<string, unknown> {
   };
 }
 
-export function isFinal(status: JobStatus): boolean {
-  return status === "settled" || status === "failed" || status === "refunded";
-}
-
 /** What the job events say about a job (events/facts.ts); each call site adds the change's own figures. */
 export function jobEventFacts(job: JobRecord) {
   return {

@@ -2,6 +2,18 @@
 import type { Db } from "../store/db.ts";
 import type { JobRecord, JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
+import { nextStatus, type JobTrigger } from "./job-states.ts";
+
+/** Fields a step may write besides the status, which only `moveJob` changes. */
+export type JobChanges = Partial<Omit<JobRecord, "id" | "status">>;
+
+/** Another step moved the job first: the move it was guarded against did not happen. */
+export class JobMovedError extends Error {
+  override readonly name = "JobMovedError";
+  constructor(readonly jobId: string, readonly expected: JobStatus, readonly trigger: JobTrigger) {
+    super(`job ${jobId} was no longer ${expected} when ${trigger} tried to move it`);
+  }
+}
 
 const COLUMNS: Record<keyof JobRecord, string> = {
   id: "id",
@@ -48,12 +60,41 @@ export async function insertJob(db: Db, job: JobRecord): Promise<void> {
   );
 }
 
-/** Update some fields of a job. */
-export async function updateJob(db: Db, id: string, changes: Partial<JobRecord>): Promise<void> {
-  const fields = Object.keys(changes) as (keyof JobRecord)[];
+/** Update fields of a job other than its status, in whatever state it is. */
+export async function updateJob(db: Db, id: string, changes: JobChanges): Promise<void> {
+  const fields = Object.keys(changes) as (keyof JobChanges)[];
+  if ((fields as string[]).includes("status")) throw new Error("a job's status changes only through moveJob");
   if (fields.length === 0) return;
   const sets = fields.map((f, i) => `${COLUMNS[f]} = $${i + 2}`).join(", ");
   await db.query(`UPDATE jobs SET ${sets} WHERE id = $1`, [id, ...fields.map((f) => changes[f])]);
+}
+
+/**
+ * Move a job along the state table (job-states.ts) from the status `job` has, writing `changes`
+ * with it, only if the row still has that status. False when it no longer did (another step moved
+ * it first): nothing was written, and the caller decides what the lost race means. On success
+ * `job` takes the new status and the changes.
+ */
+export async function moveJob(db: Db, job: JobRecord, trigger: JobTrigger, changes: JobChanges = {}): Promise<boolean> {
+  const to = nextStatus(job.status, trigger);
+  const fields = Object.keys(changes) as (keyof JobChanges)[];
+  if ((fields as string[]).includes("status")) throw new Error("moveJob takes the new status from the state table");
+  const sets = ["status = $3", ...fields.map((f, i) => `${COLUMNS[f]} = $${i + 4}`)].join(", ");
+  const moved = await db.query(`UPDATE jobs SET ${sets} WHERE id = $1 AND status = $2 RETURNING id`, [
+    job.id,
+    job.status,
+    to,
+    ...fields.map((f) => changes[f]),
+  ]);
+  if (moved.length === 0) return false;
+  Object.assign(job, changes, { status: to });
+  return true;
+}
+
+/** `moveJob` for a step that cannot lose the race unless something is wrong: throws JobMovedError. */
+export async function mustMoveJob(db: Db, job: JobRecord, trigger: JobTrigger, changes: JobChanges = {}): Promise<void> {
+  const expected = job.status;
+  if (!(await moveJob(db, job, trigger, changes))) throw new JobMovedError(job.id, expected, trigger);
 }
 
 export async function getJob(db: Db, id: string): Promise<JobRecord | undefined> {

@@ -9,39 +9,34 @@
  */
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/catalog.ts";
-import type { Chain } from "../chain/chain.ts";
+import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { Channel } from "../core/channel.ts";
 import { ApiError, insufficientCredits } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
-import { completionCost, planEscrow, TIERS } from "../core/pricing.ts";
-import { outputHash } from "../core/proof.ts";
-import { splitPayout } from "../core/payout.ts";
+import { planEscrow, TIERS } from "../core/pricing.ts";
 import type { ChatRequest } from "../http/chat-request.ts";
-import type { ChatMessage, FinishReason, StopReason, Usage } from "../inference/engine.ts";
+import type { ChatMessage, StopReason, Usage } from "../inference/engine.ts";
 import { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, promptTokensAtLeast, SILENT_TOKENS } from "../inference/token-bounds.ts";
 import type { ModelVocabularies } from "../inference/vocabulary.ts";
 import { emitJobProcessing, emitJobSubmitted } from "../events/index.ts";
-import { ExceedsCreditsError } from "../ledger/index.ts";
-import { CALLER_LEFT, JobRequestError, type WorkerEvent } from "../network/worker-handle.ts";
+import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
+import { CALLER_LEFT, JobRequestError } from "../network/worker-handle.ts";
 import type { JobOutcome } from "../network/worker-health.ts";
 import type { WorkerLease, WorkerPool } from "../network/worker-pool.ts";
 import type { Db } from "../store/db.ts";
 import type { Logger } from "../core/logger.ts";
-import { ChainActions, ChainRejectedError, type PreparedAction } from "./chain-actions.ts";
+import { jobsAwaitingReturn, prepareEscrow, registerJobActions } from "./job-chain.ts";
+import { conclude, returnEscrow, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { jobEventFacts, newPendingJob, type JobRecord } from "./job-record.ts";
-import { getJob, insertJob, updateJob } from "./job-repo.ts";
+import { getJob, insertJob, moveJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
+
+export type { JobEvent };
 
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000;
 /** A worker that has sent no token this long after taking a job is stalling: the job moves on. */
 export const DEFAULT_FIRST_TOKEN_TIMEOUT_MS = 60_000;
 
-
-export type JobEvent =
-  | { type: "delta"; text: string }
-  /** The worker finished; settlement follows. */
-  | { type: "finished"; finishReason: FinishReason; usage: Usage }
-  | { type: "settled"; settlementTx: string; slot: number; creditsRemaining: number };
 
 export interface StartedJob {
   id: string;
@@ -62,19 +57,11 @@ export interface StartedJob {
   events: AsyncIterable<JobEvent>;
 }
 
-/** What a job's workers produced. */
-interface WorkerRun {
-  /** The lease of the worker that ran it last. */
-  lease: WorkerLease;
-  /** The output as the gateway received it. */
-  text: string;
-  done: Extract<WorkerEvent, { type: "done" }> | undefined;
-  workerError: unknown;
-}
-
 export interface JobServiceOptions {
   db: Db;
   chain: Chain;
+  /** The service's chain journal; the job service registers itself as the owner of escrow, settlement and refund actions. */
+  journal: ChainJournal;
   pool: WorkerPool;
   catalog: Catalog;
   logger: Logger;
@@ -84,27 +71,51 @@ export interface JobServiceOptions {
   vocabularies?: ModelVocabularies;
 }
 
+/** A job on its way, as its driver carries it. */
+interface DrivenJob {
+  job: JobRecord;
+  request: ChatRequest;
+  firstLease: WorkerLease;
+  /** Resolves with the escrow's slot once it is on-chain and the worker's assignment is recorded. */
+  ready: Promise<number>;
+  channel: Channel<JobEvent>;
+  clientSignal: AbortSignal;
+  started: StartedJob;
+}
+
+/** The signal a job's workers run under: the caller leaving, or the job's timeout. */
+interface JobWatch {
+  signal: AbortSignal;
+  timedOut(): boolean;
+  dispose(): void;
+}
+
 export class JobService {
   private readonly db: Db;
+  private readonly chain: Chain;
+  private readonly journal: ChainJournal;
   private readonly pool: WorkerPool;
   private readonly catalog: Catalog;
   private readonly logger: Logger;
   private readonly timeoutMs: number;
   private readonly firstTokenTimeoutMs: number;
   private readonly vocabularies: ModelVocabularies | undefined;
-  private readonly actions: ChainActions;
+  private readonly ending: EndingDeps;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
 
   constructor(options: JobServiceOptions) {
     this.db = options.db;
+    this.chain = options.chain;
+    this.journal = options.journal;
     this.pool = options.pool;
     this.catalog = options.catalog;
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_JOB_TIMEOUT_MS;
     this.firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS;
     this.vocabularies = options.vocabularies;
-    this.actions = new ChainActions(options.db, options.chain, options.logger);
+    this.ending = { db: this.db, chain: this.chain, journal: this.journal, logger: this.logger, timeoutMs: this.timeoutMs };
+    registerJobActions(this.journal, this.db, this.chain);
   }
 
   /**
@@ -137,42 +148,50 @@ export class JobService {
         throw contextLengthExceeded(largest, `${promptTokens}`, request.maxTokens);
       }
       const { job, escrow, creditsAfterLock } = await this.reserve(wallet, model, request, promptTokens, contextWindow);
-      // The chain transaction and the hand-over to the worker proceed while the worker starts:
-      // the ledger already holds the credits, and the driver awaits both before any settlement.
-      const escrowLanded = this.actions.send(escrow);
-      Object.assign(job, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
-      const assigned = this.db.transaction(async (tx) => {
-        await updateJob(tx, job.id, { status: "processing", workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
-        await emitJobProcessing(tx, jobEventFacts(job));
-      });
-      // Awaited later by the job's driver; never let an early rejection count as unhandled.
-      escrowLanded.catch(() => undefined);
-      assigned.catch(() => undefined);
-
-      const channel = new Channel<JobEvent>();
-      const started: StartedJob = {
-        id: job.id,
-        model: model.id,
-        created: Math.floor(job.createdAt.getTime() / 1000),
-        escrowTx: escrow.signature,
-        workerAddress: lease.worker.address,
-        creditsAfterLock,
-        creditsRemaining: creditsAfterLock,
-        events: channel,
-      };
-      const ready = Promise.all([escrowLanded, assigned]).then(([slot]) => slot);
-      const drive = this.drive(job, request, lease, ready, channel, clientSignal, started)
-        .catch((error: unknown) => {
-          this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
-          channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
-        })
-        .finally(() => this.running.delete(drive));
-      this.running.add(drive);
-      return started;
+      return this.launch(job, escrow, creditsAfterLock, lease, request, clientSignal);
     } catch (error) {
       lease.release();
       throw error;
     }
+  }
+
+  /**
+   * Send the escrow and hand the job to its worker. The chain transaction and the assignment
+   * proceed while the worker starts: the ledger already holds the credits, and the driver awaits
+   * both before any settlement.
+   */
+  private launch(job: JobRecord, escrow: ChainAction, creditsAfterLock: number, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): StartedJob {
+    const escrowLanded = this.journal.send(escrow).then((sent) => sent.slot);
+    const assigned = this.db.transaction(async (tx) => {
+      // Lost only to the escrow's own outcome (refused or dropped), which ended the job first;
+      // the driver learns it from the escrow.
+      if (await moveJob(tx, job, "worker_assigned", { workerAddress: lease.worker.address, workerStaked: lease.worker.staked })) {
+        await emitJobProcessing(tx, jobEventFacts(job));
+      }
+    });
+    // Awaited later by the job's driver; never let an early rejection count as unhandled.
+    escrowLanded.catch(() => undefined);
+    assigned.catch(() => undefined);
+    const channel = new Channel<JobEvent>();
+    const started: StartedJob = {
+      id: job.id,
+      model: job.model,
+      created: Math.floor(job.createdAt.getTime() / 1000),
+      escrowTx: escrow.signature,
+      workerAddress: lease.worker.address,
+      creditsAfterLock,
+      creditsRemaining: creditsAfterLock,
+      events: channel,
+    };
+    const ready = Promise.all([escrowLanded, assigned]).then(([slot]) => slot);
+    const drive = this.drive({ job, request, firstLease: lease, ready, channel, clientSignal, started })
+      .catch((error: unknown) => {
+        this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
+        channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
+      })
+      .finally(() => this.running.delete(drive));
+    this.running.add(drive);
+    return started;
   }
 
   /**
@@ -226,17 +245,20 @@ export class JobService {
     if (atLeast + (request.maxTokens ?? 1) > model.contextWindow) throw contextLengthExceeded(model.contextWindow, `at least ${atLeast}`, request.maxTokens);
   }
 
-  /** Reserve the escrow in the ledger and record the job and its escrow transaction, atomically. */
+  /**
+   * Reserve the escrow in the ledger and record the job and its escrow transaction, atomically.
+   * The ledger's check is the authority on the balance: with max_tokens the lock is its cost
+   * whatever the balance, so the balance is not read before; without it the lock is what the
+   * balance allows, and a concurrent request can change that, so it is re-planned a couple of times.
+   */
   private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, promptTokens: number, contextWindow: number) {
     const rates = TIERS[model.tier];
-    // Without max_tokens the lock depends on the balance read, which a concurrent request can
-    // change; the ledger's check is the authority, so re-plan a couple of times before giving up.
     for (let attempt = 0; ; attempt++) {
-      const available = await money.availableCredits(this.db, wallet);
+      const available = request.maxTokens !== undefined ? Number.POSITIVE_INFINITY : await money.availableCredits(this.db, wallet);
       const plan = planEscrow({ rates, availableCredits: available, maxTokens: request.maxTokens, promptTokens, contextWindow });
       if (!plan.ok) throw insufficientCredits(available, plan.creditsRequired, model.tier);
       const id = newId("job");
-      const escrow = await this.actions.prepareEscrow({ jobId: id, tier: model.tier, wallet, credits: plan.lockCredits });
+      const escrow = await prepareEscrow(this.chain, { jobId: id, tier: model.tier, wallet, credits: plan.lockCredits });
       const job = newPendingJob({
         id,
         wallet,
@@ -252,7 +274,7 @@ export class JobService {
         const creditsAfterLock = await this.db.transaction(async (tx) => {
           await money.reserve(tx, wallet, id, plan.lockCredits);
           await insertJob(tx, job);
-          await this.actions.record(tx, escrow);
+          await this.journal.record(tx, escrow);
           const remaining = await money.availableCredits(tx, wallet);
           await emitJobSubmitted(tx, { ...jobEventFacts(job), creditsRemaining: remaining });
           await money.checkCreditLow(tx, wallet, remaining, true);
@@ -260,8 +282,8 @@ export class JobService {
         });
         return { job, escrow, creditsAfterLock };
       } catch (error) {
-        if (!(error instanceof ExceedsCreditsError)) throw error;
-        const remaining = money.toCredits(error.available);
+        const remaining = refusedBalance(error);
+        if (remaining === undefined) throw error;
         if (request.maxTokens !== undefined || attempt >= 2) {
           throw insufficientCredits(remaining, request.maxTokens !== undefined ? plan.lockCredits : rates.creditsPerRequest, model.tier);
         }
@@ -275,17 +297,27 @@ export class JobService {
    * the caller; after the first token a failure fails the job. A caller who leaves stops the
    * generation, and the output produced up to then is settled (DECISIONS "Pricing and escrow").
    */
-  private async drive(
-    job: JobRecord,
-    request: ChatRequest,
-    firstLease: WorkerLease,
-    escrowLanded: Promise<number>,
-    channel: Channel<JobEvent>,
-    clientSignal: AbortSignal,
-    started: StartedJob,
-  ): Promise<void> {
+  private async drive(driven: DrivenJob): Promise<void> {
+    const watch = this.watchJob(driven.job, driven.clientSignal);
+    let run: WorkerRun;
+    try {
+      run = await this.runOnWorkers(driven, watch);
+    } finally {
+      watch.dispose();
+    }
+    await conclude(this.ending, driven, run, {
+      timedOut: watch.timedOut(),
+      callerLeft: driven.clientSignal.aborted,
+      metered: (done) => this.meterCompletion(driven.job, driven.request.stop, run.text, done),
+    });
+  }
+
+  /**
+   * The signal a job's workers run under. The caller leaving asks the worker for a proof of its
+   * partial output (CALLER_LEFT); the timeout abandons the job.
+   */
+  private watchJob(job: JobRecord, clientSignal: AbortSignal): JobWatch {
     const work = new AbortController();
-    // The caller leaving asks the worker for a proof of its partial output; a timeout abandons the job.
     const onClientGone = () => work.abort(CALLER_LEFT);
     clientSignal.addEventListener("abort", onClientGone, { once: true });
     // A caller who left while the job was being admitted gets no event: it fired already.
@@ -295,30 +327,45 @@ export class JobService {
       timedOut = true;
       work.abort();
     }, Math.max(0, job.createdAt.getTime() + this.timeoutMs - Date.now()));
-    let run: WorkerRun;
-    try {
-      run = await this.runOnWorkers(job, request, firstLease, escrowLanded, channel, work.signal, () => timedOut, started);
-    } finally {
-      clearTimeout(timer);
-      clientSignal.removeEventListener("abort", onClientGone);
-    }
-    await this.conclude(job, run, escrowLanded, channel, started, { timedOut, callerLeft: clientSignal.aborted, stop: request.stop });
+    return {
+      signal: work.signal,
+      timedOut: () => timedOut,
+      dispose: () => {
+        clearTimeout(timer);
+        clientSignal.removeEventListener("abort", onClientGone);
+      },
+    };
   }
 
   /** Generate on the job's worker, moving to another one while none has produced anything. */
-  private async runOnWorkers(
-    job: JobRecord,
-    request: ChatRequest,
-    firstLease: WorkerLease,
-    escrowLanded: Promise<number>,
-    channel: Channel<JobEvent>,
-    signal: AbortSignal,
-    timedOut: () => boolean,
-    started: StartedJob,
-  ): Promise<WorkerRun> {
+  private async runOnWorkers(driven: DrivenJob, job: JobWatch): Promise<WorkerRun> {
+    const tried = new Set<string>();
+    const run: WorkerRun = { lease: driven.firstLease, text: "", done: undefined, workerError: undefined };
+    const begun = performance.now();
+    for (;;) {
+      const { lease } = run;
+      tried.add(lease.worker.address);
+      const stalled = await this.attempt(driven, run, job, begun);
+      const fault = attemptFault({ done: run.done !== undefined, stalled: stalled || job.timedOut(), workerError: run.workerError, callerLeft: job.signal.reason === CALLER_LEFT });
+      if (fault !== undefined) lease.outcome(fault);
+      // A request no worker can run fails here rather than on every worker in turn.
+      if (run.done !== undefined || run.text !== "" || job.signal.aborted || run.workerError instanceof JobRequestError) return run;
+      const next = this.pool.acquire(driven.job.model, tried);
+      if (next === undefined) return run;
+      this.logger.warn({ err: run.workerError, job: driven.job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
+      run.lease = next;
+      await this.reassign(driven.job, next, driven.ready);
+      driven.started.workerAddress = next.worker.address;
+    }
+  }
+
+  /** One worker's attempt at the job, streaming its deltas to the channel. Returns whether it stalled before its first token. */
+  private async attempt(driven: DrivenJob, run: WorkerRun, job: JobWatch, begun: number): Promise<boolean> {
+    const { lease } = run;
+    const { request } = driven;
     const generation = {
       messages: request.messages,
-      maxTokens: job.maxTokens,
+      maxTokens: driven.job.maxTokens,
       temperature: request.temperature,
       topP: request.topP,
       stop: request.stop,
@@ -326,90 +373,27 @@ export class JobService {
       presencePenalty: request.presencePenalty,
       ...(request.seed !== undefined ? { seed: request.seed } : {}),
     };
-    const begun = performance.now();
-    const tried = new Set<string>();
-    const run: WorkerRun = { lease: firstLease, text: "", done: undefined, workerError: undefined };
-    for (;;) {
-      const { lease } = run;
-      tried.add(lease.worker.address);
-      run.workerError = undefined;
-      const watch = this.watchFirstToken(signal);
-      try {
-        for await (const event of lease.worker.run({ jobId: job.id, model: job.model, request: generation }, watch.signal)) {
-          if (timedOut()) break;
-          if (event.type === "delta") {
-            if (run.text === "") lease.firstToken(Math.round(performance.now() - begun));
-            watch.tokenArrived();
-            run.text += event.text;
-            channel.push(event);
-          } else {
-            run.done = event;
-          }
+    run.workerError = undefined;
+    const watch = this.watchFirstToken(job.signal);
+    try {
+      for await (const event of lease.worker.run({ jobId: driven.job.id, model: driven.job.model, request: generation }, watch.signal)) {
+        if (job.timedOut()) break;
+        if (event.type === "delta") {
+          if (run.text === "") lease.firstToken(Math.round(performance.now() - begun));
+          watch.tokenArrived();
+          run.text += event.text;
+          driven.channel.push(event);
+        } else {
+          run.done = event;
         }
-      } catch (error) {
-        run.workerError = error;
-      } finally {
-        watch.dispose();
-        lease.release();
       }
-      const fault = attemptFault({ done: run.done !== undefined, stalled: watch.stalled || timedOut(), workerError: run.workerError, callerLeft: signal.reason === CALLER_LEFT });
-      if (fault !== undefined) lease.outcome(fault);
-      // A request no worker can run fails here rather than on every worker in turn.
-      if (run.done !== undefined || run.text !== "" || signal.aborted || run.workerError instanceof JobRequestError) return run;
-      const next = this.pool.acquire(job.model, tried);
-      if (next === undefined) return run;
-      this.logger.warn({ err: run.workerError, job: job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
-      run.lease = next;
-      await this.reassign(job, next, escrowLanded);
-      started.workerAddress = next.worker.address;
+    } catch (error) {
+      run.workerError = error;
+    } finally {
+      watch.dispose();
+      lease.release();
     }
-  }
-
-  /** Settle what the worker produced, or give the escrow back when it produced nothing to charge. */
-  private async conclude(
-    job: JobRecord,
-    run: WorkerRun,
-    escrowLanded: Promise<number>,
-    channel: Channel<JobEvent>,
-    started: StartedJob,
-    how: { timedOut: boolean; callerLeft: boolean; stop: readonly string[] },
-  ): Promise<void> {
-    const { done, text } = run;
-    const { stop } = how;
-    // A worker that finished just as the timer fired has finished: the rule is about finishing.
-    if (how.timedOut && done === undefined) {
-      const refund = await this.returnEscrow(job, escrowLanded, "refunded", "timeout");
-      const seconds = Math.round(this.timeoutMs / 1000);
-      const details = { job_id: job.id, credits_refunded: job.lockedCredits, refund_tx: refund.refundTx };
-      return this.fail(job, channel, started, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
-    }
-    // Stopped before any output: nothing to charge, whatever the worker counted.
-    if (done === undefined || (done.finishReason === "cancelled" && text === "")) {
-      if (run.workerError !== undefined) this.logger.warn({ err: run.workerError, job: job.id }, "worker failed");
-      await this.returnEscrow(job, escrowLanded, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
-      return this.fail(job, channel, started, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
-    }
-    const metered = await this.meterCompletion(job, stop, text, done);
-    // A cancelled job's caller is gone: there is nobody to tell how it finished.
-    if (done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
-    const settled = await this.settle(job, text, { ...done, usage: metered.usage }, escrowLanded);
-    run.lease.outcome(settled.ok || settled.reason !== "rejected" ? metered.outcome : "failed");
-    if (settled.ok) {
-      started.creditsRemaining = settled.creditsRemaining;
-      channel.push({ type: "settled", settlementTx: settled.settlementTx, slot: settled.slot, creditsRemaining: settled.creditsRemaining });
-      run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
-    } else if (settled.reason === "rejected") {
-      return this.fail(job, channel, started, new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
-    } else {
-      channel.close(new ApiError("internal_error", "The settlement could not be confirmed yet; the service completes it on its own. Check the job with GET /jobs/{id}."));
-    }
-    channel.close();
-  }
-
-  /** End a job that charged nothing: the caller learns why, and its balance now that the escrow is back. */
-  private async fail(job: JobRecord, channel: Channel<JobEvent>, started: StartedJob, error: ApiError): Promise<void> {
-    started.creditsRemaining = await money.availableCredits(this.db, job.wallet);
-    channel.close(error);
+    return watch.stalled;
   }
 
   /**
@@ -463,92 +447,11 @@ export class JobService {
   }
 
   /** Hand the job to another worker (after the first one failed before producing anything). */
-  private async reassign(job: JobRecord, lease: WorkerLease, escrowLanded: Promise<number>): Promise<void> {
+  private async reassign(job: JobRecord, lease: WorkerLease, ready: Promise<number>): Promise<void> {
     // The first assignment's write must land first, or it could overwrite this one.
-    await escrowLanded.catch(() => undefined);
+    await ready.catch(() => undefined);
     Object.assign(job, { workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
     await updateJob(this.db, job.id, { workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
-  }
-
-  /**
-   * Charge the job: record the worker's proof and the settlement transaction, send it (its first
-   * instruction verifies the proof on-chain), and on confirmation post the charge in the ledger.
-   * When the chain rejects the proof the escrow is returned; when the chain cannot be reached the
-   * job stays `settling` with its settlement recorded, for recovery to finish.
-   */
-  private async settle(
-    job: JobRecord,
-    text: string,
-    done: { finishReason: StopReason; usage: Usage; signature: Uint8Array },
-    escrowLanded: Promise<number>,
-  ): Promise<{ ok: true; settlementTx: string; slot: number; creditsRemaining: number } | { ok: false; reason: "rejected" | "unconfirmed" }> {
-    if ((await escrowLanded.then(() => true, () => false)) === false) {
-      await this.returnEscrow(job, escrowLanded, "failed", "escrow_failed");
-      return { ok: false, reason: "rejected" };
-    }
-    // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
-    const proofHash = outputHash(text);
-    const charged = Math.min(job.lockedCredits, completionCost(TIERS[job.tier], done.usage.completionTokens));
-    Object.assign(job, {
-      status: "settling",
-      proofHash,
-      proofSignature: Buffer.from(done.signature).toString("base64"),
-      creditsCharged: charged,
-      promptTokens: done.usage.promptTokens,
-      completionTokens: done.usage.completionTokens,
-      finishReason: done.finishReason,
-      lastTokenAt: new Date(),
-    } satisfies Partial<JobRecord>);
-    const settlement = await this.actions.prepareSettlement(job);
-    await this.db.transaction(async (tx) => {
-      await updateJob(tx, job.id, {
-        status: "settling",
-        proofHash,
-        proofSignature: job.proofSignature,
-        creditsCharged: charged,
-        promptTokens: job.promptTokens,
-        completionTokens: job.completionTokens,
-        finishReason: job.finishReason,
-        lastTokenAt: job.lastTokenAt,
-        settlementTx: settlement.signature,
-      });
-      await this.actions.record(tx, settlement);
-    });
-    try {
-      const slot = await this.actions.send(settlement);
-      return { ok: true, settlementTx: settlement.signature, slot, creditsRemaining: await money.availableCredits(this.db, job.wallet) };
-    } catch (error) {
-      if (!(error instanceof ChainRejectedError)) {
-        // Not refused, just not confirmed: a refund now could race a settlement that still lands.
-        this.logger.error({ err: error, job: job.id }, "settlement not confirmed; left for recovery");
-        return { ok: false, reason: "unconfirmed" };
-      }
-      this.logger.warn({ err: error, job: job.id }, "settlement rejected on-chain");
-      await this.returnEscrow(job, escrowLanded, "failed", "proof_rejected");
-      return { ok: false, reason: "rejected" };
-    }
-  }
-
-  /** Send the escrow back to the wallet (refund transaction) and release the reservation. */
-  private async returnEscrow(
-    job: JobRecord,
-    escrowLanded: Promise<number>,
-    status: "failed" | "refunded",
-    reason: string,
-  ): Promise<{ refundTx: string | null }> {
-    const landed = await escrowLanded.then(() => true, () => false);
-    if (!landed) {
-      // Nothing moved on-chain; the escrow action's failure handler released the reservation.
-      await updateJob(this.db, job.id, { status: "failed", failureReason: reason, completedAt: new Date() });
-      return { refundTx: null };
-    }
-    const refund = await this.actions.prepareRefund(job);
-    await this.db.transaction(async (tx) => {
-      await updateJob(tx, job.id, { status, failureReason: reason, refundTx: refund.signature, creditsCharged: 0 });
-      await this.actions.record(tx, refund);
-    });
-    await this.actions.send(refund);
-    return { refundTx: refund.signature };
   }
 
   async getJob(wallet: string, id: string): Promise<JobRecord | undefined> {
@@ -557,19 +460,18 @@ export class JobService {
   }
 
   /**
-   * Finish what a crash left: chain transactions recorded but unconfirmed are confirmed or sent
-   * again, and jobs that were mid-generation get their escrow back.
+   * After a crash, once the chain journal has finished its open actions: jobs that were
+   * mid-generation (or whose settlement the chain refused) get their escrow back. Returns how many.
    */
-  async recover(): Promise<{ resumedActions: number; returnedJobs: number }> {
-    const resumedActions = await this.actions.resumeOpen();
-    let returnedJobs = 0;
-    for (const job of await this.actions.jobsAwaitingReturn()) {
+  async returnInterrupted(): Promise<number> {
+    let returned = 0;
+    for (const job of await jobsAwaitingReturn(this.db, this.journal)) {
       const escrowLanded = job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain"));
       escrowLanded.catch(() => undefined);
-      await this.returnEscrow(job, escrowLanded, "failed", "interrupted");
-      returnedJobs++;
+      await returnEscrow(this.ending, job, escrowLanded, "failed", "interrupted");
+      returned++;
     }
-    return { resumedActions, returnedJobs };
+    return returned;
   }
 
   /** Jobs this process is driving that have not reached a final state yet. */
@@ -583,7 +485,13 @@ export class JobService {
   }
 }
 
-export type { PreparedAction };
+/** The wallet's available credits when the ledger refused a reservation for want of them; undefined for any other error. */
+function refusedBalance(error: unknown): number | undefined {
+  if (error instanceof ExceedsCreditsError) return money.toCredits(error.available);
+  // A wallet that never received a deposit has no ledger accounts: it has nothing.
+  if (error instanceof AccountNotFoundError) return 0;
+  return undefined;
+}
 
 /**
  * What an attempt that ended without a proof says about its worker: nothing when the caller left

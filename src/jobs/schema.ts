@@ -1,4 +1,8 @@
-/** Tables owned by the jobs part: jobs, and the intent rows of every chain transaction they send. */
+/**
+ * The jobs table. This first migration also created `chain_actions`, which the chain journal
+ * (chain/journal.ts) owns since: a released migration is never edited, so its SQL stays as it
+ * ran, and later changes to that table are the chain part's migrations.
+ */
 export const JOBS_MIGRATIONS = [
   {
     id: "jobs/001_jobs",

@@ -10,24 +10,21 @@ import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
-import { ChainActions } from "../../src/jobs/chain-actions.ts";
+import { prepareEscrow, prepareRefund, prepareSettlement } from "../../src/jobs/job-chain.ts";
 import { newPendingJob, type JobRecord } from "../../src/jobs/job-record.ts";
-import { getJob, insertJob, updateJob } from "../../src/jobs/job-repo.ts";
+import { getJob, insertJob, mustMoveJob } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants, getAccount } from "../../src/ledger/index.ts";
-import { silentLogger } from "../../src/core/logger.ts";
 import { startService, type Service } from "../../src/service.ts";
 import { tempDir } from "../support/service.ts";
 
 let service: Service;
-let actions: ChainActions;
 let worker: Keypair;
 let wallet: string;
 const dir = await tempDir("svc-recovery-");
 
 async function open() {
   service = await startService({ port: 0, dataDir: dir.path });
-  actions = new ChainActions(service.db, service.chain, silentLogger());
 }
 
 /** What the next start after a crash does: open the same data dir, which runs recovery. */
@@ -46,13 +43,13 @@ after(async () => {
 });
 beforeEach(async () => {
   wallet = generateKeypair().address;
-  await actions.deposit(wallet, 10);
+  await service.actions.deposit(wallet, 10);
 });
 
 /** A job admitted with 4 credits locked; `sendEscrow` decides whether the lock reached the chain. */
 async function admittedJob(sendEscrow: boolean): Promise<JobRecord> {
   const id = newId("job");
-  const escrow = await actions.prepareEscrow({ jobId: id, tier: "lite", wallet, credits: 4 });
+  const escrow = await prepareEscrow(service.chain, { jobId: id, tier: "lite", wallet, credits: 4 });
   const job = newPendingJob({
     id,
     wallet,
@@ -67,10 +64,10 @@ async function admittedJob(sendEscrow: boolean): Promise<JobRecord> {
   await service.db.transaction(async (tx) => {
     await money.reserve(tx, wallet, id, 4);
     await insertJob(tx, job);
-    await actions.record(tx, escrow);
+    await service.journal.record(tx, escrow);
   });
-  if (sendEscrow) await actions.send(escrow);
-  await updateJob(service.db, id, { status: "processing", workerAddress: worker.address });
+  if (sendEscrow) await service.journal.send(escrow);
+  await mustMoveJob(service.db, job, "worker_assigned", { workerAddress: worker.address });
   return (await getJob(service.db, id))!;
 }
 
@@ -79,12 +76,11 @@ async function settlingJob() {
   const job = await admittedJob(true);
   const proofHash = outputHash("Hello from the svc wiring model.");
   const signature = worker.sign(proofMessage(job.id, proofHash));
-  const changes = { status: "settling", proofHash, proofSignature: Buffer.from(signature).toString("base64"), creditsCharged: 2, completionTokens: 7 } as const;
-  Object.assign(job, changes);
-  const settlement = await actions.prepareSettlement(job);
+  const changes = { proofHash, proofSignature: Buffer.from(signature).toString("base64"), creditsCharged: 2, completionTokens: 7 };
+  const settlement = await prepareSettlement(service.chain, { ...job, ...changes });
   await service.db.transaction(async (tx) => {
-    await updateJob(tx, job.id, { ...changes, settlementTx: settlement.signature });
-    await actions.record(tx, settlement);
+    await mustMoveJob(tx, job, "proof_recorded", { ...changes, settlementTx: settlement.signature });
+    await service.journal.record(tx, settlement);
   });
   return { job, settlement };
 }
@@ -144,10 +140,10 @@ describe("recover() after a crash", () => {
 
   test("refund recorded but never sent: it is sent on the next start", async () => {
     const job = await admittedJob(true);
-    const refund = await actions.prepareRefund(job);
+    const refund = await prepareRefund(service.chain, job);
     await service.db.transaction(async (tx) => {
-      await updateJob(tx, job.id, { status: "refunded", refundTx: refund.signature, failureReason: "timeout" });
-      await actions.record(tx, refund);
+      await mustMoveJob(tx, job, "timed_out", { refundTx: refund.signature, failureReason: "timeout" });
+      await service.journal.record(tx, refund);
     });
     await restart();
     const after = (await getJob(service.db, job.id))!;

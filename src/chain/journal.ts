@@ -1,0 +1,192 @@
+/**
+ * The chain journal: every transaction the service sends is first a row (`chain_actions`: its
+ * signature and signed bytes), written in the database transaction of the change that calls for
+ * it, and its outcome is applied in the database transaction that marks the row confirmed, failed
+ * or dropped. So a crash at any point leaves a row that `resumeOpen()` finds on the chain and
+ * finishes, sends again, or gives up, and no outcome is applied twice.
+ *
+ * The journal knows an action's kind only as a name: the part that owns what an action does
+ * (jobs for escrow, settlement and refund; deposits for funding) registers an `ActionOwner` for
+ * its kind, and the journal calls it at each outcome. One journal per service.
+ *
+ * The table was created by migration `jobs/001_jobs` (the jobs part kept it before the journal
+ * moved here; released migrations are never edited). Later changes to it are migrations of the
+ * chain part.
+ */
+import type { Logger } from "../core/logger.ts";
+import type { Db } from "../store/index.ts";
+import type { Chain } from "./chain.ts";
+
+export interface ChainAction {
+  kind: string;
+  /** What the action is about, in its owner's words (a job id, a wallet address). */
+  subject: string;
+  signature: string;
+  wire: Uint8Array;
+  /** What rebuilding the transaction needs beyond what its owner keeps (a deposit's credits). */
+  params?: Record<string, number>;
+}
+
+export type ActionState = "sent" | "confirmed" | "failed" | "dropped";
+
+/** What the owner of a kind of action does at each of its outcomes. */
+export interface ActionOwner {
+  /** In the transaction marking it confirmed. What it returns reaches the `send` that applied it. */
+  confirmed(tx: Db, action: ChainAction, slot: number): Promise<unknown>;
+  /** The chain executed it and refused it; in the transaction marking it failed. */
+  rejected(tx: Db, action: ChainAction, reason: string): Promise<void>;
+  /**
+   * It never reached the chain and can no longer land: a fresh copy to send in its place, or
+   * undefined to give it up. Called outside any transaction (building and signing take time).
+   */
+  rebuild(action: ChainAction): Promise<ChainAction | undefined>;
+  /** In the transaction marking it dropped, which also records `fresh` when there is one. */
+  dropped(tx: Db, action: ChainAction, fresh: ChainAction | undefined): Promise<void>;
+  /** At start-up, one that the chain never saw is given up (dropped without a copy) instead of sent again. */
+  giveUpUnsentOnResume?: boolean;
+}
+
+/** The chain refused the transaction itself (as opposed to the chain being unreachable). */
+export class ChainRejectedError extends Error {
+  override readonly name = "ChainRejectedError";
+  constructor(readonly signature: string, readonly reason: string) {
+    super(`transaction ${signature} was rejected on-chain: ${reason}`);
+  }
+}
+
+export interface SentAction {
+  slot: number;
+  /** What the owner's `confirmed` returned, when this call applied the confirmation (not a concurrent recovery). */
+  outcome?: unknown;
+}
+
+export class ChainJournal {
+  private readonly owners = new Map<string, ActionOwner>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly chain: Chain,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Name the owner of a kind of action; each kind has one. */
+  register(kind: string, owner: ActionOwner): void {
+    if (this.owners.has(kind)) throw new Error(`chain actions of kind ${kind} already have an owner`);
+    this.owners.set(kind, owner);
+  }
+
+  private ownerOf(action: ChainAction): ActionOwner {
+    const owner = this.owners.get(action.kind);
+    if (!owner) throw new Error(`no owner is registered for chain actions of kind ${action.kind}`);
+    return owner;
+  }
+
+  /** Write the intent row, in the caller's transaction `db`, before the action is sent. */
+  async record(db: Db, action: ChainAction): Promise<void> {
+    await db.query("INSERT INTO chain_actions (signature, kind, subject, params, wire) VALUES ($1, $2, $3, $4, $5)", [
+      action.signature,
+      action.kind,
+      action.subject,
+      JSON.stringify(action.params ?? {}),
+      action.wire,
+    ]);
+  }
+
+  /**
+   * Send a recorded action and apply its outcome. Resolves once confirmed; rejects with
+   * ChainRejectedError (after applying the failure) when the chain executes and refuses it. One
+   * that could not land at all (its blockhash expired) is replaced by its owner's fresh copy, at
+   * most `rebuilds` times, or given up when the owner has none.
+   */
+  async send(action: ChainAction, rebuilds = 1): Promise<SentAction> {
+    let slot: number;
+    try {
+      slot = (await this.chain.send(action.wire)).slot;
+    } catch (error) {
+      if (!this.chain.isRejection(error)) throw error;
+      if (error.details.landed) {
+        await this.rejected(action, error.details.err);
+        throw new ChainRejectedError(action.signature, error.details.err);
+      }
+      const fresh = await this.replace(action);
+      if (fresh === undefined || rebuilds === 0) throw error;
+      return this.send(fresh, rebuilds - 1);
+    }
+    return { slot, ...(await this.confirmed(action, slot)) };
+  }
+
+  private async confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
+    return this.db.transaction(async (tx) => {
+      // Already confirmed by a concurrent recovery: its outcome is applied, do not apply it twice.
+      if (!(await this.mark(tx, action, "confirmed", { slot }))) return {};
+      return { outcome: await this.ownerOf(action).confirmed(tx, action, slot) };
+    });
+  }
+
+  private async rejected(action: ChainAction, reason: string): Promise<void> {
+    this.logger.warn({ signature: action.signature, kind: action.kind, subject: action.subject, reason }, "chain transaction rejected");
+    await this.db.transaction(async (tx) => {
+      if (await this.mark(tx, action, "failed", { error: reason })) await this.ownerOf(action).rejected(tx, action, reason);
+    });
+  }
+
+  /** Retire an action that never reached the chain, recording the owner's fresh copy if it has one. */
+  private async replace(action: ChainAction): Promise<ChainAction | undefined> {
+    const fresh = await this.ownerOf(action).rebuild(action);
+    await this.dropAndRecord(action, fresh);
+    return fresh;
+  }
+
+  private async dropAndRecord(action: ChainAction, fresh: ChainAction | undefined): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      if (!(await this.mark(tx, action, "dropped", {}))) return;
+      if (fresh) await this.record(tx, fresh);
+      await this.ownerOf(action).dropped(tx, action, fresh);
+    });
+  }
+
+  /** Move an open row to `state`; false when it was not open any more (someone else finished it). */
+  private async mark(tx: Db, action: ChainAction, state: Exclude<ActionState, "sent">, details: { slot?: number; error?: string }): Promise<boolean> {
+    const marked = await tx.query(
+      `UPDATE chain_actions SET state = $2, slot = coalesce($3, slot), error = coalesce($4, error), updated_at = now()
+        WHERE signature = $1 AND state = 'sent' RETURNING signature`,
+      [action.signature, state, details.slot ?? null, details.error ?? null],
+    );
+    return marked.length > 0;
+  }
+
+  /** Finish every action left open by a crash: apply what the chain did, or send it (or give it up). Returns how many were open. */
+  async resumeOpen(): Promise<number> {
+    const open = await this.db.query<{ signature: string; kind: string; subject: string; params: Record<string, number>; wire: Uint8Array }>(
+      "SELECT signature, kind, subject, params, wire FROM chain_actions WHERE state = 'sent' ORDER BY created_at",
+    );
+    for (const row of open) {
+      const action: ChainAction = { kind: row.kind, subject: row.subject, signature: row.signature, wire: new Uint8Array(row.wire), params: row.params };
+      const status = await this.chain.transactionStatus(action.signature);
+      if (status?.ok) {
+        await this.confirmed(action, status.slot);
+      } else if (status) {
+        await this.rejected(action, status.err ?? "failed on-chain");
+      } else if (this.ownerOf(action).giveUpUnsentOnResume) {
+        await this.dropAndRecord(action, undefined);
+      } else {
+        await this.send(action).catch((error: unknown) => {
+          this.logger.error({ err: error, subject: action.subject, kind: action.kind }, "could not finish a chain action during recovery");
+        });
+      }
+    }
+    return open.length;
+  }
+
+  /** Whether any action of `kind` about `subject` was ever recorded. */
+  async hasAction(kind: string, subject: string): Promise<boolean> {
+    const rows = await this.db.query("SELECT 1 FROM chain_actions WHERE kind = $1 AND subject = $2 LIMIT 1", [kind, subject]);
+    return rows.length > 0;
+  }
+
+  /** The actions recorded about these subjects, oldest first. */
+  async actionsAbout(subjects: readonly string[]): Promise<{ subject: string; kind: string; signature: string; state: ActionState }[]> {
+    if (subjects.length === 0) return [];
+    return this.db.query("SELECT subject, kind, signature, state FROM chain_actions WHERE subject = ANY($1::text[]) ORDER BY created_at", [[...subjects]]);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Funding a wallet: its credits are minted on-chain (development funding, `svc dev` and the
+ * tests), and credited in the ledger when the chain journal confirms the deposit. The jobs part
+ * owns it because it owns the wallet's credits (money.ts) until the accounts part takes deposits
+ * over with the vault of the escrow program.
+ */
+import { recordTopup } from "../accounts/accounts.ts";
+import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import { emitCreditTopup } from "../events/index.ts";
+import type { Db } from "../store/db.ts";
+import * as money from "./money.ts";
+
+async function prepareDeposit(chain: Chain, wallet: string, credits: number): Promise<ChainAction> {
+  const prepared = await chain.prepareDeposit({ wallet, credits });
+  return { kind: "deposit", subject: wallet, signature: prepared.signature, wire: prepared.wire, params: { credits } };
+}
+
+function depositOwner(chain: Chain): ActionOwner {
+  return {
+    async confirmed(tx, action) {
+      const credits = action.params?.credits ?? 0;
+      await money.deposit(tx, action.subject, credits, action.signature);
+      await recordTopup(tx, action.subject, new Date());
+      const remaining = await money.availableCredits(tx, action.subject);
+      await emitCreditTopup(tx, { wallet: action.subject, creditsAdded: credits, creditsRemaining: remaining, depositTx: action.signature });
+      await money.checkCreditLow(tx, action.subject, remaining, false);
+    },
+    rejected: async () => undefined,
+    // TODO(vault): minting a fresh copy is right only for development funding, where the service
+    // signs the mint itself. A real deposit is a transfer the wallet signs: once deposits go
+    // through the escrow program's vault, an expired one must be given up and the user asked to
+    // sign again, which needs the vault's deposit instruction (a later issue).
+    rebuild: (action) => prepareDeposit(chain, action.subject, action.params?.credits ?? 0),
+    dropped: async () => undefined,
+  };
+}
+
+export class Deposits {
+  constructor(
+    private readonly db: Db,
+    private readonly journal: ChainJournal,
+    private readonly chain: Chain,
+  ) {
+    journal.register("deposit", depositOwner(chain));
+  }
+
+  /** Fund a wallet: its credits are minted on-chain, and credited in the ledger once confirmed. Returns the signature. */
+  async deposit(wallet: string, credits: number): Promise<string> {
+    const action = await prepareDeposit(this.chain, wallet, credits);
+    await this.journal.record(this.db, action);
+    await this.journal.send(action);
+    return action.signature;
+  }
+
+  async hasDeposit(wallet: string): Promise<boolean> {
+    return this.journal.hasAction("deposit", wallet);
+  }
+}

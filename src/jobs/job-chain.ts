@@ -1,0 +1,145 @@
+/**
+ * A job's chain transactions: how each is built from the job (escrow lock, settlement, refund),
+ * and what its outcome does to the job and its credits. The chain journal (chain/journal.ts)
+ * records and sends them; this module is the owner it calls when one confirms, is refused, or
+ * never lands.
+ */
+import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import type { Tier } from "../core/pricing.ts";
+import { emitJobCompleted, emitJobEnded } from "../events/index.ts";
+import type { Db } from "../store/db.ts";
+import { jobEventFacts, type JobRecord } from "./job-record.ts";
+import { getJob, jobsWithStatus, mustMoveJob, updateJob } from "./job-repo.ts";
+import * as money from "./money.ts";
+
+export type JobActionKind = "escrow" | "settlement" | "refund";
+
+/** What the settlement's confirmation leaves the wallet with, handed back to whoever sent it. */
+export interface SettlementOutcome {
+  creditsRemaining: number;
+}
+
+export async function prepareEscrow(
+  chain: Chain,
+  input: { jobId: string; tier: Tier; wallet: string; credits: number },
+): Promise<ChainAction & { escrowAddress: string }> {
+  const prepared = await chain.prepareLockEscrow(input);
+  return { kind: "escrow", subject: input.jobId, signature: prepared.signature, wire: prepared.wire, escrowAddress: prepared.escrowAddress };
+}
+
+export async function prepareSettlement(chain: Chain, job: JobRecord): Promise<ChainAction> {
+  if (job.workerAddress === null || job.proofHash === null || job.proofSignature === null) {
+    throw new Error(`job ${job.id} has no proof to settle`);
+  }
+  const prepared = await chain.prepareSettle({
+    jobId: job.id,
+    wallet: job.wallet,
+    lockedCredits: job.lockedCredits,
+    chargedCredits: job.creditsCharged,
+    workerPublicKey: job.workerAddress,
+    staked: job.workerStaked,
+    proofHash: job.proofHash,
+    proofSignature: new Uint8Array(Buffer.from(job.proofSignature, "base64")),
+  });
+  return { kind: "settlement", subject: job.id, signature: prepared.signature, wire: prepared.wire };
+}
+
+export async function prepareRefund(chain: Chain, job: JobRecord): Promise<ChainAction> {
+  const prepared = await chain.prepareRefund({ jobId: job.id, wallet: job.wallet, lockedCredits: job.lockedCredits });
+  return { kind: "refund", subject: job.id, signature: prepared.signature, wire: prepared.wire };
+}
+
+async function jobOf(tx: Db, action: ChainAction): Promise<JobRecord> {
+  const job = await getJob(tx, action.subject);
+  if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
+  return job;
+}
+
+/** job.failed or job.timeout for a job whose whole reservation was just released in `tx`. */
+async function emitReleased(tx: Db, job: JobRecord): Promise<void> {
+  const remaining = await money.availableCredits(tx, job.wallet);
+  await emitJobEnded(tx, { ...jobEventFacts(job), creditsRefunded: job.lockedCredits, creditsRemaining: remaining });
+  await money.checkCreditLow(tx, job.wallet, remaining, false);
+}
+
+/** The escrow never reached the chain, or the chain refused it: nothing left the wallet, so the reservation goes back. */
+async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promise<void> {
+  const job = await jobOf(tx, action);
+  await money.release(tx, job.id);
+  await mustMoveJob(tx, job, "escrow_given_up", { failureReason: reason, completedAt: new Date() });
+  await emitReleased(tx, job);
+}
+
+function escrowOwner(): ActionOwner {
+  return {
+    confirmed: (tx, action, slot) => updateJob(tx, action.subject, { slot }),
+    rejected: (tx, action) => giveUpEscrow(tx, action, "escrow_failed"),
+    // A fresh lock would hold credits for a job that can no longer run (its driver gave up).
+    rebuild: async () => undefined,
+    dropped: (tx, action) => giveUpEscrow(tx, action, "interrupted"),
+    giveUpUnsentOnResume: true,
+  };
+}
+
+function settlementOwner(db: Db, chain: Chain): ActionOwner {
+  return {
+    async confirmed(tx, action, slot): Promise<SettlementOutcome> {
+      const job = await jobOf(tx, action);
+      await money.settle(tx, job);
+      await mustMoveJob(tx, job, "settlement_confirmed", { slot, completedAt: new Date() });
+      // Read once: the event, the credit.low rule and the caller's x-svc-credits-remaining all say it.
+      const creditsRemaining = await money.availableCredits(tx, job.wallet);
+      await emitJobCompleted(tx, { ...jobEventFacts(job), settlementTx: action.signature, slot, creditsRemaining });
+      await money.checkCreditLow(tx, job.wallet, creditsRemaining, false);
+      return { creditsRemaining };
+    },
+    // The job stays `settling` with its escrow intact; its driver (or recovery) sends the escrow back.
+    rejected: async () => undefined,
+    rebuild: async (action) => {
+      const job = await getJob(db, action.subject);
+      return job ? prepareSettlement(chain, job) : undefined;
+    },
+    dropped: async (tx, action, fresh) => {
+      if (fresh) await updateJob(tx, action.subject, { settlementTx: fresh.signature });
+    },
+  };
+}
+
+function refundOwner(db: Db, chain: Chain): ActionOwner {
+  return {
+    async confirmed(tx, action, slot) {
+      const job = await jobOf(tx, action);
+      await money.release(tx, job.id);
+      await updateJob(tx, job.id, { slot, completedAt: new Date(), creditsCharged: 0 });
+      await emitReleased(tx, { ...job, refundTx: action.signature });
+    },
+    // The job keeps its reservation and the escrow stays on-chain; no refund has been refused so far.
+    rejected: async () => undefined,
+    rebuild: async (action) => {
+      const job = await getJob(db, action.subject);
+      return job ? prepareRefund(chain, job) : undefined;
+    },
+    dropped: async (tx, action, fresh) => {
+      if (fresh) await updateJob(tx, action.subject, { refundTx: fresh.signature });
+    },
+  };
+}
+
+/** Make the jobs part the owner of escrow, settlement and refund actions in `journal`. */
+export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain): void {
+  journal.register("escrow", escrowOwner());
+  journal.register("settlement", settlementOwner(db, chain));
+  journal.register("refund", refundOwner(db, chain));
+}
+
+/**
+ * Jobs that were interrupted while running (or whose settlement the chain rejected) and have no
+ * chain transaction in flight: their escrow must go back to the wallet.
+ */
+export async function jobsAwaitingReturn(db: Db, journal: ChainJournal): Promise<JobRecord[]> {
+  const unfinished = await jobsWithStatus(db, ["pending", "processing", "settling"]);
+  const actions = await journal.actionsAbout(unfinished.map((j) => j.id));
+  const inFlight = new Set(actions.filter((a) => a.state === "sent").map((a) => a.subject));
+  const settling = new Set(actions.filter((a) => a.kind === "settlement" && (a.state === "sent" || a.state === "confirmed")).map((a) => a.subject));
+  return unfinished.filter((job) => !inFlight.has(job.id) && !(job.status === "settling" && settling.has(job.id)));
+}

@@ -1,0 +1,179 @@
+/**
+ * How a job ends once its workers are done: settled for what the worker produced (the proof
+ * checked on-chain), or ended without a charge with its escrow sent back. Each status change goes
+ * through `moveJob` (the state table of job-states.ts); each chain transaction is recorded in the
+ * same database transaction as the change that calls for it, then sent through the journal.
+ */
+import type { Chain, ChainJournal } from "../chain/index.ts";
+import { Channel } from "../core/channel.ts";
+import { ApiError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import { completionCost, TIERS } from "../core/pricing.ts";
+import { outputHash } from "../core/proof.ts";
+import { splitPayout } from "../core/payout.ts";
+import { ChainRejectedError } from "../chain/index.ts";
+import type { FinishReason, StopReason, Usage } from "../inference/engine.ts";
+import type { WorkerEvent } from "../network/worker-handle.ts";
+import type { JobOutcome } from "../network/worker-health.ts";
+import type { WorkerLease } from "../network/worker-pool.ts";
+import type { Db } from "../store/db.ts";
+import { prepareRefund, prepareSettlement, type SettlementOutcome } from "./job-chain.ts";
+import type { JobRecord } from "./job-record.ts";
+import { moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
+import * as money from "./money.ts";
+
+export type JobEvent =
+  | { type: "delta"; text: string }
+  /** The worker finished; settlement follows. */
+  | { type: "finished"; finishReason: FinishReason; usage: Usage }
+  | { type: "settled"; settlementTx: string; slot: number; creditsRemaining: number };
+
+/** What a job's workers produced. */
+export interface WorkerRun {
+  /** The lease of the worker that ran it last. */
+  lease: WorkerLease;
+  /** The output as the gateway received it. */
+  text: string;
+  done: Extract<WorkerEvent, { type: "done" }> | undefined;
+  workerError: unknown;
+}
+
+/** What ending a job needs from the service. */
+export interface EndingDeps {
+  db: Db;
+  chain: Chain;
+  journal: ChainJournal;
+  logger: Logger;
+  timeoutMs: number;
+}
+
+/** The driver's view of a job being ended: where its news goes, and its escrow's fate. */
+export interface EndingJob {
+  job: JobRecord;
+  /** Resolves once the escrow is on-chain and the worker's assignment recorded; rejects if the escrow never landed. */
+  ready: Promise<number>;
+  channel: Channel<JobEvent>;
+  /** The caller's figures (credits remaining) as the job goes. */
+  started: { creditsRemaining: number };
+}
+
+type Settled = { ok: true; settlementTx: string; slot: number; creditsRemaining: number } | { ok: false; reason: "rejected" | "unconfirmed" };
+
+/** Settle what the worker produced, or give the escrow back when it produced nothing to charge. */
+export async function conclude(
+  deps: EndingDeps,
+  ending: EndingJob,
+  run: WorkerRun,
+  how: { timedOut: boolean; callerLeft: boolean; metered: (done: NonNullable<WorkerRun["done"]>) => Promise<{ usage: Usage; outcome: JobOutcome }> },
+): Promise<void> {
+  const { job, channel } = ending;
+  const { done, text } = run;
+  // A worker that finished just as the timer fired has finished: the rule is about finishing.
+  if (how.timedOut && done === undefined) {
+    const refund = await returnEscrow(deps, job, ending.ready, "refunded", "timeout");
+    const seconds = Math.round(deps.timeoutMs / 1000);
+    const details = { job_id: job.id, credits_refunded: job.lockedCredits, refund_tx: refund.refundTx };
+    return fail(deps, ending, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
+  }
+  // Stopped before any output: nothing to charge, whatever the worker counted.
+  if (done === undefined || (done.finishReason === "cancelled" && text === "")) {
+    if (run.workerError !== undefined) deps.logger.warn({ err: run.workerError, job: job.id }, "worker failed");
+    await returnEscrow(deps, job, ending.ready, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
+    return fail(deps, ending, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
+  }
+  const metered = await how.metered(done);
+  // A cancelled job's caller is gone: there is nobody to tell how it finished.
+  if (done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
+  const settled = await settle(deps, job, text, { ...done, usage: metered.usage }, ending.ready);
+  run.lease.outcome(settled.ok || settled.reason !== "rejected" ? metered.outcome : "failed");
+  if (settled.ok) {
+    ending.started.creditsRemaining = settled.creditsRemaining;
+    channel.push({ type: "settled", settlementTx: settled.settlementTx, slot: settled.slot, creditsRemaining: settled.creditsRemaining });
+    run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
+  } else if (settled.reason === "rejected") {
+    return fail(deps, ending, new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
+  } else {
+    channel.close(new ApiError("internal_error", "The settlement could not be confirmed yet; the service completes it on its own. Check the job with GET /jobs/{id}."));
+  }
+  channel.close();
+}
+
+/** End a job that charged nothing: the caller learns why, and its balance now that the escrow is back. */
+async function fail(deps: EndingDeps, ending: EndingJob, error: ApiError): Promise<void> {
+  ending.started.creditsRemaining = await money.availableCredits(deps.db, ending.job.wallet);
+  ending.channel.close(error);
+}
+
+/**
+ * Charge the job: record the worker's proof and the settlement transaction, send it (its first
+ * instruction verifies the proof on-chain), and on confirmation post the charge in the ledger.
+ * When the chain rejects the proof the escrow is returned; when the chain cannot be reached the
+ * job stays `settling` with its settlement recorded, for recovery to finish.
+ */
+async function settle(
+  deps: EndingDeps,
+  job: JobRecord,
+  text: string,
+  done: { finishReason: StopReason; usage: Usage; signature: Uint8Array },
+  escrowLanded: Promise<number>,
+): Promise<Settled> {
+  if ((await escrowLanded.then(() => true, () => false)) === false) {
+    await returnEscrow(deps, job, escrowLanded, "failed", "escrow_failed");
+    return { ok: false, reason: "rejected" };
+  }
+  // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
+  const proved = {
+    proofHash: outputHash(text),
+    proofSignature: Buffer.from(done.signature).toString("base64"),
+    creditsCharged: Math.min(job.lockedCredits, completionCost(TIERS[job.tier], done.usage.completionTokens)),
+    promptTokens: done.usage.promptTokens,
+    completionTokens: done.usage.completionTokens,
+    finishReason: done.finishReason,
+    lastTokenAt: new Date(),
+  } satisfies JobChanges;
+  const settlement = await prepareSettlement(deps.chain, { ...job, ...proved });
+  await deps.db.transaction(async (tx) => {
+    await mustMoveJob(tx, job, "proof_recorded", { ...proved, settlementTx: settlement.signature });
+    await deps.journal.record(tx, settlement);
+  });
+  try {
+    const sent = await deps.journal.send(settlement);
+    // The confirmation read the balance after the charge; only a concurrent recovery's leaves it to read here.
+    const outcome = sent.outcome as SettlementOutcome | undefined;
+    const creditsRemaining = outcome?.creditsRemaining ?? (await money.availableCredits(deps.db, job.wallet));
+    return { ok: true, settlementTx: settlement.signature, slot: sent.slot, creditsRemaining };
+  } catch (error) {
+    if (!(error instanceof ChainRejectedError)) {
+      // Not refused, just not confirmed: a refund now could race a settlement that still lands.
+      deps.logger.error({ err: error, job: job.id }, "settlement not confirmed; left for recovery");
+      return { ok: false, reason: "unconfirmed" };
+    }
+    deps.logger.warn({ err: error, job: job.id }, "settlement rejected on-chain");
+    await returnEscrow(deps, job, escrowLanded, "failed", "proof_rejected");
+    return { ok: false, reason: "rejected" };
+  }
+}
+
+/** Send the escrow back to the wallet (refund transaction); the reservation is released when it confirms. */
+export async function returnEscrow(
+  deps: EndingDeps,
+  job: JobRecord,
+  escrowLanded: Promise<number>,
+  status: "failed" | "refunded",
+  reason: string,
+): Promise<{ refundTx: string | null }> {
+  const landed = await escrowLanded.then(() => true, () => false);
+  if (!landed) {
+    // Nothing moved on-chain. When the move loses, the escrow's own outcome (refused or dropped)
+    // ended the job first and released its reservation: nothing is left to do.
+    await moveJob(deps.db, job, "escrow_not_landed", { failureReason: reason, completedAt: new Date() });
+    return { refundTx: null };
+  }
+  const refund = await prepareRefund(deps.chain, job);
+  await deps.db.transaction(async (tx) => {
+    await mustMoveJob(tx, job, status === "refunded" ? "timed_out" : "refund_recorded", { failureReason: reason, refundTx: refund.signature, creditsCharged: 0 });
+    await deps.journal.record(tx, refund);
+  });
+  await deps.journal.send(refund);
+  return { refundTx: refund.signature };
+}
