@@ -47,8 +47,9 @@ export async function recentDeposits(db: Db, wallet: string, limit: number): Pro
 }
 
 /**
- * Lock a job's credits. Throws ledger.ExceedsCreditsError when the wallet cannot cover them. The
- * wallet's accounts exist from its first deposit; a wallet without one is refused before this.
+ * Lock a job's credits. Throws ledger.ExceedsCreditsError when the wallet cannot cover them, and
+ * ledger.AccountNotFoundError for a wallet that never received a deposit (its accounts exist from
+ * its first one).
  */
 export async function reserve(db: Db, wallet: string, jobId: string, credits: number): Promise<void> {
   await ledger.reserve(db, { id: reservationId(jobId), wallet, amount: creditsToBaseUnits(credits), reference: jobId });
@@ -88,4 +89,16 @@ export async function release(db: Db, jobId: string): Promise<void> {
 export async function checkCreditLow(tx: Db, wallet: string, creditsRemaining: number, fell: boolean): Promise<void> {
   const side = await recordCreditLowSide(tx, wallet, creditsRemaining);
   if (side?.below && fell) await emitCreditLow(tx, { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits });
+}
+
+/** Every job's reservation as the ledger holds it, by job id: the credits locked and whether it is pending, posted or voided. */
+export async function jobReservations(db: Db): Promise<Map<string, { credits: number; state: ledger.PendingState }>> {
+  const transfers = await ledger.listTransfers(db, { code: "reserve", kind: "pending" });
+  return new Map(transfers.map((t) => [t.reference ?? t.id, { credits: toCredits(t.amount), state: t.pendingState ?? "pending" }]));
+}
+
+/** Every job's posted charge in credits, by job id. */
+export async function jobCharges(db: Db): Promise<Map<string, number>> {
+  const transfers = await ledger.listTransfers(db, { code: "charge" });
+  return new Map(transfers.map((t) => [t.pendingId?.replace(/^reserve:/, "") ?? t.id, toCredits(t.amount)]));
 }

@@ -10,6 +10,7 @@ import { completionCost, TIERS } from "../../src/core/pricing.ts";
 import { outputHash } from "../../src/core/proof.ts";
 import { splitPayout } from "../../src/core/payout.ts";
 import { LOOP_UNIT, TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
@@ -102,6 +103,7 @@ for (const kind of ["in-process seed worker", "worker over the protocol"] as con
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before - charged);
     await assertChainAgrees(gateway.service, gateway.wallet);
     assert.deepEqual(await checkInvariants(gateway.service.db), []);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
 
     const settlement = await gateway.service.chain.readTransaction(job.on_chain.settlement_tx!);
     assert.ok(settlement.ok);

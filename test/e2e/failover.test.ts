@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { FailingWorker } from "../support/failing-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
@@ -44,6 +45,7 @@ describe("failover before the first token", () => {
     assert.equal(streamed.headers.get("x-svc-worker"), healthyAddress);
     // Idle workers take turns, so the failing one was tried first both times; failover hid it.
     assert.equal(failing.runs, 2);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
   });
 });
 
@@ -57,5 +59,6 @@ describe("no other worker to take over", () => {
   test("the job fails and nothing is charged", async () => {
     await assert.rejects(gateway.client.chat.completions.create({ model: MODEL, messages: hi }), (e: unknown) => e instanceof OpenAI.InternalServerError);
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
   });
 });

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { issueApiKey, suspendApiKey } from "../../src/accounts/accounts.ts";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
@@ -64,6 +65,7 @@ describe("GET /jobs", () => {
     assert.ok(job.worker_address);
     assert.ok(Date.parse(job.created_at) <= Date.parse(job.completed_at));
     for (const field of ["escrow_tx", "settlement_tx", "escrow_address", "slot", "proof_hash"]) assert.ok(job.on_chain[field], field);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
   });
 
   test("someone else's job is a 404 like a missing one", async () => {
@@ -99,6 +101,7 @@ describe("the job timeout (shortened to 300 ms)", () => {
     const jobs = await get(gateway, gateway.apiKey, "/jobs?status=refunded");
     assert.equal(jobs.body.data.length, 1);
     assert.equal(jobs.body.data[0].credits_charged, 0);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
   });
 
   test("a stream that times out ends with an error event and no [DONE]", async () => {
@@ -112,6 +115,7 @@ describe("the job timeout (shortened to 300 ms)", () => {
     );
     assert.ok(received > 0, "tokens arrived before the timeout");
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
   });
 });
 

@@ -13,6 +13,7 @@ import { openChain } from "../../src/chain/chain.ts";
 import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { openDb } from "../../src/store/db.ts";
@@ -133,6 +134,7 @@ test("kill -9 of a worker and of the gateway under load, then restart: every cre
     assert.equal(credits, CREDITS - charged, "the wallet holds what it had less what its jobs charged");
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(credits), "the chain agrees with the ledger");
     assert.deepEqual(await checkInvariants(db), []);
+    assert.deepEqual(await checkJobInvariants(db), []);
     t.diagnostic(`${jobs.length} jobs, ${jobs.filter((j) => j.credits_charged > 0).length} charged ${charged} credits in total`);
   } finally {
     await chain.close();

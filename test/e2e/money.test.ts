@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { testDatabases } from "../support/db.ts";
 import { MODEL, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
@@ -64,6 +65,7 @@ for (const backend of testDatabases()) {
       assert.equal((await money.availableCredits(gateway.service.db, caller.wallet)) + charged, 14);
       await assertChainAgrees(gateway.service, caller.wallet);
       assert.deepEqual(await checkInvariants(gateway.service.db), []);
+      assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
     });
 
     test("a settled job's transactions are on the chain and moved what they claim", async () => {
@@ -127,5 +129,6 @@ describe("a worker whose proof is forged", () => {
     assert.ok((await chain.readTransaction(job.on_chain.refund_tx!)).ok);
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 50);
     await assertChainAgrees(gateway.service, gateway.wallet);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
   });
 });

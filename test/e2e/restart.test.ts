@@ -10,6 +10,7 @@ import OpenAI from "openai";
 import { openChain } from "../../src/chain/chain.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
@@ -85,6 +86,7 @@ test("kill -9 during a stream, then restart: nothing unfinished, every credit ac
     assert.equal(credits, 98, "100 less the one settled 2-credit job");
     assert.equal(await chain.tokenBalance(chain.creditAccountAddress(wallet)), creditsToBaseUnits(credits));
     assert.deepEqual(await checkInvariants(db), []);
+    assert.deepEqual(await checkJobInvariants(db), []);
     const open = await db.query("SELECT id FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
     assert.deepEqual(open, []);
   } finally {

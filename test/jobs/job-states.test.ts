@@ -3,6 +3,7 @@
  * the status the job leaves, so the loser of a race writes nothing and knows it.
  */
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { newId } from "../../src/core/ids.ts";
 import { JOB_STATUSES, newPendingJob, type JobRecord, type JobStatus } from "../../src/jobs/job-record.ts";
@@ -56,6 +57,15 @@ describe("the job state table", () => {
     for (const trigger of TRIGGERS) assert.throws(() => nextStatus("refunded", trigger), JobTransitionRefused);
     assert.deepEqual(JOB_TRANSITIONS.filter((t) => t.from.includes("settled")).map((t) => t.trigger), ["dispute_opened"]);
     assert.deepEqual(JOB_STATUSES.filter(isFinal), ["settled", "failed", "refunded"]);
+  });
+
+  test("docs/architecture.md shows the same table", async () => {
+    const doc = await readFile(new URL("../../docs/architecture.md", import.meta.url), "utf8");
+    const rows = doc.split("\n").filter((line) => /^\| [a-z, ]+ \| `[a-z_]+` \|/.test(line));
+    assert.deepEqual(
+      rows.map((line) => line.split(" | ").slice(0, 3).map((cell) => cell.replace(/^\| /, "").replaceAll("`", ""))),
+      JOB_TRANSITIONS.map((t) => [t.from.join(", "), t.trigger, t.to]),
+    );
   });
 });
 
