@@ -98,6 +98,45 @@ export interface Service {
 // Events reference wallets, so they come after the accounts' tables.
 export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...JOBS_MIGRATIONS, ...WEB_MIGRATIONS];
 
+/**
+ * Stop the service. Jobs in flight finish on their workers before the workers are let go; the
+ * HTTP server only finishes closing once the workers' upgraded sockets are gone too.
+ */
+async function closeInOrder(
+  parts: { app: FastifyInstance; jobs: JobService; workers: WorkerGateway; delivery: DeliveryLoop; vocabularies: ModelVocabularies; chain: Chain; db: Db },
+  onStep: (step: string, fields?: Record<string, unknown>) => void,
+): Promise<void> {
+  onStep("refusing new requests; draining running jobs", { runningJobs: parts.jobs.runningJobs });
+  const httpClosed = parts.app.close();
+  await parts.jobs.drain();
+  onStep("closing worker connections");
+  await parts.workers.close();
+  await httpClosed;
+  await parts.jobs.drain();
+  onStep("stopping webhook delivery");
+  await parts.delivery.stop();
+  await parts.vocabularies.close();
+  onStep("closing the chain and the database");
+  await parts.chain.close();
+  await parts.db.close();
+}
+
+/** The worker protocol's endpoint, with the service's limits and a registration event per worker. */
+function workerGateway(options: ServiceOptions, parts: { pool: WorkerPool; catalog: Catalog; logger: Logger; chain: Chain; db: Db }): WorkerGateway {
+  return new WorkerGateway({
+    pool: parts.pool,
+    catalog: parts.catalog,
+    logger: parts.logger,
+    ...(options.workerHeartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.workerHeartbeatTimeoutMs } : {}),
+    ...(options.workerCountTimeoutMs !== undefined ? { countTimeoutMs: options.workerCountTimeoutMs } : {}),
+    ...(options.workerPublicHost !== undefined ? { publicHost: options.workerPublicHost } : {}),
+    ...(options.workerProbeTimeoutMs !== undefined ? { probeTimeoutMs: options.workerProbeTimeoutMs } : {}),
+    ...(options.workerLimits ? { limits: options.workerLimits } : {}),
+    isStaked: (address) => parts.chain.isStaked(address),
+    onRegistered: (worker) => emitWorkerRegistered(parts.db, worker),
+  });
+}
+
 /** The parts that run the service's work: one chain journal, with the jobs and deposits as owners of its actions. */
 function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Logger) {
   const catalog = options.catalog ?? defaultCatalog();
@@ -153,18 +192,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     };
     const app = await buildServer(ctx);
-    const workers = new WorkerGateway({
-      pool,
-      catalog,
-      logger,
-      ...(options.workerHeartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.workerHeartbeatTimeoutMs } : {}),
-      ...(options.workerCountTimeoutMs !== undefined ? { countTimeoutMs: options.workerCountTimeoutMs } : {}),
-      ...(options.workerPublicHost !== undefined ? { publicHost: options.workerPublicHost } : {}),
-      ...(options.workerProbeTimeoutMs !== undefined ? { probeTimeoutMs: options.workerProbeTimeoutMs } : {}),
-      ...(options.workerLimits ? { limits: options.workerLimits } : {}),
-      isStaked: (address) => openChainHandle.isStaked(address),
-      onRegistered: (worker) => emitWorkerRegistered(db, worker),
-    });
+    const workers = workerGateway(options, { pool, catalog, logger, chain: openChainHandle, db });
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
     const address = app.server.address();
@@ -189,23 +217,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         ctx.web.devWallet = wallet;
       },
-      async close(onStep = () => {}) {
-        // Jobs in flight finish on their workers before the workers are let go; the HTTP server
-        // only finishes closing once the workers' upgraded sockets are gone too.
-        onStep("refusing new requests; draining running jobs", { runningJobs: jobs.runningJobs });
-        const httpClosed = app.close();
-        await jobs.drain();
-        onStep("closing worker connections");
-        await workers.close();
-        await httpClosed;
-        await jobs.drain();
-        onStep("stopping webhook delivery");
-        await delivery.stop();
-        await vocabularies.close();
-        onStep("closing the chain and the database");
-        await openChainHandle.close();
-        await db.close();
-      },
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db }, onStep),
     };
   } catch (error) {
     await chain?.close().catch(() => undefined);

@@ -1,0 +1,78 @@
+/**
+ * The chain journal on its own: a real embedded chain and a real database, and an owner that
+ * only notes what the journal tells it. The journal applies each outcome once, through the owner
+ * registered for the action's kind, and knows nothing else about it.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { ChainJournal, openChain, type ActionOwner, type Chain, type ChainAction } from "../../src/chain/index.ts";
+import { generateKeypair } from "../../src/chain/keys.ts";
+import { silentLogger } from "../../src/core/logger.ts";
+import { JOBS_MIGRATIONS } from "../../src/jobs/schema.ts";
+import type { Db } from "../../src/store/index.ts";
+import { testDatabases } from "../support/db.ts";
+
+describe("the chain journal", () => {
+  let db: Db;
+  let chain: Chain;
+  let journal: ChainJournal;
+  const heard: string[] = [];
+  const owner: ActionOwner = {
+    confirmed: async (_tx, action, slot) => {
+      heard.push(`confirmed ${action.subject} at ${slot > 0 ? "a slot" : slot}`);
+      return { credits: action.params?.credits };
+    },
+    rejected: async (_tx, action, reason) => void heard.push(`rejected ${action.subject}: ${reason}`),
+    rebuild: async () => undefined,
+    dropped: async (_tx, action, fresh) => void heard.push(`dropped ${action.subject}${fresh ? " with a copy" : ""}`),
+  };
+
+  async function funding(credits: number): Promise<ChainAction> {
+    const wallet = generateKeypair().address;
+    const prepared = await chain.prepareDeposit({ wallet, credits });
+    return { kind: "funding", subject: wallet, signature: prepared.signature, wire: prepared.wire, params: { credits } };
+  }
+
+  before(async () => {
+    db = await testDatabases()[0]!.open({ migrations: JOBS_MIGRATIONS });
+    chain = await openChain({});
+    journal = new ChainJournal(db, chain, silentLogger());
+    journal.register("funding", owner);
+  });
+  after(async () => {
+    await chain.close();
+    await db.close();
+  });
+
+  test("a kind has one owner", () => {
+    assert.throws(() => journal.register("funding", owner), /already have an owner/);
+  });
+
+  test("a confirmed action's outcome is applied once, by its owner, and reaches the sender", async () => {
+    heard.length = 0;
+    const action = await funding(5);
+    await journal.record(db, action);
+    const sent = await journal.send(action);
+    assert.ok(sent.slot >= 0);
+    assert.deepEqual(sent.outcome, { credits: 5 });
+    assert.deepEqual(heard, [`confirmed ${action.subject} at ${sent.slot > 0 ? "a slot" : sent.slot}`]);
+    assert.equal(await journal.resumeOpen(), 0, "nothing is left open");
+    assert.equal(await journal.hasAction("funding", action.subject), true);
+    assert.deepEqual((await journal.actionsAbout([action.subject])).map((a) => a.state), ["confirmed"]);
+    assert.equal(heard.length, 1, "resuming applied nothing again");
+  });
+
+  test("an action recorded but never sent is sent on resume; one of a kind nobody owns is refused", async () => {
+    heard.length = 0;
+    const action = await funding(3);
+    await journal.record(db, action);
+    assert.equal(await journal.resumeOpen(), 1);
+    assert.equal(heard.length, 1);
+    assert.match(heard[0]!, /^confirmed /);
+    const orphan = { ...(await funding(1)), kind: "nobody's" };
+    await journal.record(db, orphan);
+    await assert.rejects(journal.send(orphan), /no owner is registered for chain actions of kind nobody's/);
+    assert.deepEqual((await journal.actionsAbout([orphan.subject])).map((a) => a.state), ["sent"], "its row stays open, unapplied");
+    await db.query("DELETE FROM chain_actions WHERE signature = $1", [orphan.signature]);
+  });
+});
