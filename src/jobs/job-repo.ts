@@ -52,7 +52,9 @@ function fromRow(row: Record<string, unknown>): JobRecord {
   return job as unknown as JobRecord;
 }
 
+/** A new job enters the table pending (newPendingJob); every later status comes from moveJob. */
 export async function insertJob(db: Db, job: JobRecord): Promise<void> {
+  if (job.status !== "pending") throw new Error(`a job is inserted pending, not ${job.status}`);
   const placeholders = FIELDS.map((_, i) => `$${i + 1}`).join(", ");
   await db.query(
     `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}) VALUES (${placeholders})`,

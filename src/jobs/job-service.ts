@@ -1,11 +1,14 @@
 /**
- * The life of a job: pending -> processing -> settling -> settled, or failed / refunded.
+ * The life of a job: admission (count the prompt, lock the price, record the job and its escrow),
+ * then its driver runs it on workers and hands it to job-ending.ts to settle or give back. The
+ * states and the moves between them are job-states.ts; every status change goes through moveJob.
  *
  * Money moves first in the ledger (atomic, no overspend) and then on-chain. Every chain
- * transaction is recorded as a chain action (signature and signed bytes) in the same database
+ * transaction is recorded in the chain journal (signature and signed bytes) in the same database
  * transaction as the state change that calls for it, before it is sent; its ledger effect is
- * applied in the database transaction that marks it confirmed. So a crash at any point leaves
- * something `recover()` can finish or undo, and nothing is charged twice.
+ * applied (job-chain.ts) in the database transaction that marks it confirmed. So a crash at any
+ * point leaves something the journal's resumeOpen() and `returnInterrupted()` finish or undo, and
+ * nothing is charged twice.
  */
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/catalog.ts";
@@ -36,7 +39,6 @@ export type { JobEvent };
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000;
 /** A worker that has sent no token this long after taking a job is stalling: the job moves on. */
 export const DEFAULT_FIRST_TOKEN_TIMEOUT_MS = 60_000;
-
 
 export interface StartedJob {
   id: string;
