@@ -7,7 +7,7 @@
 import { recordTopup } from "../accounts/accounts.ts";
 import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { emitCreditTopup } from "../events/index.ts";
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 import * as money from "./money.ts";
 
 async function prepareDeposit(chain: Chain, wallet: string, credits: number): Promise<ChainAction> {

@@ -7,7 +7,7 @@
 import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import type { Tier } from "../core/pricing.ts";
 import { emitJobCompleted, emitJobEnded } from "../events/index.ts";
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import { getJob, jobsWithStatus, mustMoveJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";

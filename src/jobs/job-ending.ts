@@ -4,19 +4,16 @@
  * through `moveJob` (the state table of job-states.ts); each chain transaction is recorded in the
  * same database transaction as the change that calls for it, then sent through the journal.
  */
-import type { Chain, ChainJournal } from "../chain/index.ts";
+import { ChainRejectedError, type Chain, type ChainJournal } from "../chain/index.ts";
 import { Channel } from "../core/channel.ts";
 import { ApiError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { completionCost, TIERS } from "../core/pricing.ts";
 import { outputHash } from "../core/proof.ts";
 import { splitPayout } from "../core/payout.ts";
-import { ChainRejectedError } from "../chain/index.ts";
-import type { FinishReason, StopReason, Usage } from "../inference/engine.ts";
-import type { WorkerEvent } from "../network/worker-handle.ts";
-import type { JobOutcome } from "../network/worker-health.ts";
-import type { WorkerLease } from "../network/worker-pool.ts";
-import type { Db } from "../store/db.ts";
+import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
+import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
+import type { Db } from "../store/index.ts";
 import { prepareRefund, prepareSettlement, type SettlementOutcome } from "./job-chain.ts";
 import type { JobRecord } from "./job-record.ts";
 import { moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";

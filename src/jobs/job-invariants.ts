@@ -17,7 +17,7 @@
  * the end of each story, beside the ledger's checkInvariants), audits and an admin command, not
  * for a request path.
  */
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 import { JOB_STATUSES, type JobRecord } from "./job-record.ts";
 import { jobsWithStatus } from "./job-repo.ts";
 import { isFinal } from "./job-states.ts";

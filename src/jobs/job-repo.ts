@@ -1,5 +1,5 @@
 /** SQL for the jobs table. The only code that reads or writes it. */
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 import type { JobRecord, JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
 import { nextStatus, type JobTrigger } from "./job-states.ts";

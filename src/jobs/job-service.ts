@@ -11,22 +11,27 @@
  * nothing is charged twice.
  */
 import { performance } from "node:perf_hooks";
-import type { Catalog, CatalogModel } from "../catalog/catalog.ts";
+import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { Channel } from "../core/channel.ts";
 import { ApiError, insufficientCredits } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { planEscrow, TIERS } from "../core/pricing.ts";
 import type { ChatRequest } from "../http/chat-request.ts";
-import type { ChatMessage, StopReason, Usage } from "../inference/engine.ts";
-import { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, promptTokensAtLeast, SILENT_TOKENS } from "../inference/token-bounds.ts";
-import type { ModelVocabularies } from "../inference/vocabulary.ts";
+import {
+  completionTokensAtMost,
+  DEFAULT_MAX_TOKEN_BYTES,
+  promptTokensAtLeast,
+  SILENT_TOKENS,
+  type ChatMessage,
+  type ModelVocabularies,
+  type StopReason,
+  type Usage,
+} from "../inference/index.ts";
 import { emitJobProcessing, emitJobSubmitted } from "../events/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
-import { CALLER_LEFT, JobRequestError } from "../network/worker-handle.ts";
-import type { JobOutcome } from "../network/worker-health.ts";
-import type { WorkerLease, WorkerPool } from "../network/worker-pool.ts";
-import type { Db } from "../store/db.ts";
+import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
+import type { Db } from "../store/index.ts";
 import type { Logger } from "../core/logger.ts";
 import { jobsAwaitingReturn, prepareEscrow, registerJobActions } from "./job-chain.ts";
 import { conclude, returnEscrow, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";

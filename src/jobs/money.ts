@@ -10,7 +10,7 @@ import { baseUnitsToCredits, creditsToBaseUnits } from "../core/units.ts";
 import { recordCreditLowSide } from "../accounts/accounts.ts";
 import { emitCreditLow } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 import type { JobRecord } from "./job-record.ts";
 
 export const workerAccount = ledger.workerAccountId;
