@@ -9,7 +9,7 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LiteSvmBackend, openChain, type Chain, type PreparedTransaction } from "../src/chain/index.ts";
-import { generateKeypair } from "../src/chain/keys.ts";
+import { generateKeypair } from "../src/core/keys.ts";
 import { newId } from "../src/core/ids.ts";
 import { outputHash, proofMessage } from "../src/core/proof.ts";
 

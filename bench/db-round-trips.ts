@@ -12,7 +12,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WIRING_MODEL_ID } from "../src/catalog/catalog.ts";
-import { generateKeypair } from "../src/chain/keys.ts";
+import { generateKeypair } from "../src/core/keys.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
 import { ensureWiringModel } from "../src/inference/wiring-model.ts";
 import { startService } from "../src/service.ts";

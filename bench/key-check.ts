@@ -6,7 +6,7 @@
 import { performance } from "node:perf_hooks";
 import { authenticate, issueApiKey } from "../src/accounts/accounts.ts";
 import { generateApiKey } from "../src/accounts/api-key.ts";
-import { generateKeypair } from "../src/chain/keys.ts";
+import { generateKeypair } from "../src/core/keys.ts";
 import { SERVICE_MIGRATIONS } from "../src/service.ts";
 import { migrate } from "../src/store/index.ts";
 import { openPglite } from "../src/store/pglite.ts";

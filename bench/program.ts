@@ -6,7 +6,7 @@
  * Run: npm run bench:program [samples=20]
  */
 import { statSync } from "node:fs";
-import { generateKeypair } from "../src/chain/keys.ts";
+import { generateKeypair } from "../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE } from "../src/core/payout.ts";
 import { DEFAULT_RULES, escrowInstructions as ix } from "../src/chain/escrow-program/index.ts";
 import { EscrowChain, PROGRAM_PATH, proofOf, type Sent } from "../test/program/harness.ts";

@@ -2,7 +2,7 @@
 import { performance } from "node:perf_hooks";
 import OpenAI from "openai";
 import { issueApiKey } from "../src/accounts/accounts.ts";
-import { generateKeypair } from "../src/chain/keys.ts";
+import { generateKeypair } from "../src/core/keys.ts";
 import type { Engine, GenerationRequest } from "../src/inference/engine.ts";
 import type { Service } from "../src/service.ts";
 

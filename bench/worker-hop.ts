@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { WIRING_MODEL_ID } from "../src/catalog/catalog.ts";
-import { generateKeypair } from "../src/chain/keys.ts";
+import { generateKeypair } from "../src/core/keys.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
 import { ensureWiringModel, KNOWN_REPLY } from "../src/inference/wiring-model.ts";
 import type { WorkerHandle } from "../src/network/worker-handle.ts";

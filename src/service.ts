@@ -6,29 +6,18 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { ACCOUNTS_MIGRATIONS } from "./accounts/schema.ts";
-import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/catalog.ts";
-import { openChain, type Chain } from "./chain/chain.ts";
-import { ChainJournal } from "./chain/index.ts";
-import type { Signer } from "./chain/keys.ts";
-import { silentLogger, type Logger } from "./core/logger.ts";
-import type { HttpContext } from "./http/context.ts";
-import type { RateLimitOptions } from "./http/rate-limit.ts";
-import { buildServer } from "./http/server.ts";
+import { ACCOUNTS_MIGRATIONS } from "./accounts/index.ts";
+import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
+import { type Chain, ChainJournal, openChain } from "./chain/index.ts";
+import { type Logger, type RateLimitOptions, type Signer, silentLogger } from "./core/index.ts";
+import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
 import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
-import { Deposits } from "./jobs/deposits.ts";
-import { JobService } from "./jobs/job-service.ts";
-import { JOBS_MIGRATIONS } from "./jobs/schema.ts";
-import { LEDGER_MIGRATIONS } from "./ledger/schema.ts";
-import { ensureWiringModel } from "./inference/wiring-model.ts";
-import { ModelVocabularies } from "./inference/vocabulary.ts";
-import type { WorkerHandle } from "./network/worker-handle.ts";
-import type { WorkerLimits } from "./network/worker-limits.ts";
-import { WorkerGateway } from "./network/worker-gateway.ts";
-import { WorkerPool } from "./network/worker-pool.ts";
-import { migrate } from "./store/migrate.ts";
-import { WEB_MIGRATIONS, type WebOptions } from "./web/index.ts";
-import { openDb, type Db } from "./store/db.ts";
+import { Deposits, JOBS_MIGRATIONS, JobService } from "./jobs/index.ts";
+import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
+import { ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
+import { WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool } from "./network/index.ts";
+import { type Db, migrate, openDb } from "./store/index.ts";
+import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
 export const DEFAULT_PORT = 8080;
 
@@ -191,7 +180,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       web: { ...options.web },
       ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     };
-    const app = await buildServer(ctx);
+    // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
+    const app = await buildServer(ctx, (server) => registerWebApp(server, ctx, ctx.web, checkParams));
     const workers = workerGateway(options, { pool, catalog, logger, chain: openChainHandle, db });
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });

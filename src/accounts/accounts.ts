@@ -1,6 +1,6 @@
 /** Wallets and their API keys: issue, replace, authenticate. Balances live in the ledger. */
-import { ApiError } from "../core/errors.ts";
-import type { Db } from "../store/db.ts";
+import { ApiError } from "../core/index.ts";
+import type { Db } from "../store/index.ts";
 import { generateApiKey, hashApiKey, isWellFormedKey } from "./api-key.ts";
 
 export interface Wallet {

@@ -3,7 +3,7 @@
  * may serve only catalog models. Whether a model shows in GET /models depends on live workers
  * (see the network part), not on this list.
  */
-import { TIERS, type Tier } from "../core/pricing.ts";
+import { TIERS, type Tier } from "../core/index.ts";
 
 export interface CatalogModel {
   id: string;

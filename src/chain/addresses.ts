@@ -1,7 +1,7 @@
 /** Program addresses and the address derivations the service relies on. */
 import { createHash } from "node:crypto";
 import { isOffCurveAddress, type Address } from "@solana/kit";
-import { base58Decode, base58Encode } from "../core/base58.ts";
+import { base58Decode, base58Encode } from "../core/index.ts";
 
 export const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
 export const TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA" as Address;

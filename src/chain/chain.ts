@@ -6,11 +6,7 @@
  */
 import { join } from "node:path";
 import type { Address, Instruction } from "@solana/kit";
-import { idBody, isId } from "../core/ids.ts";
-import { TIERS } from "../core/pricing.ts";
-import { proofMessage } from "../core/proof.ts";
-import { MIN_ACTIVE_STAKE, splitPayout } from "../core/payout.ts";
-import { creditsToBaseUnits } from "../core/units.ts";
+import { MIN_ACTIVE_STAKE, type Signer, TIERS, creditsToBaseUnits, idBody, isId, proofMessage, splitPayout } from "../core/index.ts";
 import {
   AssociatedTokenAddresses,
   TOKEN_ACCOUNT_SIZE,
@@ -24,7 +20,6 @@ import {
 import { ChainTxError, type ChainBackend } from "./backend.ts";
 import { decodeInstructions } from "./decode.ts";
 import * as ix from "./instructions.ts";
-import type { Signer } from "./keys.ts";
 import { LiteSvmBackend } from "./litesvm-backend.ts";
 import { ensureOnChainSetup, loadServiceKeys, type ServiceKeys } from "./setup.ts";
 import type {

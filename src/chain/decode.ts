@@ -11,7 +11,7 @@ import {
   SYSTEM_PROGRAM,
   TOKEN_PROGRAM,
 } from "./addresses.ts";
-import { base58Encode } from "../core/base58.ts";
+import { base58Encode } from "../core/index.ts";
 import { ED25519_HEADER_SIZE } from "./instructions.ts";
 import type { ParsedTransaction } from "./wire.ts";
 

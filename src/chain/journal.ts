@@ -13,7 +13,7 @@
  * moved here; released migrations are never edited). Later changes to it are migrations of the
  * chain part.
  */
-import type { Logger } from "../core/logger.ts";
+import type { Logger } from "../core/index.ts";
 import type { Db } from "../store/index.ts";
 import type { Chain } from "./chain.ts";
 

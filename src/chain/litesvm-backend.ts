@@ -16,7 +16,7 @@ import {
   type StoredTransaction,
   type TransactionStatus,
 } from "./backend.ts";
-import { base58Decode, base58Encode } from "../core/base58.ts";
+import { base58Decode, base58Encode } from "../core/index.ts";
 import { ChainStore } from "./persistence.ts";
 import { signatureKey } from "./sigindex.ts";
 import { ALREADY_PROCESSED, describeTransactionError } from "./svm-errors.ts";

@@ -3,15 +3,13 @@
  * piece is created only when the chain lacks it, so opening is idempotent and a crash during
  * setup is finished by the next open.
  */
-import type { Address } from "@solana/kit";
-import { createNoopSigner } from "@solana/kit";
+import { type Address, createNoopSigner } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
 import { getInitializeMint2Instruction } from "@solana-program/token";
-import { NATIVE_DECIMALS, USDC_DECIMALS } from "../core/units.ts";
+import { type Keypair, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, loadOrCreateKeypair } from "../core/index.ts";
 import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
 import { createAssociatedTokenIdempotent } from "./instructions.ts";
-import { generateKeypair, loadOrCreateKeypair, type Keypair } from "./keys.ts";
 import { buildTransaction } from "./wire.ts";
 
 export interface ServiceKeys {

@@ -7,7 +7,7 @@
  */
 import type { LiteSvm as NativeSvm, TransactionMetadata } from "litesvm/dist/internal.js";
 import { ED25519_PROGRAM, MINT_SIZE, TOKEN_ACCOUNT_SIZE, TOKEN_PROGRAM, addressBytes } from "./addresses.ts";
-import { base58Encode } from "../core/base58.ts";
+import { base58Encode } from "../core/index.ts";
 import { signatureKey } from "./sigindex.ts";
 import { isWritable, type ParsedTransaction } from "./wire.ts";
 

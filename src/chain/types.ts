@@ -1,6 +1,6 @@
 /** What the chain operations take and return. Slots are numbers: they stay below 2^53 for millennia. */
 import type { Address } from "@solana/kit";
-import type { Tier } from "../core/pricing.ts";
+import type { Tier } from "../core/index.ts";
 import type { DecodedInstruction } from "./decode.ts";
 
 export interface PreparedTransaction {

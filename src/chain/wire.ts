@@ -5,8 +5,7 @@
  */
 import type { Address, Instruction } from "@solana/kit";
 import { addressBytes } from "./addresses.ts";
-import { base58Encode } from "../core/base58.ts";
-import type { Signer } from "./keys.ts";
+import { type Signer, base58Encode } from "../core/index.ts";
 
 /** The largest transaction a cluster accepts (IPv6 MTU minus headers). */
 export const MAX_TRANSACTION_SIZE = 1232;

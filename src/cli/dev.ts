@@ -7,12 +7,11 @@
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/accounts.ts";
+import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL, type CatalogModel } from "../catalog/index.ts";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
-import { loadOrCreateKeypair } from "../chain/keys.ts";
-import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from "../core/logger.ts";
-import { availableCredits } from "../jobs/money.ts";
+import { LOG_FORMATS, type LogFormat, type Logger, createLogger, defaultLogFormat, loadOrCreateKeypair } from "../core/index.ts";
+import { availableCredits } from "../jobs/index.ts";
 import { DEFAULT_PORT, startService, type Service } from "../service.ts";
 import { DEFAULT_MAX_SEQUENCES, ModelSourceError } from "../inference/index.ts";
 import { WorkerClient } from "../worker/index.ts";

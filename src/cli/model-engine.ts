@@ -4,7 +4,7 @@
  */
 import { basename, join } from "node:path";
 import { WIRING_MODEL, type Catalog, type CatalogModel } from "../catalog/index.ts";
-import type { Logger } from "../core/logger.ts";
+import type { Logger } from "../core/index.ts";
 import { ensureWiringModel, LlamaEngine, resolveModelSource, type Engine } from "../inference/index.ts";
 import { progressBar } from "./progress-bar.ts";
 

@@ -5,7 +5,7 @@
  */
 import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadOrCreateKeypair } from "../chain/keys.ts";
+import { loadOrCreateKeypair } from "../core/index.ts";
 import { DEFAULT_MAX_SEQUENCES, type Engine } from "../inference/index.ts";
 import {
   describeEngine,

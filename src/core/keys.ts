@@ -6,7 +6,7 @@ import { createPrivateKey, generateKeyPairSync, sign, type KeyObject } from "nod
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { Address } from "@solana/kit";
-import { base58Encode } from "../core/base58.ts";
+import { base58Encode } from "./base58.ts";
 
 export interface Signer {
   readonly address: Address;

@@ -1,6 +1,7 @@
 /**
- * The per-IP burst limit: a token bucket per client address (DECISIONS.md: 50 requests/s,
- * burst 100 by default). Unrelated to network capacity, which answers 503 instead.
+ * A token bucket per key (a client's IP): the HTTP part's per-IP burst limit (DECISIONS.md: 50
+ * requests/s, burst 100 by default; unrelated to network capacity, which answers 503 instead)
+ * and the worker gateway's handshake limit both count with it.
  */
 export interface RateLimitOptions {
   ratePerSecond: number;

@@ -4,7 +4,7 @@
  * figures"; topup: credits added, remaining, usdc value, signature; registered: address, models,
  * staked). docs/webhooks.md documents every field. Pure.
  */
-import { usdcValue } from "../core/units.ts";
+import { usdcValue } from "../core/index.ts";
 import type {
   CreditLowFacts,
   CreditTopupFacts,

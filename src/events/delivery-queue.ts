@@ -6,7 +6,7 @@
  * that dies mid-attempt leaves a lease that expires, and the delivery is attempted again (at
  * least once). All times are the database's clock, so nodes with skewed clocks agree.
  */
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 
 /** Delay before attempt n+1 after attempt n failed (index n), spec "Delivery". */
 export const RETRY_DELAYS_MS = [0, 30_000, 300_000, 1_800_000, 7_200_000] as const;

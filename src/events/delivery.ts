@@ -11,8 +11,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { SecureContext } from "node:tls";
-import type { Logger } from "../core/logger.ts";
-import type { Db } from "../store/db.ts";
+import type { Logger } from "../core/index.ts";
+import type { Db } from "../store/index.ts";
 import { claim, heads, markDelivered, markFailed, releaseLeases, visibleEvents, type Claimed, type Head } from "./delivery-queue.ts";
 import { onEventWritten } from "./outbox.ts";
 import { postPinned, trustContext, type PostOutcome } from "./post.ts";

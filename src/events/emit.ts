@@ -8,7 +8,7 @@
  * is decided where balances change (the jobs part's money path), which then calls emitCreditLow
  * after the change's own event.
  */
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 import {
   creditLowData,
   creditTopupData,

@@ -3,7 +3,7 @@
  * records or balances: the part where a change happens knows its figures and passes them here.
  * Names follow the spec's words with the unit last; amounts are whole credits. Pure types.
  */
-import type { Tier } from "../core/pricing.ts";
+import type { Tier } from "../core/index.ts";
 
 /** What every job event says about its job. `wallet` is the account whose webhooks receive it. */
 export interface JobFacts {

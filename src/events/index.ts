@@ -8,8 +8,8 @@
  * The service opens this part once (`openWebhooks`), hands the result to the HTTP layer (the
  * /v1/webhooks and /app/api webhook routes) and starts the delivery loop with it.
  */
-import type { Logger } from "../core/logger.ts";
-import type { Db } from "../store/db.ts";
+import type { Logger } from "../core/index.ts";
+import type { Db } from "../store/index.ts";
 import { startDeliveryLoop, type DeliveryLoop } from "./delivery.ts";
 import { loadSecretKey, secretBox, type SecretBox } from "./secret-box.ts";
 import { systemResolver, type Resolver, type TargetPolicy } from "./target.ts";

@@ -5,8 +5,8 @@
  * change does. Delivery loops in this process are woken; they cannot see the row before the
  * caller commits, so they look again until it shows up (see delivery.ts).
  */
-import { newId } from "../core/ids.ts";
-import type { Db } from "../store/db.ts";
+import { newId } from "../core/index.ts";
+import type { Db } from "../store/index.ts";
 import { API_VERSION, type EventName } from "./names.ts";
 
 export interface Envelope<D = Record<string, unknown>> {

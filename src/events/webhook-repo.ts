@@ -1,5 +1,5 @@
 /** SQL for webhooks and the owner's view of their deliveries. The only code that writes `webhooks`. */
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 import type { EventName } from "./names.ts";
 
 export type WebhookStatus = "active" | "failed";

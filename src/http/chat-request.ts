@@ -5,22 +5,9 @@
  * the features that are planned, and what `null` and empty stop sequences mean. Pure: throws
  * ApiError(invalid_request) naming the offending `param`.
  */
-import { ApiError } from "../core/errors.ts";
-import type { ChatMessage } from "../inference/engine.ts";
-
-export interface ChatRequest {
-  model: string;
-  messages: ChatMessage[];
-  stream: boolean;
-  includeUsage: boolean;
-  maxTokens: number | undefined;
-  temperature: number;
-  topP: number;
-  stop: string[];
-  frequencyPenalty: number;
-  presencePenalty: number;
-  seed: number | undefined;
-}
+import { ApiError } from "../core/index.ts";
+import type { ChatMessage } from "../inference/index.ts";
+import type { ChatRequest } from "../jobs/index.ts";
 
 /** The body as its schema lets it through; `null` stands for a field not given. */
 export interface ChatCompletionBody {

@@ -1,5 +1,5 @@
 /** The chat-completions response objects and SSE chunks, shaped as the OpenAI protocol. Pure. */
-import type { FinishReason, Usage } from "../inference/engine.ts";
+import type { FinishReason, Usage } from "../inference/index.ts";
 
 export function completionId(jobId: string): string {
   return `chatcmpl-${jobId}`;

@@ -1,11 +1,10 @@
 /** What the HTTP layer needs from the rest of the service. */
 import type { Catalog } from "../catalog/index.ts";
-import type { Logger } from "../core/logger.ts";
+import type { Logger, RateLimitOptions } from "../core/index.ts";
 import type { Webhooks } from "../events/index.ts";
-import type { JobService } from "../jobs/job-service.ts";
+import type { JobService } from "../jobs/index.ts";
 import type { WorkerPool } from "../network/index.ts";
-import type { Db } from "../store/db.ts";
-import type { RateLimitOptions } from "./rate-limit.ts";
+import type { Db } from "../store/index.ts";
 import type { ReadinessProbes } from "./routes/health.ts";
 import type { WebOptions } from "../web/index.ts";
 

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { ApiError } from "../core/errors.ts";
+import { ApiError } from "../core/index.ts";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 /** A client's own request id is echoed only when it is short and plain enough to log as is. */

@@ -1,7 +1,6 @@
 /** Turning failures into the spec's error bodies; unknown failures become a 500 that leaks nothing. */
 import type { FastifyError, FastifyInstance } from "fastify";
-import { ApiError } from "../core/errors.ts";
-import type { Logger } from "../core/logger.ts";
+import { ApiError, type Logger } from "../core/index.ts";
 import { answerUnrouted, type RouteTable } from "./edge.ts";
 import { schemaError, type SchemaError } from "./schema-errors.ts";
 

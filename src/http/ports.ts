@@ -3,13 +3,11 @@
  * handle stays on this side: no route sees it). One place to read what the HTTP layer asks of the
  * rest of the service.
  */
-import { getWallet } from "../accounts/accounts.ts";
-import { ApiError } from "../core/errors.ts";
-import { isId, newId } from "../core/ids.ts";
+import { getWallet } from "../accounts/index.ts";
+import { ApiError, isId, newId } from "../core/index.ts";
 import { deleteWebhook, insertWebhook, listWebhooks, parseTargetUrl, resolveTarget, TargetRefusedError, webhookToApi, type Webhooks } from "../events/index.ts";
-import { listJobs } from "../jobs/job-repo.ts";
-import * as money from "../jobs/money.ts";
-import type { Db } from "../store/db.ts";
+import { listJobs, money } from "../jobs/index.ts";
+import type { Db } from "../store/index.ts";
 import type { HttpContext } from "./context.ts";
 import type { AccountRoutesOptions } from "./routes/account.ts";
 import type { JobRoutesOptions } from "./routes/jobs.ts";

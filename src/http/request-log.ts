@@ -4,7 +4,7 @@
  */
 import { performance } from "node:perf_hooks";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Logger } from "../core/logger.ts";
+import type { Logger } from "../core/index.ts";
 
 /** What the completions route learns as a job runs, for its log line. */
 export interface CompletionLog {

@@ -3,7 +3,7 @@
  * schema and value) as the spec's `invalid_request`: `param` names the field in the form clients
  * write it (`messages[0].role`), the message says in words what the field must be. Pure.
  */
-import { ApiError } from "../core/errors.ts";
+import { ApiError } from "../core/index.ts";
 
 /** The parts of an ajv error this reads. */
 export interface SchemaError {

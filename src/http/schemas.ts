@@ -7,10 +7,9 @@
  * Optional request fields also take `null`, which the service reads as "not given", as OpenAI does.
  */
 import type { FastifyInstance } from "fastify";
-import { ERROR_CODES } from "../core/errors.ts";
-import { MAX_MESSAGES, MAX_STOP_SEQUENCES, MAX_TOKENS, PENALTY_RANGE, SEED_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE } from "../core/request-limits.ts";
+import { ERROR_CODES, MAX_MESSAGES, MAX_STOP_SEQUENCES, MAX_TOKENS, PENALTY_RANGE, SEED_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE } from "../core/index.ts";
 import { EVENT_NAMES } from "../events/index.ts";
-import { JOB_STATUSES } from "../jobs/job-record.ts";
+import { JOB_STATUSES } from "../jobs/index.ts";
 
 /** A reference to a shared schema by its `$id`. */
 export const ref = (id: string) => ({ $ref: `${id}#` });

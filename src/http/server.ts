@@ -1,16 +1,15 @@
 /**
  * The public HTTP surface: Fastify with the `/v1` routes, the per-IP burst limit, API-key
- * authentication, the spec's error bodies, request ids, CORS and request logs (edge.ts); and the
- * web app's `/app/api` routes, authenticated by wallet sessions instead of API keys.
+ * authentication, the spec's error bodies, request ids, CORS and request logs (edge.ts). The web
+ * app mounts its page and `/app/api` routes onto the same server (src/service.ts wires it).
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { authenticate } from "../accounts/accounts.ts";
-import { ApiError } from "../core/errors.ts";
+import { authenticate } from "../accounts/index.ts";
+import { ApiError, RateLimiter } from "../core/index.ts";
 import type { HttpContext } from "./context.ts";
 import { answerClientError, requestIdFor, routerError, RouteTable, setEdgeHeaders } from "./edge.ts";
 import { installErrorHandling } from "./errors.ts";
 import { logWhenClosed } from "./request-log.ts";
-import { RateLimiter } from "./rate-limit.ts";
 import { API_PREFIX, type RegisteredRoute } from "./openapi.ts";
 import { accountPort, jobsPort, webhooksPort } from "./ports.ts";
 import { accountRoutes } from "./routes/account.ts";
@@ -22,7 +21,6 @@ import { modelRoutes } from "./routes/models.ts";
 import { openApiRoute } from "./routes/openapi.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { addSharedSchemas } from "./schemas.ts";
-import { registerWebApp } from "../web/index.ts";
 
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
@@ -41,7 +39,7 @@ function isPublic(request: FastifyRequest): boolean {
 const UNNAMEABLE = /[\u0000-\u001f\u007f]/;
 
 /** Path parameters that cannot name anything answer 404 before any lookup. */
-function checkParams(request: FastifyRequest): void {
+export function checkParams(request: FastifyRequest): void {
   for (const [name, value] of Object.entries((request.params ?? {}) as Record<string, unknown>)) {
     if (typeof value === "string" && UNNAMEABLE.test(value)) throw new ApiError("not_found", `Nothing has this ${name === "*" ? "model id" : name}.`);
   }
@@ -73,7 +71,11 @@ function installBodyParsers(app: FastifyInstance): void {
   });
 }
 
-export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
+/**
+ * The gateway's HTTP server with its edge, /v1 and the error docs; `mountOthers` then adds what
+ * else shares the origin (the web app), so this part does not depend on the parts it serves.
+ */
+export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyInstance) => Promise<void>): Promise<FastifyInstance> {
   const app = Fastify({
     // The service logs through its own pino logger (ctx.logger); Fastify's per-request logs are noise here.
     logger: false,
@@ -134,7 +136,6 @@ export async function buildServer(ctx: HttpContext): Promise<FastifyInstance> {
     { prefix: API_PREFIX },
   );
 
-  // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
-  await registerWebApp(app, ctx, ctx.web, checkParams);
+  await mountOthers?.(app);
   return app;
 }

@@ -4,7 +4,7 @@
  * with it, and learns the vocabulary's longest token for the cheap prompt bound (token-bounds.ts).
  */
 import type { LlamaModel } from "node-llama-cpp";
-import type { Logger } from "../core/logger.ts";
+import type { Logger } from "../core/index.ts";
 import { sharedLlama } from "./llama-engine.ts";
 import { longestTokenBytes } from "./token-bounds.ts";
 

@@ -4,7 +4,7 @@
  * owns it because it owns the wallet's credits (money.ts) until the accounts part takes deposits
  * over with the vault of the escrow program.
  */
-import { recordTopup } from "../accounts/accounts.ts";
+import { recordTopup } from "../accounts/index.ts";
 import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { emitCreditTopup } from "../events/index.ts";
 import type { Db } from "../store/index.ts";

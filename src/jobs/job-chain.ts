@@ -5,7 +5,7 @@
  * never lands.
  */
 import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import type { Tier } from "../core/pricing.ts";
+import type { Tier } from "../core/index.ts";
 import { emitJobCompleted, emitJobEnded } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";

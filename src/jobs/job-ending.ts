@@ -5,12 +5,7 @@
  * same database transaction as the change that calls for it, then sent through the journal.
  */
 import { ChainRejectedError, type Chain, type ChainJournal } from "../chain/index.ts";
-import { Channel } from "../core/channel.ts";
-import { ApiError } from "../core/errors.ts";
-import type { Logger } from "../core/logger.ts";
-import { completionCost, TIERS } from "../core/pricing.ts";
-import { outputHash } from "../core/proof.ts";
-import { splitPayout } from "../core/payout.ts";
+import { ApiError, Channel, type Logger, TIERS, completionCost, outputHash, splitPayout } from "../core/index.ts";
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
 import type { Db } from "../store/index.ts";

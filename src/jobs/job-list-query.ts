@@ -1,6 +1,5 @@
 /** Query parameters of GET /jobs (spec "GET /jobs", order and cursors per DECISIONS.md). Pure. */
-import { ApiError } from "../core/errors.ts";
-import { isId } from "../core/ids.ts";
+import { ApiError, isId } from "../core/index.ts";
 import { JOB_STATUSES, type JobStatus } from "./job-record.ts";
 
 export const DEFAULT_PAGE_SIZE = 20;

@@ -1,6 +1,5 @@
 /** A job as stored, and its API representation (spec "Job"). Pure. */
-import type { Tier } from "../core/pricing.ts";
-import { usdcValue } from "../core/units.ts";
+import { type Tier, usdcValue } from "../core/index.ts";
 
 export const JOB_STATUSES = ["pending", "processing", "settling", "settled", "failed", "refunded", "disputed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];

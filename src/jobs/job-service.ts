@@ -13,11 +13,8 @@
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { Channel } from "../core/channel.ts";
-import { ApiError, insufficientCredits } from "../core/errors.ts";
-import { newId } from "../core/ids.ts";
-import { planEscrow, TIERS } from "../core/pricing.ts";
-import type { ChatRequest } from "../http/chat-request.ts";
+import { ApiError, Channel, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
+import type { ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
   DEFAULT_MAX_TOKEN_BYTES,
@@ -32,7 +29,6 @@ import { emitJobProcessing, emitJobSubmitted } from "../events/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
-import type { Logger } from "../core/logger.ts";
 import { jobsAwaitingReturn, prepareEscrow, registerJobActions } from "./job-chain.ts";
 import { conclude, returnEscrow, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { jobEventFacts, newPendingJob, type JobRecord } from "./job-record.ts";

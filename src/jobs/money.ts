@@ -5,9 +5,8 @@
  * nothing voids the reservation. Transfer ids derive from the job id, so a step repeated after a
  * crash is recognised by the ledger instead of applied twice.
  */
-import { splitPayout } from "../core/payout.ts";
-import { baseUnitsToCredits, creditsToBaseUnits } from "../core/units.ts";
-import { recordCreditLowSide } from "../accounts/accounts.ts";
+import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
+import { recordCreditLowSide } from "../accounts/index.ts";
 import { emitCreditLow } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/index.ts";

@@ -5,7 +5,7 @@
  * count an unreadable message names (its gateway may just be newer), and closes only when it cannot
  * tell what the message was about.
  */
-import { MAX_TOKENS, SEED_RANGE } from "../core/request-limits.ts";
+import { MAX_TOKENS, SEED_RANGE } from "../core/index.ts";
 import type { ChatMessage, GenerationRequest } from "../inference/index.ts";
 import { MAX_WORKER_MESSAGE_BYTES, type GatewayMessage, type ModelOffer, type WorkerMessage } from "./protocol.ts";
 

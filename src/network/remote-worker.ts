@@ -6,8 +6,7 @@
  * rejects: the job service then fails the job and charges nothing. A job whose caller left is
  * cancelled on the worker, which answers with the proof of the output it sent up to the stop.
  */
-import { Channel } from "../core/channel.ts";
-import { ApiError } from "../core/errors.ts";
+import { ApiError, Channel } from "../core/index.ts";
 import type { ChatMessage } from "../inference/index.ts";
 import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
 import { CALLER_LEFT, JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "./worker-handle.ts";

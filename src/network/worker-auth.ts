@@ -8,7 +8,7 @@
  * prefix keeps the signature useless as anything else the key signs, such as a job's proof.
  */
 import { createPublicKey, verify } from "node:crypto";
-import { base58Decode, base58Encode } from "../core/base58.ts";
+import { base58Decode, base58Encode } from "../core/index.ts";
 
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 

@@ -10,8 +10,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import type { Catalog } from "../catalog/index.ts";
-import type { Logger } from "../core/logger.ts";
-import { RateLimiter } from "../http/rate-limit.ts";
+import { type Logger, RateLimiter } from "../core/index.ts";
 import { ProtocolError, parseWorkerMessage } from "./protocol-parse.ts";
 import {
   CLOSE_GRACE_MS,

@@ -4,8 +4,7 @@
  * proof is checked here with the same Ed25519 verification the settlement transaction runs
  * on-chain. A worker that cannot produce a verified output in time is not admitted.
  */
-import { newId } from "../core/ids.ts";
-import { outputHash, proofMessage } from "../core/proof.ts";
+import { newId, outputHash, proofMessage } from "../core/index.ts";
 import { completionTokensAtMost, type GenerationRequest } from "../inference/index.ts";
 import { verifyEd25519 } from "./worker-auth.ts";
 import type { WorkerEvent, WorkerHandle } from "./worker-handle.ts";

@@ -3,9 +3,9 @@
  * the answer that makes it and nowhere else) and its settings.
  */
 import type { FastifyInstance } from "fastify";
-import type { Wallet } from "../accounts/accounts.ts";
-import { usdcValue } from "../core/units.ts";
-import { ERROR_RESPONSES, int, maybe, object, str, when } from "../http/schemas.ts";
+import type { Wallet } from "../accounts/index.ts";
+import { usdcValue } from "../core/index.ts";
+import { ERROR_RESPONSES, int, maybe, object, str, when } from "../http/index.ts";
 
 const MAX_THRESHOLD_CREDITS = 1_000_000_000;
 /** The overview lists this many of the latest deposits. */

@@ -1,5 +1,5 @@
 /** What the web app's server routes are given. */
-import type { Signer } from "../chain/keys.ts";
+import type { Signer } from "../core/index.ts";
 
 export interface WebOptions {
   /** Session lifetime. Default 12 h. */

@@ -4,13 +4,11 @@
  * app's route groups are given the functions they need, bound to the service's database.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import * as accounts from "../accounts/accounts.ts";
+import { accounts } from "../accounts/index.ts";
 import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, wakeDelivery, webhookToApi, type DeliveryStatus } from "../events/index.ts";
-import type { HttpContext } from "../http/context.ts";
-import { jobsPort, webhooksPort } from "../http/ports.ts";
-import { jobRoutes } from "../http/routes/jobs.ts";
-import * as money from "../jobs/money.ts";
-import type { Db } from "../store/db.ts";
+import { type HttpContext, jobRoutes, jobsPort, webhooksPort } from "../http/index.ts";
+import { money } from "../jobs/index.ts";
+import type { Db } from "../store/index.ts";
 import { accountPageRoutes, type AccountPageOptions } from "./account-routes.ts";
 import { registerAppPage } from "./bundle.ts";
 import type { SessionStore, WebContext, WebOptions } from "./context.ts";

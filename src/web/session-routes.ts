@@ -5,10 +5,9 @@
  * routes, and a request that changes anything must come from the app's own origin.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { base58Decode } from "../core/base58.ts";
-import { ApiError } from "../core/errors.ts";
+import { ApiError, base58Decode } from "../core/index.ts";
 import { DEFAULT_CHAIN_ID, type WebContext } from "./context.ts";
-import { ERROR_RESPONSES, maybe, object, str } from "../http/schemas.ts";
+import { ERROR_RESPONSES, maybe, object, str } from "../http/index.ts";
 import { DEFAULT_SESSION_TTL_MS } from "./sessions.ts";
 import { formatSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, signInNonce, signInRefusal, type SignInFields } from "./siws.ts";
 

@@ -4,7 +4,7 @@
  * random token sent as an HttpOnly cookie; only its hash is kept.
  */
 import { createHash, randomBytes } from "node:crypto";
-import type { Db } from "../store/db.ts";
+import type { Db } from "../store/index.ts";
 
 export const NONCE_TTL_MS = 10 * 60_000;
 export const DEFAULT_SESSION_TTL_MS = 12 * 60 * 60_000;

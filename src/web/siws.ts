@@ -3,7 +3,7 @@
  * session. Pure: the nonce's liveness and the session itself are the caller's business.
  */
 import { createPublicKey, verify } from "node:crypto";
-import { base58Decode } from "../core/base58.ts";
+import { base58Decode } from "../core/index.ts";
 import { parseSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION } from "./siws-message.ts";
 
 export { formatSignInMessage, parseSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, type SignInFields } from "./siws-message.ts";

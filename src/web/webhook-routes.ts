@@ -5,9 +5,8 @@
  * webhook to `active`. Someone else's webhook is a 404.
  */
 import type { FastifyInstance } from "fastify";
-import { ApiError } from "../core/errors.ts";
-import { webhookRoutes, type WebhookRoutesOptions } from "../http/routes/webhooks.ts";
-import { ERROR_RESPONSES, idParams, int, maybe, object, ref, str, when } from "../http/schemas.ts";
+import { ApiError } from "../core/index.ts";
+import { ERROR_RESPONSES, type WebhookRoutesOptions, idParams, int, maybe, object, ref, str, webhookRoutes, when } from "../http/index.ts";
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;

@@ -5,7 +5,7 @@
  * the connection is lost, and on drain lets its running jobs finish before it leaves.
  */
 import { WebSocket, type RawData } from "ws";
-import type { Signer } from "../chain/keys.ts";
+import type { Signer } from "../core/index.ts";
 import type { Engine } from "../inference/index.ts";
 import {
   authMessage,

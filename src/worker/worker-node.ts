@@ -3,8 +3,7 @@
  * The proof is the Ed25519 signature over `<job id>:sha256:<hex>` of the exact output text,
  * which the settlement transaction verifies on-chain before the worker is paid.
  */
-import type { Signer } from "../chain/keys.ts";
-import { outputHash, proofMessage } from "../core/proof.ts";
+import { type Signer, outputHash, proofMessage } from "../core/index.ts";
 import { ContextLengthExceededError, type ChatMessage, type Engine } from "../inference/index.ts";
 import { JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "../network/index.ts";
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { authenticate, issueApiKey } from "../../src/accounts/accounts.ts";
 import { generateApiKey } from "../../src/accounts/api-key.ts";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { ApiError } from "../../src/core/errors.ts";
 import type { Db } from "../../src/store/db.ts";
 import { migratedTestDb } from "../support/service.ts";

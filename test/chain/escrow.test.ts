@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ChainTxError, openChain, type Chain, type ChainTransaction } from "../../src/chain/index.ts";
-import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";

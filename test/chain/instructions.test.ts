@@ -28,7 +28,7 @@ import { getAddMemoInstruction } from "@solana-program/memo";
 import { AssociatedTokenAddresses, MEMO_PROGRAM, TOKEN_PROGRAM, addressWithSeed } from "../../src/chain/addresses.ts";
 import { base58Decode, base58Encode } from "../../src/core/base58.ts";
 import * as ix from "../../src/chain/instructions.ts";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { buildTransaction, parseTransaction } from "../../src/chain/wire.ts";
 
 const addr = () => generateKeypair().address;

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ChainJournal, openChain, type ActionOwner, type Chain, type ChainAction } from "../../src/chain/index.ts";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { silentLogger } from "../../src/core/logger.ts";
 import { JOBS_MIGRATIONS } from "../../src/jobs/schema.ts";
 import type { Db } from "../../src/store/index.ts";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { createSolanaRpc, type Address } from "@solana/kit";
 import { TOKEN_PROGRAM, addressWithSeed, creditSeed } from "../../src/chain/addresses.ts";
-import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
+import { loadOrCreateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { tempDir } from "../support/service.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RateLimiter } from "../../src/http/rate-limit.ts";
+import { RateLimiter } from "../../src/core/rate-limit.ts";
 
 test("a burst is allowed, then requests wait for the refill", () => {
   const limiter = new RateLimiter({ ratePerSecond: 10, burst: 3 });

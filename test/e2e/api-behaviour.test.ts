@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { silentLogger } from "../../src/core/logger.ts";
 import { checkReadiness } from "../../src/http/routes/health.ts";
 import { LlamaEngine } from "../../src/inference/llama-engine.ts";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { after, test } from "node:test";
 import { openChain } from "../../src/chain/chain.ts";
-import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
+import { loadOrCreateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";

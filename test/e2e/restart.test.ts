@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import OpenAI from "openai";
 import { openChain } from "../../src/chain/chain.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
-import { loadOrCreateKeypair } from "../../src/chain/keys.ts";
+import { loadOrCreateKeypair } from "../../src/core/keys.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";

@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { issueApiKey } from "../../src/accounts/accounts.ts";
-import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { RETRY_DELAYS_MS } from "../../src/events/delivery-queue.ts";
 import { EVENT_NAMES } from "../../src/events/names.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";

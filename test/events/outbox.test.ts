@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { ensureWallet } from "../../src/accounts/accounts.ts";
 import { ACCOUNTS_MIGRATIONS } from "../../src/accounts/schema.ts";
 import { EVENTS_MIGRATIONS } from "../../src/events/schema.ts";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import {
   emitCreditTopup,

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { after, before, test } from "node:test";
 import { issueApiKey } from "../../src/accounts/accounts.ts";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { ERROR_CODES, type ErrorCode } from "../../src/core/errors.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import * as money from "../../src/jobs/money.ts";

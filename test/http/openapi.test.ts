@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { openApiDocument, openApiPath } from "../../src/http/openapi.ts";
 import { appSession } from "../support/app-session.ts";
 import { httpText, rawRequest } from "../support/raw-http.ts";

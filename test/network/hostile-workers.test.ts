@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { WebSocket } from "ws";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { completionCost, TIERS } from "../../src/core/pricing.ts";
-import type { ChatRequest } from "../../src/http/chat-request.ts";
+import type { ChatRequest } from "../../src/jobs/index.ts";
 import { ensureWiringModel } from "../../src/inference/wiring-model.ts";
 import { SILENT_TOKENS } from "../../src/inference/token-bounds.ts";
 import { Vocabulary } from "../../src/inference/vocabulary.ts";

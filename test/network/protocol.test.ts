@@ -1,7 +1,7 @@
 /** The worker protocol's messages are checked field by field, and the challenge answer is bound to its gateway. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { ProtocolError, UnknownMessageError, parseGatewayMessage, parseWorkerMessage } from "../../src/network/protocol-parse.ts";
 import { closeReason, connectUrl } from "../../src/network/protocol.ts";
 import { authMessage, publicKeyOf, verifyEd25519 } from "../../src/network/worker-auth.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { CloseCode } from "../../src/network/protocol.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";

@@ -17,7 +17,7 @@ import {
   escrowInstructions as ix,
   UPGRADEABLE_LOADER as LOADER,
 } from "../../src/chain/escrow-program/index.ts";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { EscrowChain, PROGRAM_PATH, customError } from "./harness.ts";
 
 const RENT_SYSVAR = "SysvarRent111111111111111111111111111111111" as Address;

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { addressBytes } from "../../src/chain/addresses.ts";
-import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { splitPayout } from "../../src/core/payout.ts";
 import {
   decodeEscrow,

@@ -13,7 +13,7 @@ import { getInitializeMint2Instruction } from "@solana-program/token";
 import { AssociatedTokenAddresses, ED25519_PROGRAM, MINT_SIZE, TOKEN_PROGRAM, addressBytes } from "../../src/chain/addresses.ts";
 import { base58Decode } from "../../src/core/base58.ts";
 import { createAssociatedTokenIdempotent, ed25519Verify, mintTo } from "../../src/chain/instructions.ts";
-import { generateKeypair, type Keypair, type Signer } from "../../src/chain/keys.ts";
+import { generateKeypair, type Keypair, type Signer } from "../../src/core/keys.ts";
 import { describeTransactionError } from "../../src/chain/svm-errors.ts";
 import { buildTransaction } from "../../src/chain/wire.ts";
 import { proofMessage } from "../../src/core/proof.ts";

@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
 import { addressBytes, toAddress } from "../../src/chain/addresses.ts";
 import { tokenTransfer } from "../../src/chain/instructions.ts";
-import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import {
   ESCROW_PROGRAM,

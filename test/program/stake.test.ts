@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import type { Address } from "@solana/kit";
-import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE, splitPayout } from "../../src/core/payout.ts";
 import {
   DEFAULT_RULES,

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { tokenTransfer } from "../../src/chain/instructions.ts";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { Rent } from "litesvm";
 import { createNoopSigner } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";

@@ -2,7 +2,7 @@
  * Workers that join a test gateway through the worker protocol, running in the test process on
  * the shared wiring-model engine: the seed-pool path of `svc dev`, without a child process.
  */
-import { generateKeypair, type Signer } from "../../src/chain/keys.ts";
+import { generateKeypair, type Signer } from "../../src/core/keys.ts";
 import type { Engine } from "../../src/inference/engine.ts";
 import type { Service } from "../../src/service.ts";
 import { WorkerClient, type WorkerClientEvent } from "../../src/worker/worker-client.ts";

@@ -4,7 +4,7 @@
  * WorkerClient never would.
  */
 import { WebSocket } from "ws";
-import { generateKeypair, type Signer } from "../../src/chain/keys.ts";
+import { generateKeypair, type Signer } from "../../src/core/keys.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { connectUrl, type GatewayMessage, type WorkerMessage } from "../../src/network/protocol.ts";
 import { authMessage } from "../../src/network/worker-auth.ts";

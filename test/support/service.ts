@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import OpenAI from "openai";
 import { issueApiKey } from "../../src/accounts/accounts.ts";
 import { WIRING_MODEL_ID } from "../../src/catalog/catalog.ts";

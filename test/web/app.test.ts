@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { generateKeypair, type Keypair } from "../../src/chain/keys.ts";
+import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { formatSignInMessage } from "../../src/web/index.ts";
 import { migratedTestDb, MODEL } from "../support/service.ts";
 import { testCert } from "../support/tls-cert.ts";

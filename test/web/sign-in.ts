@@ -3,7 +3,7 @@
  * Sign In With Solana message, sign it with a real Ed25519 key, post it; the answer's cookie is
  * the session. Requests carry the app's Origin, as a browser's would.
  */
-import type { Signer } from "../../src/chain/keys.ts";
+import type { Signer } from "../../src/core/keys.ts";
 import { formatSignInMessage, SESSION_COOKIE, type SignInFields } from "../../src/web/index.ts";
 
 export interface AppCall {

@@ -1,7 +1,7 @@
 /** Sign In With Solana's message and the rule deciding whether a signed one may open a session. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { generateKeypair } from "../../src/chain/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { formatSignInMessage, parseSignInMessage, SIGN_IN_STATEMENT, signInRefusal, type SignInFields } from "../../src/web/siws.ts";
 
 const kp = generateKeypair();

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Keypair } from "../../src/chain/keys.ts";
+import type { Keypair } from "../../src/core/keys.ts";
 
 const PKCS8_ED25519_PREFIX = "302e020100300506032b657004220420";
 

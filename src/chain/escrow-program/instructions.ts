@@ -4,7 +4,7 @@
  * builder only saves callers from deriving the addresses themselves.
  */
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
-import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../../core/payout.ts";
+import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../../core/index.ts";
 import { SYSTEM_PROGRAM, TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
 import {
   ESCROW_PROGRAM,

@@ -4,7 +4,7 @@
  * since the journal it is rebuilt from is the durable copy.
  */
 import { MEMO_PROGRAM } from "../addresses.ts";
-import { base58Encode } from "../../core/base58.ts";
+import { base58Encode } from "../../core/index.ts";
 import type { LiteSvmBackend } from "../litesvm-backend.ts";
 import type { TxRecord } from "../txlog.ts";
 import { parseTransaction } from "../wire.ts";

@@ -1,6 +1,6 @@
 /** What every JSON-RPC method gets: the chain it serves, and the shape of a response that carries the slot it was read at. */
 import type { Chain } from "../chain.ts";
-import type { Keypair } from "../keys.ts";
+import type { Keypair } from "../../core/index.ts";
 import type { LiteSvmBackend } from "../litesvm-backend.ts";
 import type { AddressIndex } from "./address-index.ts";
 import type { Params } from "./params.ts";

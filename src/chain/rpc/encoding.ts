@@ -5,7 +5,7 @@
  */
 import { TOKEN_ACCOUNT_SIZE, MINT_SIZE, TOKEN_PROGRAM } from "../addresses.ts";
 import type { AccountInfo } from "../backend.ts";
-import { base58Encode } from "../../core/base58.ts";
+import { base58Encode } from "../../core/index.ts";
 import { invalidParams } from "./errors.ts";
 
 /** What Solana reports as every rent-exempt account's rent epoch. */

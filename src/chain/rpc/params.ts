@@ -1,6 +1,6 @@
 /** Reading a JSON-RPC call's positional params, refusing anything malformed with -32602. */
 import type { Address } from "@solana/kit";
-import { base58Decode } from "../../core/base58.ts";
+import { base58Decode } from "../../core/index.ts";
 import { invalidParams } from "./errors.ts";
 
 export type Params = readonly unknown[];

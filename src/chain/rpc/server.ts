@@ -8,9 +8,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
 import type { Chain } from "../chain.ts";
-import { generateKeypair } from "../keys.ts";
+import { type Logger, generateKeypair } from "../../core/index.ts";
 import { LiteSvmBackend } from "../litesvm-backend.ts";
-import type { Logger } from "../../core/logger.ts";
 import { AddressIndex } from "./address-index.ts";
 import type { RpcContext } from "./context.ts";
 import { toJson } from "./encoding.ts";

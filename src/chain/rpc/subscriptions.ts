@@ -5,7 +5,7 @@
 import type { Address } from "@solana/kit";
 import type { RawData, WebSocket } from "ws";
 import { SYSTEM_PROGRAM } from "../addresses.ts";
-import { base58Encode } from "../../core/base58.ts";
+import { base58Encode } from "../../core/index.ts";
 import type { ChainEvent } from "../litesvm-backend.ts";
 import { isWritable, parseTransaction } from "../wire.ts";
 import type { RpcContext } from "./context.ts";

@@ -1,6 +1,6 @@
 /** A journaled transaction as `getTransaction` returns it: the transaction in the encoding asked for, and its metadata. */
 import { TOKEN_PROGRAM } from "../addresses.ts";
-import { base58Encode } from "../../core/base58.ts";
+import { base58Encode } from "../../core/index.ts";
 import { transactionFee, type TokenBalance } from "../tx-meta.ts";
 import type { TxRecord } from "../txlog.ts";
 import { isWritable, parseTransaction, type ParsedTransaction } from "../wire.ts";

@@ -1,6 +1,6 @@
 /** GET /account: the wallet behind the key and its balance. */
 import type { FastifyInstance } from "fastify";
-import { usdcValue } from "../../core/units.ts";
+import { usdcValue } from "../../core/index.ts";
 import { ERROR_RESPONSES, ref } from "../schemas.ts";
 
 export interface AccountRoutesOptions {

@@ -1,9 +1,8 @@
 /** POST /chat/completions: JSON or SSE, with the x-svc-* headers and the settlement trailer. */
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { ApiError } from "../../core/errors.ts";
-import type { JobEvent, StartedJob } from "../../jobs/job-service.ts";
-import type { ChatRequest } from "../chat-request.ts";
-import type { FinishReason, Usage } from "../../inference/engine.ts";
+import { ApiError } from "../../core/index.ts";
+import type { ChatRequest, JobEvent, StartedJob } from "../../jobs/index.ts";
+import type { FinishReason, Usage } from "../../inference/index.ts";
 import { parseChatRequest, type ChatCompletionBody } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
 import { errorBody } from "../errors.ts";

@@ -5,7 +5,7 @@
  * the chain and that some worker is connected, at most once a second however often it is asked.
  */
 import type { FastifyInstance } from "fastify";
-import type { Logger } from "../../core/logger.ts";
+import type { Logger } from "../../core/index.ts";
 
 /** What readiness asks of the rest of the service. */
 export interface ReadinessProbes {

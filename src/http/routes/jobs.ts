@@ -1,8 +1,7 @@
 /** GET /jobs and GET /jobs/{id}: the caller's own jobs, newest first. */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError } from "../../core/errors.ts";
-import { nextCursor, parseJobListQuery, type JobListQuery } from "../../jobs/job-list-query.ts";
-import { JOB_STATUSES, jobToApi, type JobRecord } from "../../jobs/job-record.ts";
+import { ApiError } from "../../core/index.ts";
+import { JOB_STATUSES, type JobListQuery, type JobRecord, jobToApi, nextCursor, parseJobListQuery } from "../../jobs/index.ts";
 import { ERROR_RESPONSES, idParams, ref } from "../schemas.ts";
 
 export interface JobRoutesOptions {

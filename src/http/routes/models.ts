@@ -1,8 +1,7 @@
 /** GET /models and GET /models/{id}: catalog models that at least one worker hosts right now. */
 import type { FastifyInstance } from "fastify";
 import type { Catalog, CatalogModel } from "../../catalog/index.ts";
-import { ApiError } from "../../core/errors.ts";
-import { TIERS } from "../../core/pricing.ts";
+import { ApiError, TIERS } from "../../core/index.ts";
 import type { WorkerPool } from "../../network/index.ts";
 import { ERROR_RESPONSES, ref } from "../schemas.ts";
 

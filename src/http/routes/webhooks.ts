@@ -1,6 +1,6 @@
 /** POST /webhooks, GET /webhooks, DELETE /webhooks/{id}: the caller's webhooks. */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../core/index.ts";
 import type { EventName } from "../../events/index.ts";
 import { ERROR_RESPONSES, idParams, ref } from "../schemas.ts";
 

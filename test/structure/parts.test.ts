@@ -1,0 +1,116 @@
+/**
+ * The shape docs/architecture.md draws, checked on the source: one folder per part under src/,
+ * and a part reached from outside only through its index.ts, so each part's surface is the one
+ * file a newcomer reads. Type-only imports count too: they are how a part's types leak. And no
+ * module reaches itself through the modules it loads: such a cycle through index files makes a
+ * module read another's exports before they exist, a crash at start-up that types do not catch.
+ */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { test } from "node:test";
+import ts from "typescript";
+
+const SRC = resolve("src");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((entry) => {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return path.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** The part a file of src/ belongs to; src/service.ts, which assembles them, belongs to none. */
+function partOf(file: string): string | undefined {
+  const [first, ...rest] = relative(SRC, file).split(sep);
+  return rest.length > 0 ? first : undefined;
+}
+
+/** Every relative module specifier of a file (imports, re-exports, dynamic imports). */
+function specifiers(text: string): string[] {
+  return [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["'](\.[^"']+)["']/g)].map((m) => m[1]!);
+}
+
+/** `file` importing `spec`: undefined when allowed, else why not. */
+function crossing(file: string, spec: string): string | undefined {
+  const target = resolve(dirname(file), spec);
+  if (!target.startsWith(SRC + sep)) return undefined;
+  const to = partOf(target);
+  if (to === undefined || to === partOf(file)) return undefined;
+  if (target === join(SRC, to, "index.ts")) return undefined;
+  return `${relative(".", file)} imports ${spec}`;
+}
+
+test("every part is reached from outside only through its index.ts", () => {
+  const files = sourceFiles(SRC);
+  assert.ok(files.length > 150, `read ${files.length} files`);
+  const crossings = files.flatMap((file) => specifiers(readFileSync(file, "utf8")).flatMap((spec) => crossing(file, spec) ?? []));
+  assert.deepEqual(crossings, []);
+});
+
+test("every part that another part uses has an index.ts", () => {
+  const used = new Set<string>();
+  for (const file of sourceFiles(SRC)) {
+    for (const spec of specifiers(readFileSync(file, "utf8"))) {
+      const to = partOf(resolve(dirname(file), spec));
+      if (to !== undefined && to !== partOf(file)) used.add(to);
+    }
+  }
+  const missing = [...used].filter((part) => !statSync(join(SRC, part, "index.ts"), { throwIfNoEntry: false }));
+  assert.ok(used.size >= 10, `found ${used.size} parts used by others`);
+  assert.deepEqual(missing, []);
+});
+
+test("the check finds a crossing", () => {
+  // A file of jobs reaching into the ledger's internals, as it might be written by mistake.
+  const file = join(SRC, "jobs", "example.ts");
+  assert.equal(crossing(file, "../ledger/transfers.ts"), `${join("src", "jobs", "example.ts")} imports ../ledger/transfers.ts`);
+  assert.equal(crossing(file, "../ledger/index.ts"), undefined);
+  assert.equal(crossing(file, "./job-repo.ts"), undefined);
+  assert.deepEqual(specifiers(`import { a } from "../x/y.ts";\nexport { b } from "./z.ts";\nconst m = await import("../w/v.ts");`), ["../x/y.ts", "./z.ts", "../w/v.ts"]);
+});
+
+/** The modules a file loads at run time: imports and re-exports that are not type-only. */
+function loadedModules(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false);
+  const loaded: string[] = [];
+  for (const statement of source.statements) {
+    if (!(ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement))) continue;
+    const spec = statement.moduleSpecifier;
+    if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith(".")) continue;
+    if (ts.isExportDeclaration(statement) ? statement.isTypeOnly : typeOnlyImport(statement)) continue;
+    loaded.push(resolve(dirname(file), spec.text));
+  }
+  return loaded;
+}
+
+function typeOnlyImport(statement: ts.ImportDeclaration): boolean {
+  const clause = statement.importClause;
+  if (!clause) return false;
+  if (clause.isTypeOnly) return true;
+  const bindings = clause.namedBindings;
+  return !clause.name && bindings !== undefined && ts.isNamedImports(bindings) && bindings.elements.length > 0 && bindings.elements.every((e) => e.isTypeOnly);
+}
+
+/** One module of each cycle of the run-time import graph, with the path back to itself. */
+function importCycles(files: string[]): string[] {
+  const graph = new Map(files.map((file) => [file, loadedModules(file)]));
+  const done = new Set<string>();
+  const cycles: string[] = [];
+  const visit = (file: string, path: string[]): void => {
+    if (path.includes(file)) {
+      cycles.push(path.slice(path.indexOf(file)).concat(file).map((f) => relative(SRC, f)).join(" -> "));
+      return;
+    }
+    if (done.has(file) || !graph.has(file)) return;
+    for (const next of graph.get(file)!) visit(next, [...path, file]);
+    done.add(file);
+  };
+  for (const file of files) visit(file, []);
+  return cycles;
+}
+
+test("no module loads itself back through what it imports", () => {
+  assert.deepEqual(importCycles(sourceFiles(SRC)), []);
+});
