@@ -55,8 +55,8 @@ const reserveSettle: Step = async (db, wallet, job) => {
     reservationId: `${job}:r`,
     charge: 370_000n,
     payouts: [
-      { accountId: workerAccountId("bench-worker"), amount: worker },
-      { accountId: TREASURY_ACCOUNT, amount: treasury },
+      { accountId: workerAccountId("bench-worker"), amount: worker, code: "worker_payout" },
+      { accountId: TREASURY_ACCOUNT, amount: treasury, code: "protocol_fee" },
     ],
   });
 };

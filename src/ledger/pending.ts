@@ -14,7 +14,7 @@ import {
   TransferIdConflictError,
 } from "./errors.ts";
 import { existingMatch, getTransfer, requireAmount, requireId } from "./transfers.ts";
-import type { Transfer, TransferResult } from "./types.ts";
+import type { Transfer, TransferCode, TransferResult } from "./types.ts";
 
 export interface PostPendingInput {
   id: string;
@@ -22,13 +22,13 @@ export interface PostPendingInput {
   /** Default: the whole pending amount. */
   amount?: bigint;
   /** Default: the pending transfer's code. */
-  code?: string;
+  code?: TransferCode;
 }
 
 export interface VoidPendingInput {
   id: string;
   pendingId: string;
-  code?: string;
+  code?: TransferCode;
 }
 
 export async function postPending(db: Db, input: PostPendingInput): Promise<TransferResult> {
@@ -45,8 +45,7 @@ export async function voidPending(db: Db, input: VoidPendingInput): Promise<Tran
 export interface Payout {
   accountId: string;
   amount: bigint;
-  /** Default "payout". */
-  code?: string;
+  code: TransferCode;
 }
 
 export interface Resolution {
@@ -54,7 +53,7 @@ export interface Resolution {
   pendingId: string;
   post: boolean;
   amount?: bigint;
-  code?: string;
+  code?: TransferCode;
   /** Must add up to the posted amount; recorded as `<id>:1`, `<id>:2`, ... (zero shares skipped). */
   payouts: readonly Payout[];
 }
@@ -127,7 +126,7 @@ function payoutTransfers(req: Resolution, pending: Transfer, posted: bigint): Ne
       creditAccountId: p.accountId,
       amount: p.amount,
       pendingId: null,
-      code: p.code ?? "payout",
+      code: p.code,
       reference: pending.reference,
     });
   });

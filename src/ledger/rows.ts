@@ -1,5 +1,5 @@
 /** Reading ledger rows into the ledger's types. */
-import type { Account, AccountCode, PendingState, Transfer, TransferKind } from "./types.ts";
+import type { Account, AccountCode, PendingState, Transfer, TransferCode, TransferKind } from "./types.ts";
 
 export interface AccountRow {
   id: string;
@@ -62,7 +62,7 @@ export function toTransfer(row: TransferRow): Transfer {
     creditAccountId: row.credit_account_id,
     amount: row.amount,
     pendingId: row.pending_id,
-    code: row.code,
+    code: row.code as TransferCode,
     reference: row.reference,
     createdAt: row.created_at,
     pendingState: row.pending_state as PendingState | null,

@@ -3,7 +3,7 @@ import type { Db } from "../store/index.ts";
 import { record, runOperation, type NewTransfer } from "./apply.ts";
 import { InvalidTransferError, TransferIdConflictError } from "./errors.ts";
 import { SELECT_TRANSFERS, toTransfer, type TransferRow } from "./rows.ts";
-import type { Transfer, TransferKind, TransferResult } from "./types.ts";
+import type { Transfer, TransferCode, TransferKind, TransferResult } from "./types.ts";
 
 export interface TransferInput {
   /** Chosen by the caller and unique forever: a retry with the same id applies nothing twice. */
@@ -13,7 +13,7 @@ export interface TransferInput {
   amount: bigint;
   /** Reserve instead of move: resolve it later with postPending or voidPending. */
   pending?: boolean;
-  code: string;
+  code: TransferCode;
   reference?: string;
 }
 
@@ -53,7 +53,7 @@ export interface TransferFilter {
   reference?: string;
   kind?: TransferKind;
   /** Why the money moved, e.g. "deposit". */
-  code?: string;
+  code?: TransferCode;
   limit?: number;
   /** Newest first instead (with `limit`: the latest ones). */
   newestFirst?: boolean;

@@ -38,8 +38,7 @@ export interface Transfer {
   /** For `void_pending` the amount released, for `post_pending` the amount posted. */
   amount: bigint;
   pendingId: string | null;
-  /** Why the money moved, e.g. "deposit", "reserve", "charge", "payout", "fee". */
-  code: string;
+  code: TransferCode;
   /** Free text tying the transfer to something else, e.g. a job id. */
   reference: string | null;
   createdAt: Date;
@@ -52,3 +51,11 @@ export interface TransferResult {
   status: "created" | "exists";
   transfer: Transfer;
 }
+
+/**
+ * Why money moved. Every transfer carries one: a wallet's deposit and withdrawal, a job's reserve
+ * (the escrow lock, pending) and charge (its posted part), and the charge's split into the worker's
+ * payout and the protocol's fee.
+ */
+export const TRANSFER_CODES = ["deposit", "withdrawal", "reserve", "charge", "worker_payout", "protocol_fee"] as const;
+export type TransferCode = (typeof TRANSFER_CODES)[number];

@@ -94,7 +94,7 @@ for (const backend of testDatabases()) {
             debitAccountId: walletAccountId(address),
             creditAccountId: TREASURY_ACCOUNT,
             amount: SIZE,
-            code: "fee",
+            code: "protocol_fee",
           }),
         ),
       );
@@ -138,8 +138,8 @@ for (const backend of testDatabases()) {
               reservationId: `${id}:r`,
               charge,
               payouts: [
-                { accountId: worker, amount: share },
-                { accountId: TREASURY_ACCOUNT, amount: charge - share },
+                { accountId: worker, amount: share, code: "worker_payout" },
+                { accountId: TREASURY_ACCOUNT, amount: charge - share, code: "protocol_fee" },
               ],
             });
             return;

@@ -44,8 +44,8 @@ for (const backend of testDatabases()) {
     function payouts(worker: string, credits: number, staked: boolean): Payout[] {
       const split = splitPayout(credits, staked);
       return [
-        { accountId: workerAccountId(worker), amount: split.worker, code: "worker_share" },
-        { accountId: TREASURY_ACCOUNT, amount: split.treasury, code: "treasury_share" },
+        { accountId: workerAccountId(worker), amount: split.worker, code: "worker_payout" },
+        { accountId: TREASURY_ACCOUNT, amount: split.treasury, code: "protocol_fee" },
       ];
     }
 
@@ -57,8 +57,8 @@ for (const backend of testDatabases()) {
       assert.equal(result.transfer.amount, 370_000n);
       assert.equal(result.transfer.code, "charge");
       assert.deepEqual(result.payouts.map((p) => [p.id, p.amount, p.code]), [
-        [`${reference}:settle:1`, 277_500n, "worker_share"],
-        [`${reference}:settle:2`, 92_500n, "treasury_share"],
+        [`${reference}:settle:1`, 277_500n, "worker_payout"],
+        [`${reference}:settle:2`, 92_500n, "protocol_fee"],
       ]);
 
       const wallet = await account(db, walletAccountId(address));
@@ -100,7 +100,7 @@ for (const backend of testDatabases()) {
 
     it("is all or nothing: a payout to an unknown account leaves the reservation open", async () => {
       const { address, reference, reservationId } = await job();
-      const bad: Payout[] = [{ accountId: "worker:unknown", amount: 100_000n }];
+      const bad: Payout[] = [{ accountId: "worker:unknown", amount: 100_000n, code: "worker_payout" }];
       await assert.rejects(settle(db, { id: `${reference}:settle`, reservationId, charge: 100_000n, payouts: bad }), AccountNotFoundError);
       assert.equal((await getTransfer(db, reservationId))!.pendingState, "pending");
       assert.equal((await account(db, walletAccountId(address))).debitsPending, 1_000_000n);

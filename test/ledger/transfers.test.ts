@@ -67,7 +67,7 @@ for (const backend of testDatabases()) {
         debitAccountId: walletAccountId(alice),
         creditAccountId: walletAccountId(bob),
         amount: 30_000n,
-        code: "gift",
+        code: "deposit" as const,
         reference: "ref-1",
       });
       assert.equal(moved.status, "created");
@@ -81,7 +81,7 @@ for (const backend of testDatabases()) {
         debitAccountId: walletAccountId(alice),
         creditAccountId: walletAccountId(bob),
         amount: 20_001n,
-        code: "gift",
+        code: "deposit" as const,
       }).then(
         () => assert.fail("overdraft accepted"),
         (err: unknown) => err,
@@ -102,7 +102,7 @@ for (const backend of testDatabases()) {
         debitAccountId: walletAccountId(alice),
         creditAccountId: walletAccountId(bob),
         amount: 4_000n,
-        code: "gift",
+        code: "deposit" as const,
       };
       const first = await transfer(db, input);
       const retried = await transfer(db, input);
@@ -126,7 +126,7 @@ for (const backend of testDatabases()) {
         debitAccountId: walletAccountId(alice),
         creditAccountId: TREASURY_ACCOUNT,
         amount: 1_000n,
-        code: "fee",
+        code: "protocol_fee" as const,
       };
       const results = await Promise.all(Array.from({ length: 5 }, () => transfer(db, input)));
       assert.deepEqual(results.map((r) => r.status).sort(), ["created", "exists", "exists", "exists", "exists"]);
@@ -135,7 +135,7 @@ for (const backend of testDatabases()) {
 
     it("refuses malformed transfers and unknown accounts without recording anything", async () => {
       const alice = await fundedWallet(db, 10_000n);
-      const base = { debitAccountId: walletAccountId(alice), creditAccountId: TREASURY_ACCOUNT, code: "fee" };
+      const base = { debitAccountId: walletAccountId(alice), creditAccountId: TREASURY_ACCOUNT, code: "protocol_fee" as const };
       await assert.rejects(transfer(db, { ...base, id: uniqueId("t"), amount: 0n }), InvalidTransferError);
       await assert.rejects(transfer(db, { ...base, id: uniqueId("t"), amount: -1n }), InvalidTransferError);
       await assert.rejects(transfer(db, { ...base, id: uniqueId("t"), amount: 5 as unknown as bigint }), InvalidTransferError);
@@ -164,7 +164,7 @@ for (const backend of testDatabases()) {
           creditAccountId: TREASURY_ACCOUNT,
           amount: 100n,
           pending,
-          code: "fee",
+          code: "protocol_fee" as const,
           reference,
         });
       }
@@ -181,7 +181,7 @@ for (const backend of testDatabases()) {
       await db.exec("CREATE TABLE IF NOT EXISTS caller_jobs (id text PRIMARY KEY, status text NOT NULL)");
       const alice = await fundedWallet(db, 10_000n);
       const wallet = walletAccountId(alice);
-      const base = { debitAccountId: wallet, creditAccountId: TREASURY_ACCOUNT, code: "fee" };
+      const base = { debitAccountId: wallet, creditAccountId: TREASURY_ACCOUNT, code: "protocol_fee" as const };
 
       await assert.rejects(
         db.transaction(async (tx) => {
