@@ -37,7 +37,7 @@ test("the scanner sees the imports it is meant to police", async () => {
   const emit = (await eventsSources()).find((s) => s.file === "emit.ts");
   assert.ok(emit, "src/events/emit.ts exists");
   const found = specifiers(emit.text);
-  assert.ok(found.includes("../store/db.ts") && found.includes("./outbox.ts"), `found: ${found.join(", ")}`);
+  assert.ok(found.includes("../store/index.ts") && found.includes("./outbox.ts"), `found: ${found.join(", ")}`);
   assert.equal(partOf("emit.ts", "../jobs/money.ts"), "jobs");
   assert.deepEqual(specifiers(`import type { A } from "../jobs/a.ts";\nexport { b } from '../accounts/b.ts';\nawait import("../web/c.ts");`), [
     "../jobs/a.ts",
