@@ -13,5 +13,5 @@ export { MAX_MESSAGES, MAX_STOP_SEQUENCES, MAX_TOKENS, PENALTY_RANGE, SEED_RANGE
 export { NATIVE_DECIMALS, USDC_DECIMALS, baseUnitsToCredits, creditsToBaseUnits, usdcValue } from "./units.ts";
 export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair } from "./keys.ts";
 export type { Keypair, Signer } from "./keys.ts";
-export { RateLimiter } from "./rate-limit.ts";
+export { RateLimiter, TokenBucket } from "./rate-limit.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";

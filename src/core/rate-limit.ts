@@ -10,35 +10,58 @@ export interface RateLimitOptions {
 
 export const DEFAULT_RATE_LIMIT: RateLimitOptions = { ratePerSecond: 50, burst: 100 };
 
-interface Bucket {
-  tokens: number;
-  updatedAt: number;
+/** `perSecond` tokens a second, held up to `burst`; taken `amount` at a time or not at all. */
+export class TokenBucket {
+  private tokens: number;
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly burst: number,
+    private updatedAtMs = performance.now(),
+  ) {
+    this.tokens = burst;
+  }
+
+  /** Takes `amount` when the bucket holds it and returns 0; else takes nothing and returns the seconds until it would hold it. */
+  take(amount = 1, nowMs = performance.now()): number {
+    this.refill(nowMs);
+    if (this.tokens >= amount) {
+      this.tokens -= amount;
+      return 0;
+    }
+    return (amount - this.tokens) / this.perSecond;
+  }
+
+  isFull(nowMs = performance.now()): boolean {
+    this.refill(nowMs);
+    return this.tokens >= this.burst;
+  }
+
+  private refill(nowMs: number): void {
+    this.tokens = Math.min(this.burst, this.tokens + ((nowMs - this.updatedAtMs) / 1000) * this.perSecond);
+    this.updatedAtMs = nowMs;
+  }
 }
 
+/** A token bucket per key. */
 export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets = new Map<string, TokenBucket>();
 
   constructor(private readonly options: RateLimitOptions = DEFAULT_RATE_LIMIT) {}
 
-  /** Take one token for `key`; returns 0 when allowed, else the seconds until a token is available. */
+  /** Take one token for `key`; returns 0 when allowed, else the whole seconds until a token is available. */
   take(key: string, now = Date.now()): number {
     const { ratePerSecond, burst } = this.options;
-    const bucket = this.buckets.get(key) ?? { tokens: burst, updatedAt: now };
-    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * ratePerSecond);
-    bucket.updatedAt = now;
-    this.buckets.set(key, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      if (this.buckets.size > 10_000) this.evictFull(now);
-      return 0;
-    }
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / ratePerSecond));
+    let bucket = this.buckets.get(key);
+    if (bucket === undefined) this.buckets.set(key, (bucket = new TokenBucket(ratePerSecond, burst, now)));
+    const waitS = bucket.take(1, now);
+    if (waitS > 0) return Math.max(1, Math.ceil(waitS));
+    if (this.buckets.size > 10_000) this.evictFull(now);
+    return 0;
   }
 
   /** Forget buckets that have refilled: they hold no information. */
   private evictFull(now: number): void {
-    for (const [key, bucket] of this.buckets) {
-      if (bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.options.ratePerSecond >= this.options.burst) this.buckets.delete(key);
-    }
+    for (const [key, bucket] of this.buckets) if (bucket.isFull(now)) this.buckets.delete(key);
   }
 }

@@ -4,6 +4,7 @@
  * jobs could explain is closed; handshakes are limited per IP before any signature is checked,
  * so fresh keys cannot be minted into connections faster than the limit.
  */
+import { TokenBucket } from "../core/index.ts";
 
 export interface WorkerLimits {
   /** New connections per second from one IP (refused with HTTP 429 above it). */
@@ -31,35 +32,14 @@ export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
 /** Slots beyond this earn no more allowance: a declared concurrency costs a liar nothing. */
 const MAX_COUNTED_SLOTS = 64;
 
-class Bucket {
-  private tokens: number;
-  private updatedAt = performance.now();
-
-  constructor(
-    private readonly perSecond: number,
-    private readonly burst: number,
-  ) {
-    this.tokens = burst;
-  }
-
-  take(amount: number): boolean {
-    const now = performance.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.updatedAt) / 1000) * this.perSecond);
-    this.updatedAt = now;
-    if (this.tokens < amount) return false;
-    this.tokens -= amount;
-    return true;
-  }
-}
-
 /** One connection's allowance of messages and bytes. */
 export class MessageBudget {
-  private messages: Bucket;
-  private readonly bytes: Bucket;
+  private messages: TokenBucket;
+  private readonly bytes: TokenBucket;
 
   constructor(private readonly limits: WorkerLimits) {
     this.messages = this.messageBucket(1);
-    this.bytes = new Bucket(limits.bytesPerSecond, 2 * limits.bytesPerSecond);
+    this.bytes = new TokenBucket(limits.bytesPerSecond, 2 * limits.bytesPerSecond);
   }
 
   /** Once registered, the allowance follows the concurrency the worker declared. */
@@ -69,11 +49,11 @@ export class MessageBudget {
 
   /** Whether a message of `size` bytes is within the allowance (and takes it). */
   take(size: number): boolean {
-    return this.messages.take(1) && this.bytes.take(size);
+    return this.messages.take(1) === 0 && this.bytes.take(size) === 0;
   }
 
-  private messageBucket(slots: number): Bucket {
+  private messageBucket(slots: number): TokenBucket {
     const perSecond = this.limits.messagesPerSecondPerSlot * (1 + Math.min(slots, MAX_COUNTED_SLOTS));
-    return new Bucket(perSecond, 2 * perSecond);
+    return new TokenBucket(perSecond, 2 * perSecond);
   }
 }

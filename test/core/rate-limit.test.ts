@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RateLimiter } from "../../src/core/rate-limit.ts";
+import { RateLimiter, TokenBucket } from "../../src/core/rate-limit.ts";
 
 test("a burst is allowed, then requests wait for the refill", () => {
   const limiter = new RateLimiter({ ratePerSecond: 10, burst: 3 });
@@ -12,4 +12,18 @@ test("a burst is allowed, then requests wait for the refill", () => {
   assert.equal(limiter.take("b", t), 0, "another address has its own bucket");
   assert.equal(limiter.take("a", t + 100), 0, "one token back after 100 ms at 10/s");
   assert.equal(limiter.take("a", t + 100), 1);
+});
+
+test("a token bucket takes several tokens at once or none, and says how long until it could", () => {
+  const t = 5_000;
+  const bucket = new TokenBucket(100, 200, t);
+  assert.ok(bucket.isFull(t));
+  assert.equal(bucket.take(150, t), 0);
+  assert.equal(bucket.take(100, t), 0.5, "50 tokens short at 100/s: half a second");
+  assert.equal(bucket.take(50, t), 0, "the refused take took nothing");
+  assert.equal(bucket.take(1, t), 0.01);
+  assert.equal(bucket.take(100, t + 1_000), 0, "a second refills 100");
+  assert.ok(!bucket.isFull(t + 1_000));
+  assert.ok(bucket.isFull(t + 3_000), "refills up to the burst and no further");
+  assert.equal(bucket.take(201, t + 10_000) > 0, true, "never holds more than the burst");
 });
