@@ -5,7 +5,7 @@
  */
 import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadOrCreateKeypair } from "../core/index.ts";
+import { createLogger, LOG_FORMATS, loadOrCreateKeypair, type LogFormat } from "../core/index.ts";
 import { DEFAULT_MAX_SEQUENCES, type Engine } from "../inference/index.ts";
 import {
   describeEngine,
@@ -37,6 +37,9 @@ Options:
                            that do not report it (SVC_UPSTREAM_API_KEY holds their key, if any)
   --models-dir <dir>       Where hf: downloads and the built-in model are kept (default ./.svc/models)
   --drain-timeout <s>      On shutdown, how long running jobs get to finish (default 30)
+  --log-format <f>         pretty (sentences, the default) or json (one record per line, with
+                           the worker, job and amounts as fields, for log collectors);
+                           SVC_LOG_FORMAT sets it too
   -h, --help               Show this help
 
 HF_ENDPOINT points hf: downloads at a mirror, HF_TOKEN reads gated models, and a download that
@@ -52,26 +55,28 @@ interface WorkerArgs {
   concurrency: number;
   engineOptions: EngineLoadOptions;
   drainTimeoutS: number;
+  logFormat: LogFormat;
 }
 
 export async function runWorker(argv: string[]): Promise<void> {
   const args = parseWorkerArgs(argv);
   if (args === undefined) return;
+  const out = workerConsole(args.logFormat);
   const signer = await loadOrCreateKeypair(dirname(args.keyPath), basename(args.keyPath, ".json"));
-  console.log(`Worker address: ${signer.address} (key: ${args.keyPath})`);
-  const engines = await loadEngines(args.specs, args.engineOptions);
-  console.log(`Concurrency: ${args.concurrency} jobs at once`);
+  out.info(`Worker address: ${signer.address} (key: ${args.keyPath})`, { worker: signer.address, keypair: args.keyPath });
+  const engines = await loadEngines(args.specs, args.engineOptions, out);
+  out.info(`Concurrency: ${args.concurrency} jobs at once`, { concurrency: args.concurrency });
 
   const { gateway, concurrency } = args;
-  const client = new WorkerClient({ gateway, signer, engines, concurrency, onEvent: (event) => report(event, gateway) });
+  const client = new WorkerClient({ gateway, signer, engines, concurrency, onEvent: (event) => report(event, gateway, out) });
   client.start();
-  const stopping = stopOnSignals(client, engines, args.drainTimeoutS);
+  const stopping = stopOnSignals(client, engines, args.drainTimeoutS, out);
   try {
     await client.registered();
   } catch (error) {
     if (stopping()) return;
     await closeEngines(engines);
-    console.error(`svc worker: ${(error as Error).message}`);
+    out.error(`svc worker: ${(error as Error).message}`, { err: error });
     process.exit(1);
   }
 }
@@ -88,6 +93,7 @@ function parseWorkerArgs(argv: string[]): WorkerArgs | undefined {
       "upstream-context-window": { type: "string" },
       "models-dir": { type: "string", default: ".svc/models" },
       "drain-timeout": { type: "string", default: "30" },
+      "log-format": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -108,6 +114,8 @@ function parseWorkerArgs(argv: string[]): WorkerArgs | undefined {
   const upstreamApiKey = process.env.SVC_UPSTREAM_API_KEY;
   const drainTimeoutS = Number(values["drain-timeout"]);
   if (!Number.isFinite(drainTimeoutS) || drainTimeoutS < 0) fail(`--drain-timeout is a number of seconds, got '${values["drain-timeout"]}'`);
+  const logFormat = values["log-format"] ?? (process.env.SVC_LOG_FORMAT === "json" ? "json" : "pretty");
+  if (!LOG_FORMATS.includes(logFormat as LogFormat)) fail(`--log-format is pretty or json, got '${logFormat}'`);
   const engineOptions: EngineLoadOptions = {
     modelsDir: resolve(values["models-dir"]),
     maxSequences: concurrency,
@@ -115,7 +123,15 @@ function parseWorkerArgs(argv: string[]): WorkerArgs | undefined {
     ...(upstreamApiKey ? { upstreamApiKey } : {}),
     ...(upstreamContextWindow !== undefined ? { upstreamContextWindow } : {}),
   };
-  return { gateway: values.gateway, keyPath: resolve(values.keypair), specs: modelSpecs(values.model), concurrency, engineOptions, drainTimeoutS };
+  return {
+    gateway: values.gateway,
+    keyPath: resolve(values.keypair),
+    specs: modelSpecs(values.model),
+    concurrency,
+    engineOptions,
+    drainTimeoutS,
+    logFormat: logFormat as LogFormat,
+  };
 }
 
 /** Each `--model` parsed, with a model given twice refused. */
@@ -134,18 +150,19 @@ function modelSpecs(args: string[]): ModelSpec[] {
 }
 
 /** Loads every model's engine in turn; if one fails, the ones loaded are closed and the worker exits. */
-async function loadEngines(specs: ModelSpec[], options: EngineLoadOptions): Promise<Map<string, Engine>> {
+async function loadEngines(specs: ModelSpec[], options: EngineLoadOptions, out: WorkerConsole): Promise<Map<string, Engine>> {
   const engines = new Map<string, Engine>();
-  const onDownloadProgress = progressBar();
+  const onDownloadProgress = out.json ? undefined : progressBar();
   for (const spec of specs) {
     try {
-      const engine = await loadEngine(spec.engine, { ...options, onDownloadProgress });
+      const engine = await loadEngine(spec.engine, { ...options, ...(onDownloadProgress ? { onDownloadProgress } : {}) });
       engines.set(spec.modelId, engine);
-      console.log(`Serving ${spec.modelId} with ${describeEngine(spec.engine)}, context window ${engine.contextWindow} tokens`);
+      const contextWindow = engine.contextWindow;
+      out.info(`Serving ${spec.modelId} with ${describeEngine(spec.engine)}, context window ${contextWindow} tokens`, { model: spec.modelId, contextWindow });
     } catch (error) {
       await closeEngines(engines);
-      endProgressLine();
-      console.error(`svc worker: could not load ${spec.modelId}: ${(error as Error).message}`);
+      if (onDownloadProgress) endProgressLine();
+      out.error(`svc worker: could not load ${spec.modelId}: ${(error as Error).message}`, { model: spec.modelId, err: error });
       process.exit(1);
     }
   }
@@ -160,23 +177,23 @@ function closeEngines(engines: ReadonlyMap<string, Engine>): Promise<unknown> {
  * Ctrl-C or SIGTERM drains the worker (its running jobs finish) and exits; a second one, a moment
  * later, exits at once. Returns whether a stop has begun.
  */
-function stopOnSignals(client: WorkerClient, engines: ReadonlyMap<string, Engine>, drainTimeoutS: number): () => boolean {
+function stopOnSignals(client: WorkerClient, engines: ReadonlyMap<string, Engine>, drainTimeoutS: number, out: WorkerConsole): () => boolean {
   let stopping = false;
   let stoppingSinceMs = 0;
   const stop = async (signal: string) => {
     if (stopping) {
       // Some supervisors (GNU timeout among them) deliver one stop request twice at once.
       if (Date.now() - stoppingSinceMs < 1_000) return;
-      console.log(`${signal} again: stopping without waiting for running jobs`);
+      out.info(`${signal} again: stopping without waiting for running jobs`, { signal });
       process.exit(1);
     }
     stopping = true;
     stoppingSinceMs = Date.now();
     const running = client.runningJobs;
-    console.log(running > 0 ? `Draining: finishing ${running} running job${running === 1 ? "" : "s"} (up to ${drainTimeoutS} s)...` : "Draining...");
+    out.info(running > 0 ? `Draining: finishing ${running} running job${running === 1 ? "" : "s"} (up to ${drainTimeoutS} s)...` : "Draining...", { signal, runningJobs: running, drainTimeoutS });
     await client.drain(drainTimeoutS * 1000);
     await closeEngines(engines);
-    console.log(`Stopped. Earned this session: ${formatEarnings(client.earnedBaseUnits)}`);
+    out.info(`Stopped. Earned this session: ${formatEarnings(client.earnedBaseUnits)}`, { earnedBaseUnits: String(client.earnedBaseUnits) });
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));
@@ -184,29 +201,55 @@ function stopOnSignals(client: WorkerClient, engines: ReadonlyMap<string, Engine
   return () => stopping;
 }
 
-function report(event: WorkerClientEvent, gateway: string): void {
+function report(event: WorkerClientEvent, gateway: string, out: WorkerConsole): void {
   switch (event.type) {
     case "connecting":
-      console.log(`Connecting to ${gateway}...`);
+      out.info(`Connecting to ${gateway}...`, { gateway });
       return;
     case "registered":
-      console.log(`Connected to ${gateway} as ${event.address}: serving ${event.models.map((m) => m.id).join(", ")}`);
-      for (const r of event.refused) console.log(`  The gateway refused ${r.id}: ${r.reason}`);
+      out.info(`Connected to ${gateway} as ${event.address}: serving ${event.models.map((m) => m.id).join(", ")}`, { gateway, models: event.models.map((m) => m.id) });
+      for (const r of event.refused) out.info(`  The gateway refused ${r.id}: ${r.reason}`, { model: r.id, reason: r.reason });
       return;
     case "disconnected":
-      console.log(
+      out.info(
         `${event.wasConnected ? "Disconnected from" : "Could not connect to"} ${gateway}${event.reason ? ` (${event.reason})` : ""}; ` +
           `retrying in ${(event.retryInMs / 1000).toFixed(1)} s`,
+        { gateway, wasConnected: event.wasConnected, reason: event.reason, retryInMs: event.retryInMs },
       );
       return;
     case "refused":
-      console.error(`The gateway refused this worker: ${event.reason}`);
-      for (const r of event.refused) console.error(`  ${r.id}: ${r.reason}`);
+      out.error(`The gateway refused this worker: ${event.reason}`, { gateway, code: event.code, reason: event.reason });
+      for (const r of event.refused) out.error(`  ${r.id}: ${r.reason}`, { model: r.id, reason: r.reason });
       return;
     case "settled":
-      console.log(`Earned ${formatEarnings(event.earnedBaseUnits)} for ${event.jobId} (settlement ${event.settlementTx}); total ${formatEarnings(event.totalBaseUnits)}`);
+      out.info(`Earned ${formatEarnings(event.earnedBaseUnits)} for ${event.jobId} (settlement ${event.settlementTx}); total ${formatEarnings(event.totalBaseUnits)}`, {
+        job: event.jobId,
+        settlementTx: event.settlementTx,
+        earnedBaseUnits: String(event.earnedBaseUnits),
+        totalBaseUnits: String(event.totalBaseUnits),
+      });
       return;
   }
+}
+
+/**
+ * Where the worker says what it does: sentences on the console by default, or, with
+ * `--log-format json`, one JSON record per line whose message is the same sentence and whose
+ * fields carry the worker, job, model and amounts for a log collector to index.
+ */
+interface WorkerConsole {
+  readonly json: boolean;
+  info(text: string, fields?: Record<string, unknown>): void;
+  error(text: string, fields?: Record<string, unknown>): void;
+}
+
+function workerConsole(format: LogFormat): WorkerConsole {
+  if (format === "pretty") {
+    return { json: false, info: (text) => console.log(text), error: (text) => console.error(text) };
+  }
+  // The same records as the sentences, whatever LOG_LEVEL asks of the service's debug logging.
+  const logger = createLogger({ format: "json", level: "info" });
+  return { json: true, info: (text, fields = {}) => logger.info(fields, text), error: (text, fields = {}) => logger.error(fields, text) };
 }
 
 /** Base units of the 6-decimal USDC mint, shown in USDC and in credits (10,000 units each). */
