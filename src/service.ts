@@ -159,7 +159,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   let chain: Chain | undefined;
   try {
     await migrate(db, SERVICE_MIGRATIONS);
-    chain = await openChain(options.dataDir ? { dataDir: options.dataDir } : {});
+    chain = await openChain({ logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
     const openChainHandle = chain;
     const { catalog, pool, vocabularies, journal, jobs, actions } = assembleParts(options, db, openChainHandle, logger);
     // Chain actions first: a job whose action finishes now is not one to return.

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import type { Address, Instruction } from "@solana/kit";
-import { MIN_ACTIVE_STAKE, type Signer, TIERS, creditsToBaseUnits, idBody, isId, proofMessage, splitPayout } from "../core/index.ts";
+import { type Logger, MIN_ACTIVE_STAKE, type Signer, TIERS, silentLogger, creditsToBaseUnits, idBody, isId, proofMessage, splitPayout } from "../core/index.ts";
 import {
   AssociatedTokenAddresses,
   TOKEN_ACCOUNT_SIZE,
@@ -435,9 +435,11 @@ export interface OpenChainOptions {
   backend?: ChainBackend;
   /** Length of an embedded-chain slot in ms (default 400). */
   slotMs?: number;
+  /** Where setup says what it found and did (the escrow program's id, its config). */
+  logger?: Logger;
 }
 
-/** Opens the chain and makes sure the service's mint, fee payer and treasury exist on it. */
+/** Opens the chain and makes sure the service's mint, fee payer, treasury and escrow program config exist on it. */
 export async function openChain(options: OpenChainOptions = {}): Promise<Chain> {
   const { dataDir } = options;
   const backend =
@@ -449,7 +451,7 @@ export async function openChain(options: OpenChainOptions = {}): Promise<Chain> 
   try {
     const keys = await loadServiceKeys(dataDir === undefined ? undefined : join(dataDir, "keys"));
     const tokenAccounts = new AssociatedTokenAddresses(keys.mint.address);
-    const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts);
+    const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts, options.logger ?? silentLogger());
     const rent = await backend.minimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE);
     return new Chain(backend, keys, tokenAccounts, treasuryAccount, rent);
   } catch (err) {

@@ -17,7 +17,9 @@ import {
   type TransactionStatus,
 } from "./backend.ts";
 import { base58Decode, base58Encode } from "../core/index.ts";
+import { escrowProgramImage } from "./escrow-program/index.ts";
 import { ChainStore } from "./persistence.ts";
+import type { ProgramImage } from "./programs.ts";
 import { signatureKey } from "./sigindex.ts";
 import { ALREADY_PROCESSED, describeTransactionError } from "./svm-errors.ts";
 import { TokenInfoCache, withMeta } from "./tx-meta.ts";
@@ -33,6 +35,8 @@ export interface LiteSvmBackendOptions {
   checkpointEvery?: number;
   /** ...or this long after the first record since the last checkpoint. */
   checkpointIntervalMs?: number;
+  /** Programs deployed at every open; by default the committed escrow program. */
+  programs?: readonly ProgramImage[];
 }
 
 /** What the embedded chain tells watchers (the JSON-RPC server's subscriptions), once it is durable. */
@@ -86,7 +90,7 @@ export class LiteSvmBackend implements ChainBackend {
   private constructor(
     svm: NativeSvm,
     private readonly store: ChainStore,
-    private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir">>,
+    private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir" | "programs">>,
   ) {
     this.svm = svm;
     this.decimals = new TokenInfoCache(svm);
@@ -101,10 +105,14 @@ export class LiteSvmBackend implements ChainBackend {
     // Logged transactions had their signatures checked when they first ran; replay skips that
     // (the Ed25519 precompile still runs: it is an instruction, not the signature check).
     svm.setSigverify(false);
-    const store = ChainStore.open(options.dataDir, genesis, {
+    const store = ChainStore.open(options.dataDir, genesis, options.programs ?? [escrowProgramImage()], {
       restore: (accounts, slot) => {
         for (const a of accounts) svm.setAccount(a.address, new Account(a.lamports, a.data, a.owner, a.executable, a.rentEpoch));
         svm.warpToSlot(slot);
+      },
+      // LiteSVM deploys through the upgradeable loader with no upgrade authority: the bytes are fixed.
+      deploy: (programs) => {
+        for (const p of programs) svm.addProgram(addressBytes(p.address), p.bytes);
       },
       replay: (record) => replay(svm, record),
       account: (address) => {

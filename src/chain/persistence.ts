@@ -5,23 +5,28 @@
  *   record is fsynced; concurrent sends share one fsync.
  * - `checkpoint`: the accounts the log's records have written, as of a log offset (checkpoint.ts).
  * - `txindex`: signature -> log offset for the records before the checkpoint (sigindex.ts).
+ * - `programs`: which bytes of each built-in program this chain ran under (programs.ts).
  * - `LOCK`: the owning process.
  *
  * Opening restores the checkpoint into a fresh LiteSVM and re-executes the log's records after
  * it; each must reproduce its logged outcome, or opening fails rather than run on a diverged
- * chain. The log is not truncated at a checkpoint: it is also the transaction history that
+ * chain. Built-in programs are loaded between the two: they are not in the log, and the
+ * checkpoint leaves executable accounts out. The log is not truncated at a checkpoint: it is also the transaction history that
  * lookups by signature read, so a checkpoint only moves where replay starts.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { readCheckpoint, writeCheckpoint, type AccountSnapshot } from "./checkpoint.ts";
 import { acquireLock } from "./lock.ts";
+import { checkProgramNotes, type ProgramImage } from "./programs.ts";
 import { SignatureIndex, signatureKey } from "./sigindex.ts";
 import { MemoryLog, TxLog, encodeRecord, type LogRecord, type RecordLog } from "./txlog.ts";
 import { isWritable, parseTransaction } from "./wire.ts";
 
 export interface StateHooks {
   restore(accounts: AccountSnapshot[], slot: bigint): void;
+  /** Loads the built-in programs; runs after the checkpoint is restored, before any replay. */
+  deploy(programs: readonly ProgramImage[]): void;
   replay(record: LogRecord): void;
   account(address: Uint8Array): Omit<AccountSnapshot, "address"> | null;
 }
@@ -48,15 +53,20 @@ export class ChainStore {
     private readonly unlock: () => void,
   ) {}
 
-  static open(dir: string | undefined, genesisAccounts: Uint8Array[], hooks: StateHooks): ChainStore {
-    if (dir === undefined) return new ChainStore(undefined, new MemoryLog(), SignatureIndex.memory(), hooks, () => {});
+  static open(dir: string | undefined, genesisAccounts: Uint8Array[], programs: readonly ProgramImage[], hooks: StateHooks): ChainStore {
+    if (dir === undefined) {
+      hooks.deploy(programs);
+      return new ChainStore(undefined, new MemoryLog(), SignatureIndex.memory(), hooks, () => {});
+    }
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const unlock = acquireLock(join(dir, "LOCK"));
     let log: TxLog | undefined;
     let index: SignatureIndex | undefined;
     try {
+      checkProgramNotes(dir, programs);
       const cp = readCheckpoint(join(dir, "checkpoint"));
       if (cp) hooks.restore(cp.accounts, cp.slot);
+      hooks.deploy(programs);
       log = TxLog.open(join(dir, "txlog"));
       const from = cp?.logOffset ?? 0;
       if (log.size < from) throw new Error(`${dir}: txlog is shorter than the checkpoint says (${log.size} < ${from})`);

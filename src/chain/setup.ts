@@ -6,9 +6,10 @@
 import { type Address, createNoopSigner } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
 import { getInitializeMint2Instruction } from "@solana-program/token";
-import { type Keypair, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, loadOrCreateKeypair } from "../core/index.ts";
+import { type Keypair, type Logger, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, loadOrCreateKeypair } from "../core/index.ts";
 import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
+import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, escrowInstructions } from "./escrow-program/index.ts";
 import { createAssociatedTokenIdempotent } from "./instructions.ts";
 import { buildTransaction } from "./wire.ts";
 
@@ -18,7 +19,7 @@ export interface ServiceKeys {
   /** The USDC-style mint's own address (its key signs only the mint's creation). */
   mint: Keypair;
   mintAuthority: Keypair;
-  /** Owns every credit account and every escrow account, so the service moves funds without each user signing. */
+  /** Owns every credit account and every escrow account, so the service moves funds without each user signing; the escrow program's service authority. */
   custody: Keypair;
   /** Owns the protocol treasury's token account. */
   treasury: Keypair;
@@ -72,10 +73,36 @@ const LAMPORTS_PER_SOL = 1_000_000_000n;
 const FEE_PAYER_TOP_UP = 1_000n * LAMPORTS_PER_SOL;
 const FEE_PAYER_MINIMUM = 100n * LAMPORTS_PER_SOL;
 
+/**
+ * Initializes the escrow program's config under the service's rules unless the chain has it.
+ * It is a transaction, so the chain's log keeps it; the program itself is loaded at every open.
+ * A chain without the program (a cluster it was not deployed to) is left as it is.
+ */
+async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, treasuryAccount: Address, logger: Logger): Promise<void> {
+  const program = await backend.getAccount(ESCROW_PROGRAM);
+  if (!program?.executable) return;
+  if (await backend.getAccount(configAddress().address)) {
+    logger.info({ programId: ESCROW_PROGRAM }, "escrow program deployed, config in place");
+    return;
+  }
+  const { bytes } = await backend.latestBlockhash();
+  const ix = escrowInstructions.initialize({
+    serviceAuthority: keys.custody.address,
+    payer: keys.feePayer.address,
+    treasury: treasuryAccount,
+    usdcMint: keys.mint.address,
+    stakeMint: keys.nativeMint.address,
+    rules: DEFAULT_RULES,
+  });
+  await backend.sendTransaction(buildTransaction(keys.feePayer, [ix], bytes, [keys.custody]).wire);
+  logger.info({ programId: ESCROW_PROGRAM, config: configAddress().address }, "escrow program deployed and its config initialized");
+}
+
 export async function ensureOnChainSetup(
   backend: ChainBackend,
   keys: ServiceKeys,
   tokenAccounts: AssociatedTokenAddresses,
+  logger: Logger,
 ): Promise<{ treasuryAccount: Address }> {
   const { feePayer, mint, mintAuthority, treasury } = keys;
   const payer = await backend.getAccount(feePayer.address);
@@ -90,5 +117,6 @@ export async function ensureOnChainSetup(
     const ix = createAssociatedTokenIdempotent({ payer: feePayer.address, ata: treasuryAccount, owner: treasury.address, mint: mint.address });
     await backend.sendTransaction(buildTransaction(feePayer, [ix], bytes, []).wire);
   }
+  await ensureEscrowConfig(backend, keys, treasuryAccount, logger);
   return { treasuryAccount };
 }

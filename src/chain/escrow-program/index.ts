@@ -3,7 +3,7 @@
  * instruction builders. The service moves its escrow onto these in a later step.
  */
 export * from "./addresses.ts";
-export { ESCROW_PROGRAM_PATH } from "./artifact.ts";
+export { ESCROW_PROGRAM_PATH, escrowProgramImage } from "./artifact.ts";
 export * from "./layouts.ts";
 export * from "./decode.ts";
 export * as escrowInstructions from "./instructions.ts";

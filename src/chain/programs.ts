@@ -1,0 +1,77 @@
+/**
+ * Programs the embedded chain carries from its first slot, like the token programs LiteSVM
+ * brings: their bytes are committed with the code, so they are loaded at every open rather than
+ * logged. Loading them is not a transaction, so the data dir keeps a note of which bytes it ran
+ * under (`programs`): replaying its log under other bytes could take other branches.
+ */
+import { createHash } from "node:crypto";
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { join } from "node:path";
+
+export interface ProgramImage {
+  /** For messages: what the program is. */
+  name: string;
+  /** Base58 program id. */
+  address: string;
+  /** The sBPF ELF as built. */
+  bytes: Uint8Array;
+}
+
+export function programDigest(bytes: Uint8Array): string {
+  return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+/** `<address> sha256:<hex>` per line. */
+function readNotes(path: string): Map<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return new Map();
+    throw err;
+  }
+  const notes = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const [address, digest] = line.trim().split(/\s+/);
+    if (address && digest) notes.set(address, digest);
+  }
+  return notes;
+}
+
+function writeNotes(path: string, notes: Map<string, string>): void {
+  const tmp = `${path}.tmp`;
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, [...notes].map(([address, digest]) => `${address} ${digest}\n`).join(""));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/**
+ * Checks that each program's bytes are the ones the data dir's chain ran under, and notes the
+ * programs it meets for the first time (a data dir from before they were part of the chain).
+ * Different bytes are refused: the embedded chain does not upgrade programs (docs/program.md).
+ */
+export function checkProgramNotes(dir: string, programs: readonly ProgramImage[]): void {
+  const path = join(dir, "programs");
+  const notes = readNotes(path);
+  let added = false;
+  for (const program of programs) {
+    const digest = programDigest(program.bytes);
+    const noted = notes.get(program.address);
+    if (noted === undefined) {
+      notes.set(program.address, digest);
+      added = true;
+    } else if (noted !== digest) {
+      throw new Error(
+        `${dir}: this chain ran the ${program.name} program ${program.address} as ${noted}, but this build carries ${digest}; ` +
+          "the embedded chain does not upgrade programs in place. Run the version that wrote this data dir, " +
+          "or start from a new data dir (move this one away).",
+      );
+    }
+  }
+  if (added) writeNotes(path, notes);
+}
