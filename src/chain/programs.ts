@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 export interface ProgramImage {
   /** For messages: what the program is. */
@@ -48,6 +48,12 @@ function writeNotes(path: string, notes: Map<string, string>): void {
     closeSync(fd);
   }
   renameSync(tmp, path);
+  const dir = openSync(dirname(path), "r");
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
 }
 
 /**
