@@ -19,9 +19,8 @@ function depositOwner(chain: Chain): ActionOwner {
   return {
     async confirmed(tx, action) {
       const credits = action.params?.credits ?? 0;
-      await money.deposit(tx, action.subject, credits, action.signature);
+      const remaining = await money.deposit(tx, action.subject, credits, action.signature);
       await recordTopup(tx, action.subject, new Date());
-      const remaining = await money.availableCredits(tx, action.subject);
       await emitCreditTopup(tx, { wallet: action.subject, creditsAdded: credits, creditsRemaining: remaining, depositTx: action.signature });
       await money.checkCreditLow(tx, action.subject, remaining, false);
     },

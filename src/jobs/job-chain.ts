@@ -55,9 +55,8 @@ async function jobOf(tx: Db, action: ChainAction): Promise<JobRecord> {
   return job;
 }
 
-/** job.failed or job.timeout for a job whose whole reservation was just released in `tx`. */
-async function emitReleased(tx: Db, job: JobRecord): Promise<void> {
-  const remaining = await money.availableCredits(tx, job.wallet);
+/** job.failed or job.timeout for a job whose whole reservation was just released in `tx`, leaving `remaining`. */
+async function emitReleased(tx: Db, job: JobRecord, remaining: number): Promise<void> {
   await emitJobEnded(tx, { ...jobEventFacts(job), creditsRefunded: job.lockedCredits, creditsRemaining: remaining });
   await money.checkCreditLow(tx, job.wallet, remaining, false);
 }
@@ -65,9 +64,9 @@ async function emitReleased(tx: Db, job: JobRecord): Promise<void> {
 /** The escrow never reached the chain, or the chain refused it: nothing left the wallet, so the reservation goes back. */
 async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promise<void> {
   const job = await jobOf(tx, action);
-  await money.release(tx, job.id);
+  const remaining = await money.release(tx, job);
   await mustMoveJob(tx, job, "escrow_given_up", { failureReason: reason, completedAt: new Date() });
-  await emitReleased(tx, job);
+  await emitReleased(tx, job, remaining);
 }
 
 function escrowOwner(): ActionOwner {
@@ -85,10 +84,9 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
   return {
     async confirmed(tx, action, slot): Promise<SettlementOutcome> {
       const job = await jobOf(tx, action);
-      await money.settle(tx, job);
+      // As the ledger's charge left it: the event, the credit.low rule and the caller's x-svc-credits-remaining all say it.
+      const creditsRemaining = await money.settle(tx, job);
       await mustMoveJob(tx, job, "settlement_confirmed", { slot, completedAt: new Date() });
-      // Read once: the event, the credit.low rule and the caller's x-svc-credits-remaining all say it.
-      const creditsRemaining = await money.availableCredits(tx, job.wallet);
       await emitJobCompleted(tx, { ...jobEventFacts(job), settlementTx: action.signature, slot, creditsRemaining });
       await money.checkCreditLow(tx, job.wallet, creditsRemaining, false);
       return { creditsRemaining };
@@ -109,9 +107,9 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
   return {
     async confirmed(tx, action, slot) {
       const job = await jobOf(tx, action);
-      await money.release(tx, job.id);
+      const remaining = await money.release(tx, job);
       await updateJob(tx, job.id, { slot, completedAt: new Date(), creditsCharged: 0 });
-      await emitReleased(tx, { ...job, refundTx: action.signature });
+      await emitReleased(tx, { ...job, refundTx: action.signature }, remaining);
     },
     // The job keeps its reservation and the escrow stays on-chain; no refund has been refused so far.
     rejected: async () => undefined,

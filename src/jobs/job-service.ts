@@ -275,10 +275,9 @@ export class JobService {
       });
       try {
         const creditsAfterLock = await this.db.transaction(async (tx) => {
-          await money.reserve(tx, wallet, id, plan.lockCredits);
+          const remaining = await money.reserve(tx, wallet, id, plan.lockCredits);
           await insertJob(tx, job);
           await this.journal.record(tx, escrow);
-          const remaining = await money.availableCredits(tx, wallet);
           await emitJobSubmitted(tx, { ...jobEventFacts(job), creditsRemaining: remaining });
           await money.checkCreditLow(tx, wallet, remaining, true);
           return remaining;

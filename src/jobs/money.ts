@@ -26,10 +26,20 @@ export async function availableCredits(db: Db, wallet: string): Promise<number> 
   return account ? toCredits(account.available) : 0;
 }
 
-/** Credit a wallet with funds that arrived on-chain (`reference`: the deposit's signature). */
-export async function deposit(db: Db, wallet: string, credits: number, reference: string): Promise<void> {
+/**
+ * The wallet's available credits as a ledger operation left them: every operation returns the
+ * accounts it changed, so a balance just changed is never read again.
+ */
+function availableAfter(result: { accounts: ledger.Account[] }, wallet: string): number {
+  const account = result.accounts.find((a) => a.id === ledger.walletAccountId(wallet));
+  if (!account) throw new Error(`a ledger operation on wallet ${wallet} did not report its account`);
+  return toCredits(account.available);
+}
+
+/** Credit a wallet with funds that arrived on-chain (`reference`: the deposit's signature); returns its credits now available. */
+export async function deposit(db: Db, wallet: string, credits: number, reference: string): Promise<number> {
   await ledger.ensureWalletAccounts(db, wallet);
-  await ledger.transfer(db, {
+  const result = await ledger.transfer(db, {
     id: `deposit:${reference}`,
     debitAccountId: ledger.FUNDING_ACCOUNT,
     creditAccountId: ledger.walletAccountId(wallet),
@@ -37,6 +47,7 @@ export async function deposit(db: Db, wallet: string, credits: number, reference
     code: "deposit",
     reference,
   });
+  return availableAfter(result, wallet);
 }
 
 /** The wallet's latest deposits, newest first: credits added, when, and the deposit's transaction. */
@@ -48,21 +59,19 @@ export async function recentDeposits(db: Db, wallet: string, limit: number): Pro
 /**
  * Lock a job's credits. Throws ledger.ExceedsCreditsError when the wallet cannot cover them, and
  * ledger.AccountNotFoundError for a wallet that never received a deposit (its accounts exist from
- * its first one).
+ * its first one). Returns the wallet's credits available after the lock.
  */
-export async function reserve(db: Db, wallet: string, jobId: string, credits: number): Promise<void> {
-  await ledger.reserve(db, { id: reservationId(jobId), wallet, amount: creditsToBaseUnits(credits), reference: jobId });
+export async function reserve(db: Db, wallet: string, jobId: string, credits: number): Promise<number> {
+  const result = await ledger.reserve(db, { id: reservationId(jobId), wallet, amount: creditsToBaseUnits(credits), reference: jobId });
+  return availableAfter(result, wallet);
 }
 
-/** Charge a settled job and pay its worker and the treasury. */
-export async function settle(db: Db, job: JobRecord): Promise<void> {
-  if (job.creditsCharged === 0 || job.workerAddress === null) {
-    await release(db, job.id);
-    return;
-  }
+/** Charge a settled job and pay its worker and the treasury; returns the wallet's credits available after. */
+export async function settle(db: Db, job: JobRecord): Promise<number> {
+  if (job.creditsCharged === 0 || job.workerAddress === null) return release(db, job);
   await ledger.ensureWorkerAccount(db, job.workerAddress);
   const { worker, treasury } = splitPayout(job.creditsCharged, job.workerStaked);
-  await ledger.settle(db, {
+  const result = await ledger.settle(db, {
     id: `charge:${job.id}`,
     reservationId: reservationId(job.id),
     charge: creditsToBaseUnits(job.creditsCharged),
@@ -71,11 +80,13 @@ export async function settle(db: Db, job: JobRecord): Promise<void> {
       { accountId: ledger.TREASURY_ACCOUNT, amount: treasury, code: "protocol_fee" },
     ],
   });
+  return availableAfter(result, job.wallet);
 }
 
-/** Return a job's whole reservation to its wallet. */
-export async function release(db: Db, jobId: string): Promise<void> {
-  await ledger.voidPending(db, { id: `release:${jobId}`, pendingId: reservationId(jobId) });
+/** Return a job's whole reservation to its wallet; returns the wallet's credits available after. */
+export async function release(db: Db, job: Pick<JobRecord, "id" | "wallet">): Promise<number> {
+  const result = await ledger.voidPending(db, { id: `release:${job.id}`, pendingId: reservationId(job.id) });
+  return availableAfter(result, job.wallet);
 }
 
 /**

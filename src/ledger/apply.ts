@@ -8,7 +8,8 @@
  *    what exists. Unique indexes make this hold under concurrency: a second insert of the same id
  *    waits for the first transaction and then conflicts.
  * 2. One UPDATE of every account involved, adding the operation's changes, WHERE a limited account
- *    stays within its credits, RETURNING the accounts it changed. A missing account means the
+ *    stays within its credits, RETURNING the accounts it changed with their new totals (handed to
+ *    the caller, who then needs no read of a balance it just changed). A missing account means the
  *    limit check refused: the operation throws ExceedsCreditsError and rolls back.
  *
  * Why a conditional UPDATE and not SELECT ... FOR UPDATE then a check in code: the check and the
@@ -25,8 +26,8 @@
  */
 import { sqlState, type Db } from "../store/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "./errors.ts";
-import { toTransfer, type TransferRow } from "./rows.ts";
-import type { Transfer } from "./types.ts";
+import { accountColumns, toAccount, toTransfer, type AccountRow, type TransferRow } from "./rows.ts";
+import type { Account, Transfer } from "./types.ts";
 
 /** A transfer as written: the stored fields less what the database sets or derives. */
 export type NewTransfer = Omit<Transfer, "createdAt" | "pendingState">;
@@ -65,11 +66,17 @@ export async function runOperation<T>(db: Db, body: (tx: Db) => Promise<T>, when
   }
 }
 
+/** What an operation recorded, and every account it touched as the operation left it (by id). */
+export interface Recorded {
+  transfers: Transfer[];
+  accounts: Account[];
+}
+
 /**
  * Records `movements` and applies them to the accounts, inside runOperation's transaction.
  * Throws AlreadyRecorded unless every transfer was new.
  */
-export async function record(tx: Db, movements: readonly Movement[]): Promise<Transfer[]> {
+export async function record(tx: Db, movements: readonly Movement[]): Promise<Recorded> {
   let inserted: TransferRow[];
   try {
     inserted = await insert(tx, movements);
@@ -78,9 +85,18 @@ export async function record(tx: Db, movements: readonly Movement[]): Promise<Tr
     throw err;
   }
   if (inserted.length < movements.length) throw new AlreadyRecorded();
-  await applyChanges(tx, movements);
+  const accounts = await applyChanges(tx, movements);
   const byId = new Map(inserted.map((row) => [row.id, toTransfer(row)]));
-  return movements.map((m) => byId.get(m.transfer.id)!);
+  return { transfers: movements.map((m) => byId.get(m.transfer.id)!), accounts };
+}
+
+/**
+ * The accounts `movements` name, as they stand: what a retried operation reports, since it
+ * changed nothing itself.
+ */
+export async function accountsNow(db: Db, movements: readonly Movement[]): Promise<Account[]> {
+  const rows = await db.query<AccountRow>(`SELECT ${accountColumns()} FROM ledger_accounts WHERE id = ANY($1::text[])`, [accountIds(movements)]);
+  return rows.map(toAccount).sort((a, b) => byCodeUnits(a.id, b.id));
 }
 
 function accountIds(movements: readonly Movement[]): string[] {
@@ -154,7 +170,7 @@ function changes(movements: readonly Movement[]): Map<string, Change> {
   return byAccount;
 }
 
-async function applyChanges(tx: Db, movements: readonly Movement[]): Promise<void> {
+async function applyChanges(tx: Db, movements: readonly Movement[]): Promise<Account[]> {
   const byAccount = changes(movements);
   const ids = [...byAccount.keys()].sort(byCodeUnits);
   const params: unknown[] = ids.flatMap((id) => {
@@ -162,7 +178,7 @@ async function applyChanges(tx: Db, movements: readonly Movement[]): Promise<voi
     return [id, c.debitsPending, c.debitsPosted, c.creditsPending, c.creditsPosted];
   });
   params.push(ids);
-  const updated = await tx.query<{ id: string }>(
+  const updated = await tx.query<AccountRow>(
     `UPDATE ledger_accounts a
      SET debits_pending = a.debits_pending + c.dp, debits_posted = a.debits_posted + c.dpo,
          credits_pending = a.credits_pending + c.cp, credits_posted = a.credits_posted + c.cpo
@@ -172,11 +188,11 @@ async function applyChanges(tx: Db, movements: readonly Movement[]): Promise<voi
      WHERE a.id = c.id AND locked.id = c.id
        AND (NOT a.debits_must_not_exceed_credits
             OR a.debits_pending + c.dp + a.debits_posted + c.dpo <= a.credits_posted + c.cpo)
-     RETURNING a.id`,
+     RETURNING ${accountColumns("a")}`,
     params,
   );
-  if (updated.length === ids.length) return;
-  await refuse(tx, byAccount, ids.filter((id) => !updated.some((u) => u.id === id)));
+  if (updated.length === ids.length) return updated.map(toAccount).sort((a, b) => byCodeUnits(a.id, b.id));
+  return refuse(tx, byAccount, ids.filter((id) => !updated.some((u) => u.id === id)));
 }
 
 /** Explains why the UPDATE left `refused` accounts alone, with the figures as they now stand. */

@@ -5,7 +5,7 @@
  * void (even a concurrent one) into PendingTransferResolvedError.
  */
 import type { Db } from "../store/index.ts";
-import { AlreadyRecorded, record, runOperation, type Movement, type NewTransfer } from "./apply.ts";
+import { accountsNow, AlreadyRecorded, record, runOperation, type Movement, type NewTransfer } from "./apply.ts";
 import {
   ExceedsPendingAmountError,
   InvalidTransferError,
@@ -14,7 +14,7 @@ import {
   TransferIdConflictError,
 } from "./errors.ts";
 import { existingMatch, getTransfer, requireAmount, requireId } from "./transfers.ts";
-import type { Transfer, TransferCode, TransferResult } from "./types.ts";
+import type { Account, Transfer, TransferCode, TransferResult } from "./types.ts";
 
 export interface PostPendingInput {
   id: string;
@@ -32,13 +32,13 @@ export interface VoidPendingInput {
 }
 
 export async function postPending(db: Db, input: PostPendingInput): Promise<TransferResult> {
-  const { status, transfer } = await resolvePending(db, { ...input, post: true, payouts: [] });
-  return { status, transfer };
+  const { status, transfer, accounts } = await resolvePending(db, { ...input, post: true, payouts: [] });
+  return { status, transfer, accounts };
 }
 
 export async function voidPending(db: Db, input: VoidPendingInput): Promise<TransferResult> {
-  const { status, transfer } = await resolvePending(db, { ...input, post: false, payouts: [] });
-  return { status, transfer };
+  const { status, transfer, accounts } = await resolvePending(db, { ...input, post: false, payouts: [] });
+  return { status, transfer, accounts };
 }
 
 /** A share of a posted amount passed on from the pending transfer's credit account. */
@@ -62,6 +62,8 @@ export interface Resolved {
   status: "created" | "exists";
   transfer: Transfer;
   payouts: Transfer[];
+  /** As in TransferResult: every account touched, as the resolution left it (a retry: as it stands). */
+  accounts: Account[];
 }
 
 /** Posts (with payouts, see ./settle.ts) or voids a pending transfer, atomically. */
@@ -89,8 +91,9 @@ export async function resolvePending(db: Db, req: Resolution): Promise<Resolved>
       planned = [primary, ...payoutTransfers(req, pending, amount)];
       if (pending.pendingState !== "pending") throw new AlreadyRecorded();
       const movements: Movement[] = planned.map((transfer, i) => ({ transfer, pendingAmount: i === 0 ? pending.amount : 0n }));
-      const [transfer, ...payouts] = await record(tx, movements);
-      return { status: "created", transfer: transfer!, payouts };
+      const { transfers, accounts } = await record(tx, movements);
+      const [transfer, ...payouts] = transfers;
+      return { status: "created", transfer: transfer!, payouts, accounts };
     },
     // A retry of a resolution that went through, or another id resolved the pending transfer first.
     async () => {
@@ -104,7 +107,8 @@ export async function resolvePending(db: Db, req: Resolution): Promise<Resolved>
       const existing: Transfer[] = [];
       for (const t of planned) existing.push(await existingMatch(db, t));
       const [transfer, ...payouts] = existing;
-      return { status: "exists", transfer: transfer!, payouts };
+      const accounts = await accountsNow(db, planned.map((t) => ({ transfer: t, pendingAmount: 0n })));
+      return { status: "exists", transfer: transfer!, payouts, accounts };
     },
   );
 }

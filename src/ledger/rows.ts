@@ -28,6 +28,12 @@ export interface TransferRow {
 export const ACCOUNT_COLUMNS = `id, code, debits_must_not_exceed_credits, debits_pending, debits_posted,
   credits_pending, credits_posted, created_at`;
 
+/** ACCOUNT_COLUMNS, qualified by a table alias where a statement joins others that share names. */
+export function accountColumns(alias?: string): string {
+  if (alias === undefined) return ACCOUNT_COLUMNS;
+  return ACCOUNT_COLUMNS.split(",").map((column) => `${alias}.${column.trim()}`).join(", ");
+}
+
 /** Transfers with the derived state of pending ones; filter on `t.` columns, order by `t.seq`. */
 export const SELECT_TRANSFERS = `
 SELECT t.id, t.kind, t.debit_account_id, t.credit_account_id, t.amount, t.pending_id, t.code,

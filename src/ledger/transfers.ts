@@ -1,6 +1,6 @@
 /** Single transfers between two accounts, and reading transfers back. */
 import type { Db } from "../store/index.ts";
-import { record, runOperation, type NewTransfer } from "./apply.ts";
+import { accountsNow, record, runOperation, type NewTransfer } from "./apply.ts";
 import { InvalidTransferError, TransferIdConflictError } from "./errors.ts";
 import { SELECT_TRANSFERS, toTransfer, type TransferRow } from "./rows.ts";
 import type { Transfer, TransferCode, TransferKind, TransferResult } from "./types.ts";
@@ -37,8 +37,11 @@ export async function transfer(db: Db, input: TransferInput): Promise<TransferRe
   };
   return runOperation<TransferResult>(
     db,
-    async (tx) => ({ status: "created", transfer: (await record(tx, [{ transfer: wanted, pendingAmount: 0n }]))[0]! }),
-    async () => ({ status: "exists", transfer: await existingMatch(db, wanted) }),
+    async (tx) => {
+      const { transfers, accounts } = await record(tx, [{ transfer: wanted, pendingAmount: 0n }]);
+      return { status: "created", transfer: transfers[0]!, accounts };
+    },
+    async () => ({ status: "exists", transfer: await existingMatch(db, wanted), accounts: await accountsNow(db, [{ transfer: wanted, pendingAmount: 0n }]) }),
   );
 }
 

@@ -50,6 +50,11 @@ export interface Transfer {
 export interface TransferResult {
   status: "created" | "exists";
   transfer: Transfer;
+  /**
+   * Every account the transfers name, sorted by id, with its totals as the operation left them
+   * (read from the statement that changed them); for a retry ("exists"), as they stand now.
+   */
+  accounts: Account[];
 }
 
 /**
