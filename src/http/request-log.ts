@@ -13,6 +13,12 @@ export interface CompletionLog {
   promptTokens?: number;
   completionTokens?: number;
   creditsRemaining?: number;
+  /**
+   * Settles once the route has done all it will for the request. A caller who hangs up closes the
+   * response long before its job ends; the line waits for this so it still tells the tokens and
+   * the charge, and whatever the route answered.
+   */
+  handled?: Promise<unknown>;
 }
 
 declare module "fastify" {
@@ -29,26 +35,36 @@ declare module "fastify" {
 export function logWhenClosed(logger: Logger, request: FastifyRequest, reply: FastifyReply): void {
   const startedAt = performance.now();
   reply.raw.once("close", () => {
-    const res = reply.raw;
-    const completion = request.completion;
-    const credits = completion?.creditsRemaining ?? res.getHeader("x-svc-credits-remaining");
-    logger.info(
-      {
-        request_id: request.id,
-        method: request.method,
-        path: request.url.split("?")[0]!.slice(0, 200),
-        status: res.statusCode,
-        ms: Math.round(performance.now() - startedAt),
-        ...(completion && {
-          model: completion.model,
-          job_id: completion.jobId ?? null,
-          prompt_tokens: completion.promptTokens ?? null,
-          completion_tokens: completion.completionTokens ?? null,
-          credits_remaining: credits === undefined ? null : Number(credits),
-        }),
-        ...(!res.writableFinished && { client_gone: true }),
-      },
-      completion ? "completion" : "request",
-    );
+    const ms = Math.round(performance.now() - startedAt);
+    const handled = request.completion?.handled;
+    if (handled === undefined || reply.raw.writableFinished) return logLine(logger, request, reply, ms);
+    // A turn later: a route that failed is answered by the error handler after its promise settles.
+    const log = () => setImmediate(() => logLine(logger, request, reply, ms));
+    handled.then(log, log);
   });
+}
+
+function logLine(logger: Logger, request: FastifyRequest, reply: FastifyReply, ms: number): void {
+  const res = reply.raw;
+  const completion = request.completion;
+  const credits = completion?.creditsRemaining ?? res.getHeader("x-svc-credits-remaining");
+  logger.info(
+    {
+      request_id: request.id,
+      method: request.method,
+      path: request.url.split("?")[0]!.slice(0, 200),
+      // Nothing at all was answered to a caller who left before the reply began.
+      status: res.headersSent ? res.statusCode : null,
+      ms,
+      ...(completion && {
+        model: completion.model,
+        job_id: completion.jobId ?? null,
+        prompt_tokens: completion.promptTokens ?? null,
+        completion_tokens: completion.completionTokens ?? null,
+        credits_remaining: credits === undefined ? null : Number(credits),
+      }),
+      ...(!res.writableFinished && { client_gone: true }),
+    },
+    completion ? "completion" : "request",
+  );
 }

@@ -55,10 +55,12 @@ interface Answer {
   events: AsyncIterator<JobEvent>;
   log: CompletionLog;
   chat: ChatRequest;
+  /** Fires when the caller hangs up before the reply is complete. */
+  callerGone: AbortSignal;
 }
 
 /** `stream: false`: the whole text, once the job settled, with the settlement header. */
-async function jsonCompletion({ reply, job, events, log }: Answer) {
+async function jsonCompletion({ reply, job, events, log, callerGone }: Answer) {
   let content = "";
   let finish: { finishReason: FinishReason; usage: Usage } | undefined;
   for (let next = await events.next(); !next.done; next = await events.next()) {
@@ -70,6 +72,13 @@ async function jsonCompletion({ reply, job, events, log }: Answer) {
       reply.header("x-svc-credits-remaining", String(event.creditsRemaining));
       log.creditsRemaining = event.creditsRemaining;
     }
+  }
+  // A caller who left mid-generation was charged for the output produced until then (its job
+  // settled above, with no "finished" to tell): nobody is there to answer, least of all with an
+  // error saying nothing was charged.
+  if (callerGone.aborted) {
+    reply.hijack();
+    return undefined;
   }
   // The worker may have changed if the first one failed before its first token.
   reply.header("x-svc-worker", job.workerAddress);
@@ -142,8 +151,9 @@ export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCo
           throw error;
         }),
     };
-    const answer: Answer = { reply, job, events, log, chat };
-    if (!chat.stream) return jsonCompletion(answer);
-    await streamCompletion(answer, options.appUrl);
+    const answer: Answer = { reply, job, events, log, chat, callerGone: signal };
+    const handled = chat.stream ? streamCompletion(answer, options.appUrl) : jsonCompletion(answer);
+    log.handled = handled;
+    return handled;
   });
 }
