@@ -11,6 +11,7 @@ import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.t
 import { type Chain, ChainJournal, openChain } from "./chain/index.ts";
 import { type Logger, type RateLimitOptions, type Signer, silentLogger } from "./core/index.ts";
 import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
+import { httpPorts } from "./http-ports.ts";
 import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
 import { Deposits, JOBS_MIGRATIONS, JobService } from "./jobs/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
@@ -168,20 +169,20 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
 
     const host = options.host ?? "127.0.0.1";
+    const ports = httpPorts({ db, jobs, catalog, webhooks });
     const ctx: HttpContext = {
-      db,
+      ports,
       jobs,
       pool,
       catalog,
       logger,
-      webhooks,
       readiness: { database: () => db.query("SELECT 1"), chain: () => openChainHandle.slot(), workers: () => pool.size },
       appUrl: options.appUrl ?? "",
       web: { ...options.web },
       ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     };
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
-    const app = await buildServer(ctx, (server) => registerWebApp(server, ctx, ctx.web, checkParams));
+    const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, appUrl: () => ctx.appUrl, options: ctx.web, checkRequest: checkParams }));
     const workers = workerGateway(options, { pool, catalog, logger, chain: openChainHandle, db });
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });

@@ -1,15 +1,34 @@
 /** What the HTTP layer needs from the rest of the service. */
 import type { Catalog } from "../catalog/index.ts";
 import type { Logger, RateLimitOptions } from "../core/index.ts";
-import type { Webhooks } from "../events/index.ts";
 import type { JobService } from "../jobs/index.ts";
 import type { WorkerPool } from "../network/index.ts";
-import type { Db } from "../store/index.ts";
 import type { ReadinessProbes } from "./routes/health.ts";
+import type { AccountRoutesOptions } from "./routes/account.ts";
+import type { JobRoutesOptions } from "./routes/jobs.ts";
+import type { WebhookRoutesOptions } from "./routes/webhooks.ts";
 import type { WebOptions } from "../web/index.ts";
 
+/** Who sent a request, as its API key says. */
+export interface KeyOwner {
+  wallet: string;
+  keyCreatedAt: Date;
+}
+
+/**
+ * The functions the routes are given, bound to the parts that own the data by whoever assembles
+ * the service (src/http-ports.ts), so that nothing in this part holds a database handle.
+ */
+export interface HttpPorts {
+  /** The wallet behind an Authorization header value, or the spec's authentication error. */
+  authenticate(authorization: string | undefined): Promise<KeyOwner>;
+  account: AccountRoutesOptions;
+  jobs: JobRoutesOptions;
+  webhooks: WebhookRoutesOptions;
+}
+
 export interface HttpContext {
-  db: Db;
+  ports: HttpPorts;
   jobs: JobService;
   pool: WorkerPool;
   catalog: Catalog;
@@ -17,8 +36,6 @@ export interface HttpContext {
   /** Origin of the web app; error bodies link to `<appUrl>/docs/errors#<code>`. */
   appUrl: string;
   rateLimit?: RateLimitOptions;
-  /** Webhooks and their delivery records. */
-  webhooks: Webhooks;
   /** The web app's sign-in options (dev wallet, session lifetime). */
   web: WebOptions;
   /** What GET /readyz checks. */
@@ -28,7 +45,7 @@ export interface HttpContext {
 declare module "fastify" {
   interface FastifyRequest {
     /** The wallet behind the request's API key, set by the authentication hook. */
-    owner: { wallet: string; keyCreatedAt: Date };
+    owner: KeyOwner;
     /** The wallet signed in to the web app, set by the /app/api session hook. */
     appWallet: string;
   }

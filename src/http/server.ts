@@ -4,14 +4,12 @@
  * app mounts its page and `/app/api` routes onto the same server (src/service.ts wires it).
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { authenticate } from "../accounts/index.ts";
 import { ApiError, RateLimiter } from "../core/index.ts";
-import type { HttpContext } from "./context.ts";
+import type { HttpContext, KeyOwner } from "./context.ts";
 import { answerClientError, requestIdFor, routerError, RouteTable, setEdgeHeaders } from "./edge.ts";
 import { installErrorHandling } from "./errors.ts";
 import { logWhenClosed } from "./request-log.ts";
 import { API_PREFIX, type RegisteredRoute } from "./openapi.ts";
-import { accountPort, jobsPort, webhooksPort } from "./ports.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { chatCompletionRoutes } from "./routes/chat-completions.ts";
 import { errorDocRoutes } from "./routes/error-docs.ts";
@@ -120,17 +118,17 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
 
   await app.register(
     async (v1) => {
-      v1.decorateRequest("owner", undefined as unknown as { wallet: string; keyCreatedAt: Date });
+      v1.decorateRequest("owner", undefined as unknown as KeyOwner);
       v1.decorateRequest("completion", undefined);
       v1.addHook("preHandler", async (request) => {
-        if (!isPublic(request)) request.owner = await authenticate(ctx.db, soleAuthorization(request));
+        if (!isPublic(request)) request.owner = await ctx.ports.authenticate(soleAuthorization(request));
         checkParams(request);
       });
       await v1.register(chatCompletionRoutes, { startJob: (wallet, chat, signal) => ctx.jobs.start(wallet, chat, signal), appUrl: () => ctx.appUrl });
       await v1.register(modelRoutes, { catalog: ctx.catalog, pool: ctx.pool });
-      await v1.register(accountRoutes, accountPort(ctx.db));
-      await v1.register(jobRoutes, jobsPort(ctx));
-      await v1.register(webhookRoutes, webhooksPort(ctx.webhooks));
+      await v1.register(accountRoutes, ctx.ports.account);
+      await v1.register(jobRoutes, ctx.ports.jobs);
+      await v1.register(webhookRoutes, ctx.ports.webhooks);
       await v1.register(openApiRoute, { routes: registered });
     },
     { prefix: API_PREFIX },

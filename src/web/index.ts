@@ -1,12 +1,13 @@
 /**
  * The wallet owner's web app, server side: the page at `/` and its API under /app/api, which
  * takes a wallet session (Sign In With Solana, then a cookie) and never an API key. Here the
- * app's route groups are given the functions they need, bound to the service's database.
+ * app's route groups are given the functions they need, bound to the database the service hands
+ * this part (the HTTP part's context carries none); the jobs and webhooks groups share /v1's ports.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { accounts } from "../accounts/index.ts";
-import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, wakeDelivery, webhookToApi, type DeliveryStatus } from "../events/index.ts";
-import { type HttpContext, jobRoutes, jobsPort, webhooksPort } from "../http/index.ts";
+import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, wakeDelivery, webhookToApi, type DeliveryStatus, type Webhooks } from "../events/index.ts";
+import { type HttpPorts, jobRoutes } from "../http/index.ts";
 import { money } from "../jobs/index.ts";
 import type { Db } from "../store/index.ts";
 import { accountPageRoutes, type AccountPageOptions } from "./account-routes.ts";
@@ -38,10 +39,10 @@ function accountPage(db: Db): AccountPageOptions {
   };
 }
 
-function webhookPage(http: HttpContext): WebhookPageOptions {
-  const { db } = http.webhooks;
+function webhookPage(webhooks: Webhooks, ports: HttpPorts): WebhookPageOptions {
+  const { db } = webhooks;
   return {
-    webhooks: webhooksPort(http.webhooks),
+    webhooks: ports.webhooks,
     get: async (wallet, id) => {
       const webhook = await getWebhook(db, wallet, id);
       return webhook && webhookToApi(webhook);
@@ -59,9 +60,22 @@ function webhookPage(http: HttpContext): WebhookPageOptions {
   };
 }
 
-/** `checkRequest`: the HTTP edge's own checks (path parameters), run after the session guard. */
-export async function registerWebApp(app: FastifyInstance, http: HttpContext, options: WebOptions, checkRequest?: (request: FastifyRequest) => void): Promise<void> {
-  const web: WebContext = { appUrl: () => http.appUrl, sessions: sessionStore(http.db), options };
+/** What the web app is given by the service that mounts it. */
+export interface WebAppParts {
+  db: Db;
+  webhooks: Webhooks;
+  /** The /v1 routes' ports, which the app's jobs and webhooks pages share. */
+  ports: HttpPorts;
+  /** Read when an error is answered: the origin is only known once the server listens. */
+  appUrl: () => string;
+  options: WebOptions;
+  /** The HTTP edge's own checks (path parameters), run after the session guard. */
+  checkRequest?: (request: FastifyRequest) => void;
+}
+
+export async function registerWebApp(app: FastifyInstance, parts: WebAppParts): Promise<void> {
+  const { db, checkRequest } = parts;
+  const web: WebContext = { appUrl: parts.appUrl, sessions: sessionStore(db), options: parts.options };
   registerAppPage(app);
   await app.register(
     async (api) => {
@@ -69,9 +83,9 @@ export async function registerWebApp(app: FastifyInstance, http: HttpContext, op
       guardAppRequests(api, web);
       if (checkRequest) api.addHook("preHandler", async (request) => checkRequest(request));
       await api.register(sessionRoutes, web);
-      await api.register(accountPageRoutes, accountPage(http.db));
-      await api.register(jobRoutes, { ...jobsPort(http), walletOf: (request) => request.appWallet });
-      await api.register(webhookPageRoutes, webhookPage(http));
+      await api.register(accountPageRoutes, accountPage(db));
+      await api.register(jobRoutes, { ...parts.ports.jobs, walletOf: (request) => request.appWallet });
+      await api.register(webhookPageRoutes, webhookPage(parts.webhooks, parts.ports));
     },
     { prefix: "/app/api" },
   );
