@@ -14,7 +14,7 @@ import * as money from "./money.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
 
-/** What the settlement's confirmation leaves the wallet with, handed back to whoever sent it. */
+/** What a settlement's or refund's confirmation leaves the wallet with, handed back to whoever sent it. */
 export interface SettlementOutcome {
   creditsRemaining: number;
 }
@@ -105,11 +105,12 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
 
 function refundOwner(db: Db, chain: Chain): ActionOwner {
   return {
-    async confirmed(tx, action, slot) {
+    async confirmed(tx, action, slot): Promise<SettlementOutcome> {
       const job = await jobOf(tx, action);
-      const remaining = await money.release(tx, job);
+      const creditsRemaining = await money.release(tx, job);
       await updateJob(tx, job.id, { slot, completedAt: new Date(), creditsCharged: 0 });
-      await emitReleased(tx, { ...job, refundTx: action.signature }, remaining);
+      await emitReleased(tx, { ...job, refundTx: action.signature }, creditsRemaining);
+      return { creditsRemaining };
     },
     // The job keeps its reservation and the escrow stays on-chain; no refund has been refused so far.
     rejected: async () => undefined,

@@ -49,7 +49,9 @@ export interface EndingJob {
   started: { creditsRemaining: number };
 }
 
-type Settled = { ok: true; settlementTx: string; slot: number; creditsRemaining: number } | { ok: false; reason: "rejected" | "unconfirmed" };
+type Settled =
+  | { ok: true; settlementTx: string; slot: number; creditsRemaining: number }
+  | { ok: false; reason: "rejected" | "unconfirmed"; creditsRemaining?: number };
 
 /** Settle what the worker produced, or give the escrow back when it produced nothing to charge. */
 export async function conclude(
@@ -65,13 +67,13 @@ export async function conclude(
     const refund = await returnEscrow(deps, job, ending.ready, "refunded", "timeout");
     const seconds = Math.round(deps.timeoutMs / 1000);
     const details = { job_id: job.id, credits_refunded: job.lockedCredits, refund_tx: refund.refundTx };
-    return fail(deps, ending, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
+    return fail(deps, ending, refund, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
   }
   // Stopped before any output: nothing to charge, whatever the worker counted.
   if (done === undefined || (done.finishReason === "cancelled" && text === "")) {
     if (run.workerError !== undefined) deps.logger.warn({ err: run.workerError, job: job.id }, "worker failed");
-    await returnEscrow(deps, job, ending.ready, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
-    return fail(deps, ending, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
+    const refund = await returnEscrow(deps, job, ending.ready, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
+    return fail(deps, ending, refund, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
   }
   const metered = await how.metered(done);
   // A cancelled job's caller is gone: there is nobody to tell how it finished.
@@ -83,16 +85,19 @@ export async function conclude(
     channel.push({ type: "settled", settlementTx: settled.settlementTx, slot: settled.slot, creditsRemaining: settled.creditsRemaining });
     run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
   } else if (settled.reason === "rejected") {
-    return fail(deps, ending, new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
+    return fail(deps, ending, settled, new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
   } else {
     channel.close(new ApiError("internal_error", "The settlement could not be confirmed yet; the service completes it on its own. Check the job with GET /jobs/{id}."));
   }
   channel.close();
 }
 
-/** End a job that charged nothing: the caller learns why, and its balance now that the escrow is back. */
-async function fail(deps: EndingDeps, ending: EndingJob, error: ApiError): Promise<void> {
-  ending.started.creditsRemaining = await money.availableCredits(deps.db, ending.job.wallet);
+/**
+ * End a job that charged nothing: the caller learns why, and its balance now that the escrow is
+ * back, as the refund's confirmation left it (read only when the refund did not report it).
+ */
+async function fail(deps: EndingDeps, ending: EndingJob, returned: { creditsRemaining?: number }, error: ApiError): Promise<void> {
+  ending.started.creditsRemaining = returned.creditsRemaining ?? (await money.availableCredits(deps.db, ending.job.wallet));
   ending.channel.close(error);
 }
 
@@ -110,8 +115,8 @@ async function settle(
   escrowLanded: Promise<number>,
 ): Promise<Settled> {
   if ((await escrowLanded.then(() => true, () => false)) === false) {
-    await returnEscrow(deps, job, escrowLanded, "failed", "escrow_failed");
-    return { ok: false, reason: "rejected" };
+    const refund = await returnEscrow(deps, job, escrowLanded, "failed", "escrow_failed");
+    return { ok: false, reason: "rejected", ...refund };
   }
   // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
   const proved = {
@@ -141,8 +146,8 @@ async function settle(
       return { ok: false, reason: "unconfirmed" };
     }
     deps.logger.warn({ err: error, job: job.id }, "settlement rejected on-chain");
-    await returnEscrow(deps, job, escrowLanded, "failed", "proof_rejected");
-    return { ok: false, reason: "rejected" };
+    const refund = await returnEscrow(deps, job, escrowLanded, "failed", "proof_rejected");
+    return { ok: false, reason: "rejected", ...refund };
   }
 }
 
@@ -153,7 +158,7 @@ export async function returnEscrow(
   escrowLanded: Promise<number>,
   status: "failed" | "refunded",
   reason: string,
-): Promise<{ refundTx: string | null }> {
+): Promise<{ refundTx: string | null; creditsRemaining?: number }> {
   const landed = await escrowLanded.then(() => true, () => false);
   if (!landed) {
     // Nothing moved on-chain. When the move loses, the escrow's own outcome (refused or dropped)
@@ -166,6 +171,8 @@ export async function returnEscrow(
     await mustMoveJob(tx, job, status === "refunded" ? "timed_out" : "refund_recorded", { failureReason: reason, refundTx: refund.signature, creditsCharged: 0 });
     await deps.journal.record(tx, refund);
   });
-  await deps.journal.send(refund);
-  return { refundTx: refund.signature };
+  const sent = await deps.journal.send(refund);
+  // The confirmation released the reservation and says what it left; a concurrent recovery's says nothing.
+  const outcome = sent.outcome as SettlementOutcome | undefined;
+  return { refundTx: refund.signature, ...(outcome ? { creditsRemaining: outcome.creditsRemaining } : {}) };
 }
