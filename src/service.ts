@@ -164,8 +164,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const openChainHandle = chain;
     const { catalog, pool, vocabularies, journal, jobs, actions } = assembleParts(options, db, openChainHandle, logger);
     // Chain actions first: a job whose action finishes now is not one to return.
-    const recovered = { resumedActions: await journal.resumeOpen(), returnedJobs: await jobs.returnInterrupted() };
-    if (recovered.resumedActions > 0 || recovered.returnedJobs > 0) logger.info(recovered, "recovered work left by the last run");
+    const recovered = { resumedActions: await journal.resumeOpen(), refundedJobs: await jobs.refundInterrupted() };
+    if (recovered.resumedActions > 0 || recovered.refundedJobs > 0) logger.info(recovered, "recovered work left by the last run");
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
 
     const host = options.host ?? "127.0.0.1";

@@ -64,7 +64,7 @@ async function emitReleased(tx: Db, job: JobRecord, remaining: number): Promise<
 /** The escrow never reached the chain, or the chain refused it: nothing left the wallet, so the reservation goes back. */
 async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promise<void> {
   const job = await jobOf(tx, action);
-  const remaining = await money.release(tx, job);
+  const remaining = await money.refund(tx, job);
   await mustMoveJob(tx, job, "escrow_given_up", { failureReason: reason, completedAt: new Date() });
   await emitReleased(tx, job, remaining);
 }
@@ -107,7 +107,7 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
   return {
     async confirmed(tx, action, slot): Promise<SettlementOutcome> {
       const job = await jobOf(tx, action);
-      const creditsRemaining = await money.release(tx, job);
+      const creditsRemaining = await money.refund(tx, job);
       await updateJob(tx, job.id, { slot, completedAt: new Date(), creditsCharged: 0 });
       await emitReleased(tx, { ...job, refundTx: action.signature }, creditsRemaining);
       return { creditsRemaining };
@@ -135,7 +135,7 @@ export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain):
  * Jobs that were interrupted while running (or whose settlement the chain rejected) and have no
  * chain transaction in flight: their escrow must go back to the wallet.
  */
-export async function jobsAwaitingReturn(db: Db, journal: ChainJournal): Promise<JobRecord[]> {
+export async function jobsAwaitingRefund(db: Db, journal: ChainJournal): Promise<JobRecord[]> {
   const unfinished = await jobsWithStatus(db, ["pending", "processing", "settling"]);
   const actions = await journal.actionsAbout(unfinished.map((j) => j.id));
   const inFlight = new Set(actions.filter((a) => a.state === "sent").map((a) => a.subject));

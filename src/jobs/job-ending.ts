@@ -64,7 +64,7 @@ export async function conclude(
   const { done, text } = run;
   // A worker that finished just as the timer fired has finished: the rule is about finishing.
   if (how.timedOut && done === undefined) {
-    const refund = await returnEscrow(deps, job, ending.ready, "refunded", "timeout");
+    const refund = await refundJob(deps, job, ending.ready, "refunded", "timeout");
     const seconds = Math.round(deps.timeoutMs / 1000);
     const details = { job_id: job.id, credits_refunded: job.lockedCredits, refund_tx: refund.refundTx };
     return fail(deps, ending, refund, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
@@ -72,7 +72,7 @@ export async function conclude(
   // Stopped before any output: nothing to charge, whatever the worker counted.
   if (done === undefined || (done.finishReason === "cancelled" && text === "")) {
     if (run.workerError !== undefined) deps.logger.warn({ err: run.workerError, job: job.id }, "worker failed");
-    const refund = await returnEscrow(deps, job, ending.ready, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
+    const refund = await refundJob(deps, job, ending.ready, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
     return fail(deps, ending, refund, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
   }
   const metered = await how.metered(done);
@@ -115,7 +115,7 @@ async function settle(
   escrowLanded: Promise<number>,
 ): Promise<Settled> {
   if ((await escrowLanded.then(() => true, () => false)) === false) {
-    const refund = await returnEscrow(deps, job, escrowLanded, "failed", "escrow_failed");
+    const refund = await refundJob(deps, job, escrowLanded, "failed", "escrow_failed");
     return { ok: false, reason: "rejected", ...refund };
   }
   // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
@@ -146,13 +146,13 @@ async function settle(
       return { ok: false, reason: "unconfirmed" };
     }
     deps.logger.warn({ err: error, job: job.id }, "settlement rejected on-chain");
-    const refund = await returnEscrow(deps, job, escrowLanded, "failed", "proof_rejected");
+    const refund = await refundJob(deps, job, escrowLanded, "failed", "proof_rejected");
     return { ok: false, reason: "rejected", ...refund };
   }
 }
 
 /** Send the escrow back to the wallet (refund transaction); the reservation is released when it confirms. */
-export async function returnEscrow(
+export async function refundJob(
   deps: EndingDeps,
   job: JobRecord,
   escrowLanded: Promise<number>,

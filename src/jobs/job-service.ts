@@ -7,7 +7,7 @@
  * transaction is recorded in the chain journal (signature and signed bytes) in the same database
  * transaction as the state change that calls for it, before it is sent; its ledger effect is
  * applied (job-chain.ts) in the database transaction that marks it confirmed. So a crash at any
- * point leaves something the journal's resumeOpen() and `returnInterrupted()` finish or undo, and
+ * point leaves something the journal's resumeOpen() and `refundInterrupted()` finish or undo, and
  * nothing is charged twice.
  */
 import { performance } from "node:perf_hooks";
@@ -29,8 +29,8 @@ import { emitJobProcessing, emitJobSubmitted } from "../events/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
-import { jobsAwaitingReturn, prepareEscrow, registerJobActions } from "./job-chain.ts";
-import { conclude, returnEscrow, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
+import { jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
+import { conclude, refundJob, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { jobEventFacts, newPendingJob, type JobRecord } from "./job-record.ts";
 import { getJob, insertJob, moveJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
@@ -465,12 +465,12 @@ export class JobService {
    * After a crash, once the chain journal has finished its open actions: jobs that were
    * mid-generation (or whose settlement the chain refused) get their escrow back. Returns how many.
    */
-  async returnInterrupted(): Promise<number> {
+  async refundInterrupted(): Promise<number> {
     let returned = 0;
-    for (const job of await jobsAwaitingReturn(this.db, this.journal)) {
+    for (const job of await jobsAwaitingRefund(this.db, this.journal)) {
       const escrowLanded = job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain"));
       escrowLanded.catch(() => undefined);
-      await returnEscrow(this.ending, job, escrowLanded, "failed", "interrupted");
+      await refundJob(this.ending, job, escrowLanded, "failed", "interrupted");
       returned++;
     }
     return returned;

@@ -68,7 +68,7 @@ export async function reserve(db: Db, wallet: string, jobId: string, credits: nu
 
 /** Charge a settled job and pay its worker and the treasury; returns the wallet's credits available after. */
 export async function settle(db: Db, job: JobRecord): Promise<number> {
-  if (job.creditsCharged === 0 || job.workerAddress === null) return release(db, job);
+  if (job.creditsCharged === 0 || job.workerAddress === null) return refund(db, job);
   await ledger.ensureWorkerAccount(db, job.workerAddress);
   const { worker, treasury } = splitPayout(job.creditsCharged, job.workerStaked);
   const result = await ledger.settle(db, {
@@ -84,7 +84,7 @@ export async function settle(db: Db, job: JobRecord): Promise<number> {
 }
 
 /** Return a job's whole reservation to its wallet; returns the wallet's credits available after. */
-export async function release(db: Db, job: Pick<JobRecord, "id" | "wallet">): Promise<number> {
+export async function refund(db: Db, job: Pick<JobRecord, "id" | "wallet">): Promise<number> {
   const result = await ledger.voidPending(db, { id: `release:${job.id}`, pendingId: reservationId(job.id) });
   return availableAfter(result, job.wallet);
 }

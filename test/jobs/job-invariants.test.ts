@@ -41,14 +41,14 @@ describe("job invariants", () => {
     await mustMoveJob(db, settled, "settlement_confirmed", { slot: 7, completedAt: new Date() });
     const refunded = await admitted();
     await mustMoveJob(db, refunded, "timed_out", { refundTx: "refund", failureReason: "timeout" });
-    await money.release(db, refunded);
+    await money.refund(db, refunded);
     await updateJob(db, refunded.id, { completedAt: new Date(), slot: 8 });
     assert.deepEqual(await checkJobInvariants(db), []);
   });
 
   test("each disagreement is named", async () => {
     const released = await admitted();
-    await money.release(db, released);
+    await money.refund(db, released);
     const unpaid = await admitted();
     await mustMoveJob(db, unpaid, "proof_recorded", { proofHash: "h", proofSignature: "sig", settlementTx: "settle", creditsCharged: 2 });
     await mustMoveJob(db, unpaid, "settlement_confirmed", { slot: 7, completedAt: new Date() });
