@@ -15,3 +15,4 @@ export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair } from "./ke
 export type { Keypair, Signer } from "./keys.ts";
 export { RateLimiter, TokenBucket } from "./rate-limit.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
+export { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS } from "./job-clocks.ts";

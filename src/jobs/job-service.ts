@@ -13,7 +13,7 @@
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, Channel, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
+import { ApiError, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
 import type { ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
@@ -37,7 +37,6 @@ import * as money from "./money.ts";
 
 export type { JobEvent };
 
-export const DEFAULT_JOB_TIMEOUT_MS = 120_000;
 /** A worker that has sent no token this long after taking a job is stalling: the job moves on. */
 export const DEFAULT_FIRST_TOKEN_TIMEOUT_MS = 60_000;
 
@@ -114,7 +113,7 @@ export class JobService {
     this.pool = options.pool;
     this.catalog = options.catalog;
     this.logger = options.logger;
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_JOB_TIMEOUT_MS;
+    this.timeoutMs = options.timeoutMs ?? JOB_TIMEOUT_MS;
     this.firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS;
     this.vocabularies = options.vocabularies;
     this.ending = { db: this.db, chain: this.chain, journal: this.journal, logger: this.logger, timeoutMs: this.timeoutMs };

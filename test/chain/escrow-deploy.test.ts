@@ -25,7 +25,7 @@ import {
 } from "../../src/chain/escrow-program/index.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../../src/core/payout.ts";
-import { DEFAULT_JOB_TIMEOUT_MS } from "../../src/jobs/job-service.ts";
+import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS } from "../../src/core/index.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { tempDir } from "../support/service.ts";
@@ -83,8 +83,9 @@ async function assertConfig(chain: Chain): Promise<Uint8Array> {
   assert.equal(WORKER_SHARE_BPS, 7_500n);
   assert.equal(STAKED_WORKER_SHARE_BPS, 8_500n);
   assert.equal(config.minActiveStake, MIN_ACTIVE_STAKE);
-  assert.equal(config.jobTimeoutSeconds, BigInt(DEFAULT_JOB_TIMEOUT_MS / 1000));
-  assert.equal(config.disputeWindowSeconds, 60n);
+  assert.equal(config.jobTimeoutSeconds, BigInt(JOB_TIMEOUT_MS / 1000));
+  assert.equal(config.disputeWindowSeconds, BigInt(DISPUTE_WINDOW_MS / 1000));
+  assert.equal(config.disputeWindowSeconds, 60n, "the spec's 60-second dispute window");
   return account.data;
 }
 

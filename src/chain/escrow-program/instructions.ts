@@ -4,7 +4,7 @@
  * builder only saves callers from deriving the addresses themselves.
  */
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
-import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../../core/index.ts";
+import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../../core/index.ts";
 import { SYSTEM_PROGRAM, TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
 import {
   ESCROW_PROGRAM,
@@ -45,11 +45,11 @@ export interface EscrowRules {
   stakedWorkerShareBps: number;
 }
 
-/** The service's rules: the payout split of src/core/payout.ts, 120 s job timeout. */
+/** The service's rules: the payout split of src/core/payout.ts and the job clocks of src/core/job-clocks.ts. */
 export const DEFAULT_RULES: EscrowRules = {
   minActiveStake: MIN_ACTIVE_STAKE,
-  jobTimeoutSeconds: 120n,
-  disputeWindowSeconds: 60n,
+  jobTimeoutSeconds: BigInt(JOB_TIMEOUT_MS / 1000),
+  disputeWindowSeconds: BigInt(DISPUTE_WINDOW_MS / 1000),
   unstakeCooldownSeconds: 4n * 24n * 3600n, // outlasts 60 s of dispute window + 72 h of arbitration
   workerShareBps: Number(WORKER_SHARE_BPS),
   stakedWorkerShareBps: Number(STAKED_WORKER_SHARE_BPS),
