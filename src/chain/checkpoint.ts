@@ -9,8 +9,8 @@
  * SHA-256 of everything before it.
  */
 import { createHash } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
+import { readFileSync } from "node:fs";
+import { replaceFileDurably } from "./durable-file.ts";
 
 export interface AccountSnapshot {
   address: Uint8Array;
@@ -91,23 +91,7 @@ export function readCheckpoint(path: string): Checkpoint | null {
   return decode(buf, path);
 }
 
-/** Writes to a temporary file, syncs it, renames it over the old one and syncs the directory. */
+/** Written whole or not at all (durable-file.ts), so a crash mid-write keeps the previous checkpoint. */
 export function writeCheckpoint(path: string, cp: Checkpoint): void {
-  const tmp = `${path}.tmp`;
-  const buf = encode(cp);
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    let written = 0;
-    while (written < buf.length) written += writeSync(fd, buf, written, buf.length - written);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
-  const dir = openSync(dirname(path), "r");
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
+  replaceFileDurably(path, encode(cp));
 }

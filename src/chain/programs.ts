@@ -5,8 +5,9 @@
  * under (`programs`): replaying its log under other bytes could take other branches.
  */
 import { createHash } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { replaceFileDurably } from "./durable-file.ts";
 
 export interface ProgramImage {
   /** For messages: what the program is. */
@@ -39,21 +40,7 @@ function readNotes(path: string): Map<string, string> {
 }
 
 function writeNotes(path: string, notes: Map<string, string>): void {
-  const tmp = `${path}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, [...notes].map(([address, digest]) => `${address} ${digest}\n`).join(""));
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
-  const dir = openSync(dirname(path), "r");
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
+  replaceFileDurably(path, Buffer.from([...notes].map(([address, digest]) => `${address} ${digest}\n`).join("")));
 }
 
 /**
