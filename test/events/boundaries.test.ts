@@ -4,33 +4,22 @@
  * accounts (or any part besides core and store, ARCHITECTURE "talks to") fails here by name.
  */
 import assert from "node:assert/strict";
-import { readdir, readFile } from "node:fs/promises";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { readFile } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
 import { test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { partOf as partOfPath, relativeSpecifiers as specifiers, sourceFiles, SRC } from "../support/source-imports.ts";
 
-const SRC = resolve(dirname(fileURLToPath(import.meta.url)), "../../src");
 const EVENTS = join(SRC, "events");
 /** Parts of src that events may import: its own files, shared helpers and the database handle. */
 const ALLOWED_PARTS = new Set(["events", "core", "store"]);
 
 async function eventsSources(): Promise<{ file: string; text: string }[]> {
-  const names = (await readdir(EVENTS, { recursive: true })).filter((n) => n.endsWith(".ts"));
-  return Promise.all(names.map(async (n) => ({ file: n, text: await readFile(join(EVENTS, n), "utf8") })));
+  return Promise.all(sourceFiles(EVENTS).map(async (path) => ({ file: relative(EVENTS, path), text: await readFile(path, "utf8") })));
 }
 
-/** Every module specifier in `import ... from`, `export ... from`, bare `import "x"` and `import("x")`. */
-function specifiers(text: string): string[] {
-  const found: string[] = [];
-  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"']+)["']/g)) found.push(m[1]!);
-  return found;
-}
-
-/** The part of src a relative specifier lands in, or undefined for a package or node builtin. */
+/** The part of src a specifier of `file` (a path under src/events) lands in. */
 function partOf(file: string, specifier: string): string | undefined {
-  if (!specifier.startsWith(".")) return undefined;
-  const target = relative(SRC, resolve(EVENTS, dirname(file), specifier));
-  return target.startsWith("..") ? "(outside src)" : target.split(sep)[0];
+  return partOfPath(resolve(EVENTS, dirname(file), specifier));
 }
 
 test("the scanner sees the imports it is meant to police", async () => {
