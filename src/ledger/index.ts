@@ -56,5 +56,4 @@ export { reserve, settle } from "./settle.ts";
 export type { ReserveInput, SettleInput } from "./settle.ts";
 export { getTransfer, listTransfers, transfer } from "./transfers.ts";
 export type { TransferFilter, TransferInput } from "./transfers.ts";
-export { TRANSFER_CODES } from "./types.ts";
 export type { Account, AccountCode, PendingState, Transfer, TransferCode, TransferKind, TransferResult } from "./types.ts";

@@ -62,5 +62,4 @@ export interface TransferResult {
  * (the escrow lock, pending) and charge (its posted part), and the charge's split into the worker's
  * payout and the protocol's fee.
  */
-export const TRANSFER_CODES = ["deposit", "withdrawal", "reserve", "charge", "worker_payout", "protocol_fee"] as const;
-export type TransferCode = (typeof TRANSFER_CODES)[number];
+export type TransferCode = "deposit" | "withdrawal" | "reserve" | "charge" | "worker_payout" | "protocol_fee";
