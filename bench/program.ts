@@ -55,7 +55,24 @@ for (let i = 0; i < samples; i++) {
   chain.advance(DEFAULT_RULES.jobTimeoutSeconds + 1n);
   record("refund (wallet, after timeout)", chain.send([ix.refund({ jobId: late, wallet: funded.wallet.address, caller: funded.wallet.address })], [funded.wallet]));
 
-  record("request_unstake", chain.send([ix.requestUnstake({ worker: worker.address, amount: MIN_ACTIVE_STAKE })], [worker]));
+  const disputed = `job_bench_${i}_disputed`;
+  chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId: disputed, tier: 1, amount: 500_000n })], [chain.authority]);
+  const d = proofOf(worker, disputed);
+  chain.send([d.verify, ix.settle({ serviceAuthority: chain.authority.address, jobId: disputed, wallet: funded.wallet.address, worker: worker.address, workerTokenAccount: workerAccount, treasury: chain.treasury, charge: 400_000n, proofHash: d.proofHash })], [chain.authority]);
+  record("dispute", chain.send([ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, jobId: disputed, callerHash: new Uint8Array(32).fill(i + 1) })], [chain.authority]));
+  chain.mint(chain.treasury, chain.usdcMint.address, 400_000n);
+  const resolved = { serviceAuthority: chain.authority.address, jobId: disputed, wallet: funded.wallet.address, treasury: chain.treasury, treasuryOwner: chain.treasuryOwner.address };
+  record("resolve (upheld)", chain.send([ix.resolve({ ...resolved, outcome: "upheld" })], [chain.authority, chain.treasuryOwner]));
+  const treasuryStake = chain.tokenAccount(chain.treasuryOwner.address, chain.stakeMint.address);
+  record("slash", chain.send([ix.slash({ serviceAuthority: chain.authority.address, worker: worker.address, destination: treasuryStake, treasury: chain.treasury, amount: 1n })], [chain.authority]));
+
+  const closable = `job_bench_${i}_closed`;
+  chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId: closable, tier: 1, amount: 500_000n })], [chain.authority]);
+  chain.send([ix.refund({ jobId: closable, wallet: funded.wallet.address, caller: chain.authority.address })], [chain.authority]);
+  chain.advance(DEFAULT_RULES.disputeWindowSeconds + 1n);
+  record("close_escrow", chain.send([ix.closeEscrow({ serviceAuthority: chain.authority.address, jobId: closable, destination: chain.payer.address })], [chain.authority]));
+
+  record("request_unstake", chain.send([ix.requestUnstake({ worker: worker.address, amount: MIN_ACTIVE_STAKE - 1n })], [worker]));
   chain.advance(DEFAULT_RULES.unstakeCooldownSeconds);
   record("withdraw_stake", chain.send([ix.withdrawStake({ worker: worker.address, destination: stakeSource })], [worker]));
 }

@@ -16,6 +16,10 @@ enum Op {
   OP_STAKE = 6,
   OP_REQUEST_UNSTAKE = 7,
   OP_WITHDRAW_STAKE = 8,
+  OP_DISPUTE = 9,
+  OP_RESOLVE = 10,
+  OP_SLASH = 11,
+  OP_CLOSE_ESCROW = 12,
 };
 
 /* Custom error codes (InstructionError::Custom(n)). */
@@ -40,13 +44,23 @@ enum Error {
   E_INVALID_AMOUNT = 17,
   E_WRONG_ACCOUNT_TYPE = 18,
   E_INVALID_JOB_ID = 19,
+  E_SAME_HASH = 20,
+  E_WINDOW_CLOSED = 21,
+  E_WINDOW_OPEN = 22,
 };
 
 /* The first byte of every account this program owns. */
-enum Tag { TAG_CONFIG = 1, TAG_ESCROW = 2, TAG_STAKE = 3 };
+enum Tag { TAG_CONFIG = 1, TAG_ESCROW = 2, TAG_STAKE = 3, TAG_DISPUTE = 4 };
 
-/* A job escrow's life; DISPUTED and SLASHED are kept for the disputes work. */
-enum EscrowStatus { ESCROW_LOCKED = 1, ESCROW_SETTLED = 2, ESCROW_REFUNDED = 3, ESCROW_DISPUTED = 4, ESCROW_SLASHED = 5 };
+/* A job escrow's life. A dispute moves SETTLED to DISPUTED; its resolution moves it back to
+   SETTLED (rejected) or to REVERSED (the charge went back to the vault). */
+enum EscrowStatus { ESCROW_LOCKED = 1, ESCROW_SETTLED = 2, ESCROW_REFUNDED = 3, ESCROW_DISPUTED = 4, ESCROW_REVERSED = 5 };
+
+/* How an arbitration ended; OPEN until it does. */
+enum Outcome { OUTCOME_OPEN = 0, OUTCOME_UPHELD = 1, OUTCOME_REJECTED = 2, OUTCOME_INCONCLUSIVE = 3 };
+
+/* A worker stake's status: a slashed stake never earns the staked share again. */
+enum StakeStatus { STAKE_ACTIVE = 0, STAKE_SLASHED = 1 };
 
 #define MAX_JOB_ID 32
 #define BPS_DENOMINATOR 10000
@@ -109,12 +123,29 @@ typedef struct {
   u64 active;
   u64 unstaking;
   i64 unstake_requested_at;
-  u8 reserved[64];
+  u64 slashed_total;
+  i64 last_slashed_at;
+  u8 reserved[48];
 } Stake;
+
+/* One dispute of a settled job, at ["dispute", job id]. */
+typedef struct {
+  u8 tag;
+  u8 outcome;
+  u8 bump;
+  u8 pad[5];
+  Pubkey escrow;
+  u8 caller_hash[32];
+  i64 opened_at;
+  i64 resolved_at;
+  u64 returned; /* the charge paid back to the vault from the treasury (upheld, inconclusive) */
+  u8 reserved[32];
+} Dispute;
 
 _Static_assert(sizeof(Config) == 288, "config layout");
 _Static_assert(sizeof(Escrow) == 256, "escrow layout");
 _Static_assert(sizeof(Stake) == 128, "stake layout");
+_Static_assert(sizeof(Dispute) == 128, "dispute layout");
 
 /* SPL token account fields the program reads. */
 #define TOKEN_ACCOUNT_SIZE 165

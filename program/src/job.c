@@ -153,3 +153,29 @@ static u64 refund(const Input *in) {
   e->closed_at = now;
   return E_OK;
 }
+
+/* Accounts: config, service authority (s), escrow (w), rent destination (w). A closed escrow
+   (settled, refunded, or reversed by a dispute) whose dispute window has passed is deleted and its
+   rent returned: a job's record is only needed while its outcome can still change. The
+   transactions that locked and settled it stay on the chain for anyone to check. */
+static u64 close_escrow(const Input *in) {
+  NEED_ACCOUNTS(in, 4);
+  NEED_DATA(in, 1);
+  const AccountInfo *a = in->accounts;
+  const Config *c;
+  TRY(load_config(in, &a[0], &c));
+  TRY(service_authority(c, &a[1]));
+  TRY(writable(&a[2]));
+  TRY(writable(&a[3]));
+  TRY(owned(in, &a[2], TAG_ESCROW, sizeof(Escrow)));
+  if (key_equal(a[2].key, a[3].key)) return E_WRONG_ADDRESS;
+  Escrow *e = (Escrow *)a[2].data;
+  if (e->status != ESCROW_SETTLED && e->status != ESCROW_REFUNDED && e->status != ESCROW_REVERSED) return E_WRONG_STATUS;
+  if (!elapsed(e->closed_at, now_s(), c->dispute_window_s + 1)) return E_WINDOW_OPEN;
+  u64 rent = *a[2].lamports;
+  if (*a[3].lamports + rent < *a[3].lamports) return E_OVERFLOW;
+  *a[3].lamports += rent;
+  *a[2].lamports = 0;
+  sol_memset_(a[2].data, 0, a[2].data_len);
+  return E_OK;
+}

@@ -10,6 +10,7 @@
 #include "vault.c"
 #include "job.c"
 #include "stake.c"
+#include "dispute.c"
 
 u64 entrypoint(u8 *input) {
   Input in;
@@ -25,6 +26,10 @@ u64 entrypoint(u8 *input) {
     case OP_STAKE: return stake(&in);
     case OP_REQUEST_UNSTAKE: return request_unstake(&in);
     case OP_WITHDRAW_STAKE: return withdraw_stake(&in);
+    case OP_DISPUTE: return dispute(&in);
+    case OP_RESOLVE: return resolve(&in);
+    case OP_SLASH: return slash(&in);
+    case OP_CLOSE_ESCROW: return close_escrow(&in);
     default: return E_INVALID_INSTRUCTION;
   }
 }

@@ -4,6 +4,7 @@
  * not depend on where transactions go.
  */
 import type { Address } from "@solana/kit";
+import type { TxMeta } from "./tx-meta.ts";
 
 export interface RecentBlockhash {
   /** base58, as RPC returns it. */
@@ -32,6 +33,8 @@ export interface StoredTransaction extends TransactionStatus {
   signature: string;
   logs: string[];
   wire: Uint8Array;
+  /** What the node reported beyond the outcome (fee, balances, inner instructions), where it kept it. */
+  meta?: TxMeta;
 }
 
 export interface AccountInfo {

@@ -1,24 +1,32 @@
 /**
- * The service's chain operations: deposits, escrow locks, settlements with an on-chain proof
- * check, refunds, and workers' stakes in the native token. Each has a `prepareX` that builds and signs without sending (the caller records
- * the signature before the transaction can exist on-chain), `send` for the prepared bytes, and
- * `x` doing both.
+ * The service's chain operations, all through the escrow program (program/, docs/program.md):
+ * deposits into a wallet's vault, escrow locks, settlements the program pays only against the
+ * worker's proof, refunds, and workers' stakes in the native token. Each has a `prepareX` that
+ * builds and signs without sending (the caller records the signature before the transaction can
+ * exist on-chain), `send` for the prepared bytes, and `x` doing both.
  */
 import { join } from "node:path";
-import type { Address, Instruction } from "@solana/kit";
-import { type Logger, MIN_ACTIVE_STAKE, type Signer, TIERS, silentLogger, creditsToBaseUnits, idBody, isId, proofMessage, splitPayout } from "../core/index.ts";
-import {
-  AssociatedTokenAddresses,
-  TOKEN_ACCOUNT_SIZE,
-  TOKEN_PROGRAM,
-  addressBytes,
-  addressWithSeed,
-  creditSeed,
-  stakeSeed,
-  toAddress,
-} from "./addresses.ts";
+import { AccountRole, type Address, type Instruction } from "@solana/kit";
+import { type Logger, MIN_ACTIVE_STAKE, type Signer, TIERS, silentLogger, base58Encode, creditsToBaseUnits, idBody, isId, proofMessage, verifyEd25519 } from "../core/index.ts";
+import { AssociatedTokenAddresses, TOKEN_PROGRAM, addressBytes, addressWithSeed, creditSeed, toAddress } from "./addresses.ts";
 import { ChainTxError, type ChainBackend } from "./backend.ts";
-import { decodeInstructions } from "./decode.ts";
+import { decodeInnerInstructions, decodeInstructions } from "./decode.ts";
+import {
+  ESCROW_PROGRAM,
+  TIER_CODES,
+  configAddress,
+  decodeConfig,
+  decodeEscrow,
+  decodeStake,
+  escrowAddress,
+  escrowInstructions,
+  stakeAddress,
+  vaultAddress,
+  type EscrowRules,
+  type JobEscrow,
+  type OutcomeName,
+  type WorkerStake,
+} from "./escrow-program/index.ts";
 import * as ix from "./instructions.ts";
 import { LiteSvmBackend } from "./litesvm-backend.ts";
 import { ensureOnChainSetup, loadServiceKeys, type ServiceKeys } from "./setup.ts";
@@ -69,11 +77,49 @@ class BoundedMap<V> extends Map<string, V> {
   }
 }
 
+/** A signer whose signature slot stays empty: the wallet fills it (`solana:signTransaction`). */
+function awaitingSignature(wallet: Address): Signer {
+  return { address: wallet, publicKey: addressBytes(wallet), sign: () => new Uint8Array(64) };
+}
+
+/**
+ * The wallet's signed copy of a transaction the service prepared: accepted only when its message
+ * is byte for byte the prepared one, the service's own signatures are untouched and the wallet's
+ * signature verifies. Returns the bytes to send.
+ */
+export function walletSignedCopy(prepared: Uint8Array, signed: Uint8Array, wallet: string): Uint8Array {
+  const ours = parseTransaction(prepared);
+  const theirs = parseTransaction(signed);
+  const messageAt = (wire: Uint8Array, count: number) => wire.subarray(1 + 64 * count);
+  const message = messageAt(prepared, ours.signatures.length);
+  if (theirs.signatures.length !== ours.signatures.length || !Buffer.from(messageAt(signed, theirs.signatures.length)).equals(message)) {
+    throw new TypeError("the signed transaction is not the one the service prepared");
+  }
+  const slot = ours.accountKeys.findIndex((k) => base58Encode(k) === wallet);
+  if (slot < 0 || slot >= ours.signatures.length) throw new TypeError("the wallet does not sign this transaction");
+  for (let i = 0; i < ours.signatures.length; i++) {
+    if (i !== slot && !Buffer.from(theirs.signatures[i]!).equals(ours.signatures[i]!)) throw new TypeError("the service's signature was changed");
+  }
+  if (!verifyEd25519(wallet, message, theirs.signatures[slot]!)) throw new TypeError("the wallet's signature does not verify");
+  return signed;
+}
+
+/** Fills `signer`'s empty signature slot of a prepared transaction: what a wallet's signTransaction does (svc dev's dev wallet, server-side). */
+export function signWalletSlot(prepared: Uint8Array, signer: Signer): Uint8Array {
+  const parsed = parseTransaction(prepared);
+  const slot = parsed.accountKeys.findIndex((k) => base58Encode(k) === signer.address);
+  if (slot < 0 || slot >= parsed.signatures.length) throw new TypeError(`${signer.address} does not sign this transaction`);
+  const signed = prepared.slice();
+  signed.set(signer.sign(prepared.subarray(1 + 64 * parsed.signatures.length)), 1 + 64 * slot);
+  return signed;
+}
+
 export class Chain {
   readonly feePayer: Address;
   readonly mint: Address;
   readonly mintAuthority: Address;
-  readonly custodyAuthority: Address;
+  /** Signs every lock, settlement and refund: the escrow program's service authority. */
+  readonly serviceAuthority: Address;
   readonly treasuryOwner: Address;
   /** The protocol treasury's USDC token account. */
   readonly treasuryAddress: Address;
@@ -81,10 +127,9 @@ export class Chain {
   readonly nativeMint: Address;
   private readonly nativeTokenAccounts: AssociatedTokenAddresses;
 
-  private readonly creditAccounts = new BoundedMap<Address>(100_000);
-  /** Credit accounts seen on-chain; they are never closed, so an entry never goes stale. */
-  private readonly existingCreditAccounts = new BoundedMap<true>(100_000);
-  private readonly escrows = new BoundedMap<Address>(100_000);
+  private window: Promise<bigint> | undefined;
+  /** Vaults seen on-chain; a vault is never closed, so an entry never goes stale. */
+  private readonly existingVaults = new BoundedMap<true>(100_000);
 
   constructor(
     /** Where transactions go; the JSON-RPC server reaches the embedded chain through it. */
@@ -92,37 +137,28 @@ export class Chain {
     private readonly keys: ServiceKeys,
     private readonly tokenAccounts: AssociatedTokenAddresses,
     treasuryAccount: Address,
-    /** Rent-exempt minimum of a token account, paid by the fee payer for each account created. */
-    private readonly tokenAccountRent: bigint,
   ) {
     this.feePayer = keys.feePayer.address;
     this.mint = keys.mint.address;
     this.mintAuthority = keys.mintAuthority.address;
-    this.custodyAuthority = keys.custody.address;
+    this.serviceAuthority = keys.custody.address;
     this.treasuryOwner = keys.treasury.address;
     this.treasuryAddress = treasuryAccount;
     this.nativeMint = keys.nativeMint.address;
     this.nativeTokenAccounts = new AssociatedTokenAddresses(this.nativeMint);
   }
 
-  /** A wallet's credit account: a token account the custody authority owns, at an address derived from the wallet. */
+  /**
+   * A wallet's credits: its vault in the escrow program, a USDC token account only the program
+   * moves, to a job's escrow when the service locks it or to the wallet when the wallet withdraws.
+   */
   creditAccountAddress(wallet: string): Address {
-    let account = this.creditAccounts.get(wallet);
-    if (account === undefined) {
-      account = addressWithSeed(this.custodyAuthority, creditSeed(toAddress(wallet)), TOKEN_PROGRAM);
-      this.creditAccounts.set(wallet, account);
-    }
-    return account;
+    return vaultAddress(toAddress(wallet)).address;
   }
 
-  /** A job's escrow token account, derived from the job id alone. */
+  /** A job's escrow record in the program, derived from the job id alone. */
   escrowAddressFor(jobId: string): Address {
-    let account = this.escrows.get(jobId);
-    if (account === undefined) {
-      account = addressWithSeed(this.custodyAuthority, idBody(jobIdOf(jobId)), TOKEN_PROGRAM);
-      this.escrows.set(jobId, account);
-    }
-    return account;
+    return escrowAddress(jobIdOf(jobId)).address;
   }
 
   /** The worker's USDC associated token account, where its payouts go. */
@@ -130,43 +166,27 @@ export class Chain {
     return this.tokenAccounts.of(toAddress(workerAddress));
   }
 
-  /** Instructions creating a custody-owned token account of `mint` at `createWithSeed(custody, seed)`. */
-  private custodyAccount(account: Address, seed: string, mint: Address = this.mint): Instruction[] {
-    return [
-      ix.createAccountWithSeed({
-        payer: this.feePayer,
-        newAccount: account,
-        base: this.custodyAuthority,
-        seed,
-        lamports: this.tokenAccountRent,
-        space: TOKEN_ACCOUNT_SIZE,
-        owner: TOKEN_PROGRAM,
-      }),
-      ix.initializeTokenAccount({ account, mint, owner: this.custodyAuthority }),
-    ];
-  }
-
   /**
-   * The instructions that open a wallet's credit account when the chain does not have it yet;
-   * any way of funding it (this dev deposit, a user's own transfer) starts with them.
+   * The instruction that opens a wallet's vault when the chain does not have it yet; any way of
+   * funding it (this dev deposit, a wallet's own transfer) starts with it. Anyone may open one.
    */
-  private async openCreditAccount(wallet: Address): Promise<Instruction[]> {
-    const account = this.creditAccountAddress(wallet);
-    if (this.existingCreditAccounts.has(account)) return [];
-    if (await this.backend.getAccount(account)) {
-      this.existingCreditAccounts.set(account, true);
+  async openVault(wallet: Address): Promise<Instruction[]> {
+    const vault = this.creditAccountAddress(wallet);
+    if (this.existingVaults.has(vault)) return [];
+    if (await this.backend.getAccount(vault)) {
+      this.existingVaults.set(vault, true);
       return [];
     }
-    return this.custodyAccount(account, creditSeed(wallet));
+    return [escrowInstructions.openVault({ payer: this.feePayer, wallet, usdcMint: this.mint })];
   }
 
-  private async sign(instructions: Instruction[], custodySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
+  private async sign(instructions: Instruction[], authoritySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
     const { bytes, lastValidSlot } = await this.backend.latestBlockhash();
-    const signers = custodySigns ? [this.keys.custody, ...extra] : extra;
+    const signers = authoritySigns ? [this.keys.custody, ...extra] : extra;
     return { ...buildTransaction(this.keys.feePayer, instructions, bytes, signers), lastValidSlot: Number(lastValidSlot) };
   }
 
-  /** Development funding: mints USDC base units for `credits` into the wallet's credit account. */
+  /** Development funding: mints USDC base units for `credits` into the wallet's vault. */
   async prepareDeposit(input: DepositInput): Promise<PreparedTransaction> {
     const wallet = toAddress(input.wallet);
     const credits = wholeCredits("credits", input.credits, 1);
@@ -174,14 +194,13 @@ export class Chain {
     if (reference !== undefined && !REFERENCE.test(reference)) {
       throw new TypeError("reference must be 1-64 printable characters without spaces");
     }
-    const opening = await this.openCreditAccount(wallet);
     return this.sign(
       [
-        ...opening,
+        ...(await this.openVault(wallet)),
         ix.mintTo({ mint: this.mint, to: this.creditAccountAddress(wallet), authority: this.mintAuthority, amount: creditsToBaseUnits(credits) }),
         ix.memo(`svc:deposit wallet=${wallet} credits=${credits}${reference === undefined ? "" : ` ref=${reference}`}`),
       ],
-      opening.length > 0,
+      false,
       [this.keys.mintAuthority],
     );
   }
@@ -190,26 +209,20 @@ export class Chain {
     return this.send((await this.prepareDeposit(input)).wire);
   }
 
-  /** Creates the job's escrow account and moves the locked credits into it from the wallet's credit account. */
+  /** The program's `lock`: moves the job's estimate from the wallet's vault into escrow and records wallet, tier, job id and amount. */
   async prepareLockEscrow(input: LockEscrowInput): Promise<PreparedTransaction & { escrowAddress: Address }> {
     const jobId = jobIdOf(input.jobId);
     if (!Object.hasOwn(TIERS, input.tier)) throw new TypeError(`unknown tier: ${input.tier}`);
     const credits = wholeCredits("credits", input.credits, 1);
-    const escrowAddress = this.escrowAddressFor(jobId);
-    const prepared = await this.sign(
-      [
-        ...this.custodyAccount(escrowAddress, idBody(jobId)),
-        ix.tokenTransfer({
-          from: this.creditAccountAddress(input.wallet),
-          to: escrowAddress,
-          authority: this.custodyAuthority,
-          amount: creditsToBaseUnits(credits),
-        }),
-        ix.memo(`svc:escrow job=${jobId} tier=${input.tier} credits=${credits}`),
-      ],
-      true,
-    );
-    return { ...prepared, escrowAddress };
+    const lock = escrowInstructions.lock({
+      serviceAuthority: this.serviceAuthority,
+      payer: this.feePayer,
+      wallet: toAddress(input.wallet),
+      jobId,
+      tier: TIER_CODES[input.tier],
+      amount: creditsToBaseUnits(credits),
+    });
+    return { ...(await this.sign([lock], true)), escrowAddress: this.escrowAddressFor(jobId) };
   }
 
   async lockEscrow(input: LockEscrowInput): Promise<ChainReceipt & { escrowAddress: Address }> {
@@ -218,9 +231,10 @@ export class Chain {
   }
 
   /**
-   * Pays the worker its share and the treasury the rest of the charge, returns the unused lock to
-   * the wallet and closes the escrow; the first instruction makes the whole transaction fail
-   * unless the worker's signature over the proof message is genuine.
+   * The program's `settle`: pays the worker its share (the program reads the worker's stake) and
+   * the treasury the rest of the charge, and returns the unused lock to the vault. The program
+   * refuses it unless the first instruction, the Ed25519 precompile, verifies the worker's
+   * signature over this job's proof message.
    */
   async prepareSettle(input: SettleInput): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
@@ -229,63 +243,174 @@ export class Chain {
     if (chargedCredits > lockedCredits) throw new RangeError(`chargedCredits ${chargedCredits} exceeds lockedCredits ${lockedCredits}`);
     if (!PROOF_HASH.test(input.proofHash)) throw new TypeError(`proofHash must be sha256:<64 hex>, got ${input.proofHash}`);
     const worker = toAddress(input.workerPublicKey);
-    const escrow = this.escrowAddressFor(jobId);
-    const share = splitPayout(chargedCredits, input.staked);
-    const refund = creditsToBaseUnits(lockedCredits - chargedCredits);
-    const workerAccount = share.worker > 0n ? this.tokenAccounts.of(worker) : undefined;
-    const custody = this.custodyAuthority;
-    const instructions: Instruction[] = [
-      ix.ed25519Verify({
-        publicKey: addressBytes(worker),
-        signature: input.proofSignature,
-        message: proofMessage(jobId, input.proofHash),
-      }),
-    ];
-    if (workerAccount) {
-      instructions.push(
-        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: workerAccount, owner: worker, mint: this.mint }),
-        ix.tokenTransfer({ from: escrow, to: workerAccount, authority: custody, amount: share.worker }),
-      );
-    }
-    if (share.treasury > 0n) {
-      instructions.push(ix.tokenTransfer({ from: escrow, to: this.treasuryAddress, authority: custody, amount: share.treasury }));
-    }
-    if (refund > 0n) {
-      instructions.push(ix.tokenTransfer({ from: escrow, to: this.creditAccountAddress(input.wallet), authority: custody, amount: refund }));
-    }
-    instructions.push(
-      ix.closeTokenAccount({ account: escrow, destination: this.feePayer, authority: custody }),
-      ix.memo(`svc:settle job=${jobId} proof=${input.proofHash}`),
+    const workerTokenAccount = this.tokenAccounts.of(worker);
+    return this.sign(
+      [
+        ix.ed25519Verify({ publicKey: addressBytes(worker), signature: input.proofSignature, message: proofMessage(jobId, input.proofHash) }),
+        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: workerTokenAccount, owner: worker, mint: this.mint }),
+        escrowInstructions.settle({
+          serviceAuthority: this.serviceAuthority,
+          jobId,
+          wallet: toAddress(input.wallet),
+          worker,
+          workerTokenAccount,
+          treasury: this.treasuryAddress,
+          charge: creditsToBaseUnits(chargedCredits),
+          proofHash: Buffer.from(input.proofHash.slice("sha256:".length), "hex"),
+        }),
+      ],
+      true,
     );
-    return this.sign(instructions, true);
   }
 
   async settle(input: SettleInput): Promise<ChainReceipt> {
     return this.send((await this.prepareSettle(input)).wire);
   }
 
-  /** Returns the whole lock to the wallet's credit account and closes the escrow. */
+  /** The program's `refund`, signed by the service authority: the whole lock goes back to the vault. */
   async prepareRefund(input: RefundInput): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
-    const lockedCredits = wholeCredits("lockedCredits", input.lockedCredits, 1);
-    const escrow = this.escrowAddressFor(jobId);
+    wholeCredits("lockedCredits", input.lockedCredits, 1);
+    return this.sign([escrowInstructions.refund({ jobId, wallet: toAddress(input.wallet), caller: this.serviceAuthority })], true);
+  }
+
+  async refund(input: RefundInput): Promise<ChainReceipt> {
+    return this.send((await this.prepareRefund(input)).wire);
+  }
+
+  /** The program's `dispute`: records the caller's hash of what it received against a settled job, within the dispute window. */
+  async prepareDispute(input: { jobId: string; callerHash: string }): Promise<PreparedTransaction> {
+    const jobId = jobIdOf(input.jobId);
+    if (!PROOF_HASH.test(input.callerHash)) throw new TypeError(`callerHash must be sha256:<64 hex>, got ${input.callerHash}`);
+    const callerHash = Buffer.from(input.callerHash.slice("sha256:".length), "hex");
+    return this.sign([escrowInstructions.dispute({ serviceAuthority: this.serviceAuthority, payer: this.feePayer, jobId, callerHash })], true);
+  }
+
+  /**
+   * The program's `resolve`: records an arbitration's outcome. Upheld or inconclusive, the
+   * treasury pays the job's charge back into the wallet's vault, so the treasury's key signs too.
+   */
+  async prepareResolve(input: { jobId: string; wallet: string; outcome: OutcomeName }): Promise<PreparedTransaction> {
+    const jobId = jobIdOf(input.jobId);
+    const resolve = escrowInstructions.resolve({
+      serviceAuthority: this.serviceAuthority,
+      jobId,
+      wallet: toAddress(input.wallet),
+      treasury: this.treasuryAddress,
+      treasuryOwner: this.treasuryOwner,
+      outcome: input.outcome,
+    });
+    return this.sign([resolve], true, input.outcome === "rejected" ? [] : [this.keys.treasury]);
+  }
+
+  /** The program's `slash`: moves `amount` of a worker's stake to the treasury owner's native-token account. */
+  async prepareSlash(input: { worker: string; amount: bigint }): Promise<PreparedTransaction> {
+    if (input.amount <= 0n) throw new RangeError("a slash must be positive");
+    const destination = this.nativeTokenAccount(this.treasuryOwner);
     return this.sign(
       [
-        ix.tokenTransfer({
-          from: escrow,
-          to: this.creditAccountAddress(input.wallet),
-          authority: this.custodyAuthority,
-          amount: creditsToBaseUnits(lockedCredits),
-        }),
-        ix.closeTokenAccount({ account: escrow, destination: this.feePayer, authority: this.custodyAuthority }),
-        ix.memo(`svc:refund job=${jobId}`),
+        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: destination, owner: this.treasuryOwner, mint: this.nativeMint }),
+        escrowInstructions.slash({ serviceAuthority: this.serviceAuthority, worker: toAddress(input.worker), destination, treasury: this.treasuryAddress, amount: input.amount }),
       ],
       true,
     );
   }
 
-  async refund(input: RefundInput): Promise<ChainReceipt> {
-    return this.send((await this.prepareRefund(input)).wire);
+  /** Everything a worker has in its stake record, active and unstaking: what a slash can reach. */
+  async slashableStake(worker: string): Promise<bigint> {
+    const record = await this.stakeRecord(worker);
+    return record ? record.active + record.unstaking : 0n;
+  }
+
+  /**
+   * A deposit the wallet signs: USDC from its own token account into its vault, the service's fee
+   * payer paying the fee (and the vault's rent when it is opened here). `reference`, a fresh key
+   * on the transfer as Solana Pay does, lets anyone find the payment on-chain. The wallet's
+   * signature slot is left empty for it to fill.
+   */
+  async prepareWalletDeposit(input: { wallet: string; credits: number; reference: Address }): Promise<PreparedTransaction> {
+    const wallet = toAddress(input.wallet);
+    const credits = wholeCredits("credits", input.credits, 1);
+    const transfer = ix.tokenTransfer({ from: this.tokenAccounts.of(wallet), to: this.creditAccountAddress(wallet), authority: wallet, amount: creditsToBaseUnits(credits) });
+    const tagged = { ...transfer, accounts: [...(transfer.accounts ?? []), { address: input.reference, role: AccountRole.READONLY }] };
+    return this.sign([...(await this.openVault(wallet)), tagged, ix.memo(`svc:deposit wallet=${wallet} credits=${credits}`)], false, [awaitingSignature(wallet)]);
+  }
+
+  /** A withdrawal the wallet signs: the program pays from its vault to its own USDC account, opened here if missing at the service's cost. */
+  async prepareWithdrawal(input: { wallet: string; credits: number }): Promise<PreparedTransaction> {
+    const wallet = toAddress(input.wallet);
+    const credits = wholeCredits("credits", input.credits, 1);
+    const own = this.tokenAccounts.of(wallet);
+    return this.sign(
+      [
+        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: own, owner: wallet, mint: this.mint }),
+        escrowInstructions.withdraw({ wallet, destination: own, amount: creditsToBaseUnits(credits) }),
+      ],
+      false,
+      [awaitingSignature(wallet)],
+    );
+  }
+
+  /** USDC base units in the owner's own (associated) token account. */
+  async walletUsdc(owner: string): Promise<bigint> {
+    return this.tokenBalance(this.tokenAccounts.of(toAddress(owner)));
+  }
+
+  /**
+   * The program's `close_escrow` for each job (up to about 20 fit a transaction): deletes escrow
+   * records nothing can change any more, their rent back to the fee payer.
+   */
+  async prepareCloseEscrows(jobIds: readonly string[]): Promise<PreparedTransaction> {
+    const closes = jobIds.map((id) => escrowInstructions.closeEscrow({ serviceAuthority: this.serviceAuthority, jobId: jobIdOf(id), destination: this.feePayer }));
+    return this.sign(closes, true);
+  }
+
+  /** The program's dispute window in seconds, as its config says (read once). */
+  async disputeWindowSeconds(): Promise<bigint> {
+    this.window ??= (async () => {
+      const account = await this.backend.getAccount(configAddress().address);
+      if (!account) throw new Error("the escrow program's config is missing");
+      return decodeConfig(account.data).disputeWindowSeconds;
+    })();
+    return this.window;
+  }
+
+  /** A job's escrow record as the program keeps it; null when the job never locked one. */
+  async escrowRecord(jobId: string): Promise<JobEscrow | null> {
+    const account = await this.backend.getAccount(this.escrowAddressFor(jobId));
+    if (!account || account.owner !== ESCROW_PROGRAM) return null;
+    return decodeEscrow(account.data);
+  }
+
+  /**
+   * Upgrading a data dir from before the escrow program held credits: the wallet's old credit
+   * account (a token account the service's key owned) is emptied into the wallet's vault and
+   * closed. Null when the wallet has no such account, so a second start sends nothing.
+   */
+  async prepareCustodialCreditsMove(wallet: string): Promise<PreparedTransaction | null> {
+    const owner = toAddress(wallet);
+    const old = addressWithSeed(this.serviceAuthority, creditSeed(owner), TOKEN_PROGRAM);
+    const balance = await this.backend.getTokenBalance(old);
+    if (balance === null) return null;
+    const vault = this.creditAccountAddress(owner);
+    return this.sign(
+      [
+        ...(await this.openVault(owner)),
+        ...(balance > 0n ? [ix.tokenTransfer({ from: old, to: vault, authority: this.serviceAuthority, amount: balance })] : []),
+        ix.closeTokenAccount({ account: old, destination: this.feePayer, authority: this.serviceAuthority }),
+        ix.memo(`svc:upgrade wallet=${owner} moved=${balance}`),
+      ],
+      true,
+    );
+  }
+
+  /**
+   * Whether a job escrowed its credits the way the service did before the escrow program: a token
+   * account of the service's key that this version cannot settle or refund.
+   */
+  async hasCustodialEscrow(jobId: string): Promise<boolean> {
+    const old = addressWithSeed(this.serviceAuthority, idBody(jobIdOf(jobId)), TOKEN_PROGRAM);
+    return (await this.backend.getTokenBalance(old)) !== null;
   }
 
   /** A worker's own token account of the native token. */
@@ -293,22 +418,26 @@ export class Chain {
     return this.nativeTokenAccounts.of(toAddress(owner));
   }
 
-  /**
-   * A worker's stake: a native-token account at an address derived from the worker, owned by the
-   * custody authority, so what is staked can be slashed when a proof turns out fraudulent.
-   */
+  /** A worker's stake record in the program: what is staked there can be slashed, and leaves only after a cooldown. */
   stakeAccountAddress(worker: string): Address {
-    return addressWithSeed(this.custodyAuthority, stakeSeed(toAddress(worker)), TOKEN_PROGRAM);
+    return stakeAddress(toAddress(worker)).address;
   }
 
-  /** Native tokens staked by a worker, in base units. */
+  /** Native tokens actively staked by a worker, in base units (0 with no stake record). */
   async stakeOf(worker: string): Promise<bigint> {
-    return this.tokenBalance(this.stakeAccountAddress(worker));
+    return (await this.stakeRecord(worker))?.active ?? 0n;
   }
 
-  /** Whether the worker's stake earns it the staked payout share. */
+  private async stakeRecord(worker: string): Promise<WorkerStake | null> {
+    const account = await this.backend.getAccount(this.stakeAccountAddress(worker));
+    if (!account || account.owner !== ESCROW_PROGRAM) return null;
+    return decodeStake(account.data);
+  }
+
+  /** Whether the worker's stake earns it the staked payout share, by the rule `settle` applies: never again once slashed. */
   async isStaked(worker: string): Promise<boolean> {
-    return (await this.stakeOf(worker)) >= MIN_ACTIVE_STAKE;
+    const record = await this.stakeRecord(worker);
+    return record !== null && !record.slashed && record.active >= MIN_ACTIVE_STAKE;
   }
 
   /** Development faucet: mints native tokens to an owner's own token account. */
@@ -337,22 +466,12 @@ export class Chain {
     return this.send(prepared.wire);
   }
 
-  /** Moves native tokens from the worker's own account into its stake; the worker signs. */
+  /** The program's `stake`: moves native tokens from the worker's own account into its stake record; the worker signs. */
   async stake(input: { worker: Signer; amount: bigint }): Promise<ChainReceipt> {
     if (input.amount <= 0n) throw new RangeError("a stake must be positive");
     const worker = input.worker.address;
-    const stakeAccount = this.stakeAccountAddress(worker);
-    const opening = (await this.backend.getAccount(stakeAccount)) ? [] : this.custodyAccount(stakeAccount, stakeSeed(worker), this.nativeMint);
-    const prepared = await this.sign(
-      [
-        ...opening,
-        ix.tokenTransfer({ from: this.nativeTokenAccount(worker), to: stakeAccount, authority: worker, amount: input.amount }),
-        ix.memo(`svc:stake worker=${worker} amount=${input.amount}`),
-      ],
-      opening.length > 0,
-      [input.worker],
-    );
-    return this.send(prepared.wire);
+    const stake = escrowInstructions.stake({ worker, payer: this.feePayer, source: this.nativeTokenAccount(worker), amount: input.amount });
+    return this.send((await this.sign([stake], false, [input.worker])).wire);
   }
 
   /**
@@ -397,6 +516,7 @@ export class Chain {
       feePayer: toAddress(tx.accountKeys[0]!),
       logs: stored.logs,
       instructions: decodeInstructions(tx),
+      innerInstructions: decodeInnerInstructions(tx, stored.meta),
     };
     if (stored.err !== undefined) decoded.err = stored.err;
     return decoded;
@@ -437,6 +557,8 @@ export interface OpenChainOptions {
   slotMs?: number;
   /** Where setup says what it found and did (the escrow program's id, its config). */
   logger?: Logger;
+  /** The escrow program's rules for a new chain (tests shorten the job timeout); DEFAULT_RULES otherwise. */
+  escrowRules?: Partial<EscrowRules>;
 }
 
 /** Opens the chain and makes sure the service's mint, fee payer, treasury and escrow program config exist on it. */
@@ -451,9 +573,8 @@ export async function openChain(options: OpenChainOptions = {}): Promise<Chain> 
   try {
     const keys = await loadServiceKeys(dataDir === undefined ? undefined : join(dataDir, "keys"));
     const tokenAccounts = new AssociatedTokenAddresses(keys.mint.address);
-    const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts, options.logger ?? silentLogger());
-    const rent = await backend.minimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE);
-    return new Chain(backend, keys, tokenAccounts, treasuryAccount, rent);
+    const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts, options.logger ?? silentLogger(), options.escrowRules);
+    return new Chain(backend, keys, tokenAccounts, treasuryAccount);
   } catch (err) {
     await backend.close();
     throw err;

@@ -11,11 +11,13 @@ import {
   SYSTEM_PROGRAM,
   TOKEN_PROGRAM,
 } from "./addresses.ts";
-import { base58Encode } from "../core/index.ts";
+import { base58Decode, base58Encode } from "../core/index.ts";
+import { ESCROW_PROGRAM, Op, decodeEscrowInstruction } from "./escrow-program/index.ts";
 import { ED25519_HEADER_SIZE } from "./instructions.ts";
+import type { TxMeta } from "./tx-meta.ts";
 import type { ParsedTransaction } from "./wire.ts";
 
-export type ProgramName = "system" | "token" | "associatedToken" | "memo" | "ed25519";
+export type ProgramName = "system" | "token" | "associatedToken" | "memo" | "ed25519" | "escrow";
 
 export type InstructionKind =
   | "transfer"
@@ -27,6 +29,13 @@ export type InstructionKind =
   | "createAssociatedTokenAccount"
   | "memo"
   | "ed25519"
+  | "openVault"
+  | "withdraw"
+  | "lock"
+  | "settle"
+  | "refund"
+  | "stake"
+  | "closeEscrow"
   | "unknown";
 
 export interface DecodedInstruction {
@@ -49,6 +58,12 @@ export interface DecodedInstruction {
   /** ed25519: the key whose signature was verified, and the message it signed (UTF-8). */
   publicKey?: Address;
   message?: string;
+  /** lock: the job and its tier byte; settle: the proof hash as `sha256:<hex>` (the worker is `publicKey`). */
+  jobId?: string;
+  tier?: number;
+  proofHash?: string;
+  /** Made by a program the transaction called, not by the transaction itself. */
+  inner?: true;
 }
 
 const PROGRAMS = new Map<string, ProgramName>([
@@ -57,6 +72,7 @@ const PROGRAMS = new Map<string, ProgramName>([
   [ASSOCIATED_TOKEN_PROGRAM, "associatedToken"],
   [MEMO_PROGRAM, "memo"],
   [ED25519_PROGRAM, "ed25519"],
+  [ESCROW_PROGRAM, "escrow"],
 ]);
 
 const utf8 = new TextDecoder("utf-8", { fatal: false });
@@ -142,27 +158,58 @@ const decodeEd25519: Decoder = (data) => {
   };
 };
 
+/** The escrow program's money instructions, with the accounts their builders put in each place. */
+const decodeEscrow: Decoder = (data, accounts) => {
+  const d = decodeEscrowInstruction(data);
+  switch (d.op) {
+    case "lock":
+      return { kind: "lock", account: accounts[3], from: accounts[4], to: accounts[5], amount: d.amount, owner: d.wallet, jobId: d.jobId, tier: d.tier };
+    case "settle":
+      return { kind: "settle", account: accounts[2], amount: d.charge, publicKey: d.worker, proofHash: `sha256:${Buffer.from(d.proofHash).toString("hex")}` };
+    case "refund":
+      return { kind: "refund", account: accounts[1], to: accounts[3], authority: accounts[6] };
+    case "withdraw":
+      return { kind: "withdraw", from: accounts[2], to: accounts[3], authority: accounts[1], amount: d.amount };
+    default:
+      if (d.code === Op.openVault) return { kind: "openVault", account: accounts[2] };
+      if (d.code === Op.closeEscrow) return { kind: "closeEscrow", account: accounts[2], to: accounts[3] };
+      if (d.code === Op.stake) return { kind: "stake", authority: accounts[1], account: accounts[3], amount: new DataView(data.buffer, data.byteOffset).getBigUint64(1, true) };
+      return { kind: "unknown" };
+  }
+};
+
 const DECODERS: Record<ProgramName, Decoder> = {
   system: decodeSystem,
   token: decodeToken,
   associatedToken: decodeAssociatedToken,
   memo: decodeMemo,
   ed25519: decodeEd25519,
+  escrow: decodeEscrow,
 };
+
+function decodeOne(keys: Address[], programIndex: number, accountIndexes: readonly number[], data: Uint8Array): DecodedInstruction {
+  const programAddress = keys[programIndex]!;
+  const name = PROGRAMS.get(programAddress);
+  const accounts = accountIndexes.map((i) => keys[i]!);
+  if (!name) return { program: programAddress, kind: "unknown" };
+  try {
+    const fields = DECODERS[name](data, accounts);
+    for (const k of Object.keys(fields) as (keyof typeof fields)[]) if (fields[k] === undefined) delete fields[k];
+    return { program: name, ...fields };
+  } catch {
+    return { program: name, kind: "unknown" };
+  }
+}
 
 export function decodeInstructions(tx: ParsedTransaction): DecodedInstruction[] {
   const keys = tx.accountKeys.map(addr);
-  return tx.instructions.map((ix) => {
-    const programAddress = keys[ix.programIndex]!;
-    const name = PROGRAMS.get(programAddress);
-    const accounts = ix.accountIndexes.map((i) => keys[i]!);
-    if (!name) return { program: programAddress, kind: "unknown" };
-    try {
-      const fields = DECODERS[name](ix.data, accounts);
-      for (const k of Object.keys(fields) as (keyof typeof fields)[]) if (fields[k] === undefined) delete fields[k];
-      return { program: name, ...fields };
-    } catch {
-      return { program: name, kind: "unknown" };
-    }
-  });
+  return tx.instructions.map((ix) => decodeOne(keys, ix.programIndex, ix.accountIndexes, ix.data));
+}
+
+/** The calls programs made while the transaction ran (the escrow program's token transfers), in order. */
+export function decodeInnerInstructions(tx: ParsedTransaction, meta: TxMeta | undefined): DecodedInstruction[] {
+  const keys = tx.accountKeys.map(addr);
+  return (meta?.innerInstructions ?? []).flatMap((group) =>
+    group.instructions.map((call) => ({ ...decodeOne(keys, call.programIdIndex, call.accounts, base58Decode(call.data)), inner: true as const })),
+  );
 }

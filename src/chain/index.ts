@@ -1,5 +1,5 @@
 /** The chain part's public surface: `openChain` and the `Chain` it returns, and the journal of what the service sends. */
-export { Chain, openChain } from "./chain.ts";
+export { Chain, openChain, signWalletSlot, walletSignedCopy } from "./chain.ts";
 export type {
   ChainReceipt,
   ChainStatus,
@@ -19,3 +19,9 @@ export { DEFAULT_RPC_PORT, startChainRpc } from "./rpc/index.ts";
 export type { ChainRpcOptions, ChainRpcServer } from "./rpc/index.ts";
 export { ChainJournal, ChainRejectedError } from "./journal.ts";
 export type { ActionOwner, ActionState, ChainAction, SentAction } from "./journal.ts";
+export { StakeClient, formatNative, nativeUnits } from "./stake-client.ts";
+export type { StakeStatus } from "./stake-client.ts";
+export { ChargeReader, hashText } from "./charge-reader.ts";
+export type { ChainTransactionFacts, ChargeFacts } from "./charge-reader.ts";
+export { tierOfCode } from "./escrow-program/index.ts";
+export type { EscrowConfig, JobEscrow } from "./escrow-program/index.ts";

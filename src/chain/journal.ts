@@ -155,6 +155,20 @@ export class ChainJournal {
     return marked.length > 0;
   }
 
+  /**
+   * For an action someone else sends (a wallet paying a Solana Pay transaction request, which it
+   * signs and submits itself): applies what the chain did with it, if anything yet. Given up once
+   * its blockhash has expired unseen, since it can no longer land. Returns the row's state.
+   */
+  async observe(action: ChainAction, lastValidSlot: number): Promise<ActionState> {
+    const status = await this.chain.transactionStatus(action.signature);
+    if (status?.ok) await this.confirmed(action, status.slot);
+    else if (status) await this.rejected(action, status.err ?? "failed on-chain");
+    else if ((await this.chain.slot()) > lastValidSlot) await this.dropAndRecord(action, undefined);
+    const [row] = await this.db.query<{ state: ActionState }>("SELECT state FROM chain_actions WHERE signature = $1", [action.signature]);
+    return row?.state ?? "dropped";
+  }
+
   /** Finish every action left open by a crash: apply what the chain did, or send it (or give it up). Returns how many were open. */
   async resumeOpen(): Promise<number> {
     const open = await this.db.query<{ signature: string; kind: string; subject: string; params: Record<string, number>; wire: Uint8Array }>(

@@ -416,6 +416,12 @@ function airdrop(svm: NativeSvm, record: { address: Uint8Array; lamports: bigint
 function replay(svm: NativeSvm, record: LogRecord): void {
   svm.warpToSlot(record.slot);
   if (record.kind === "airdrop") return airdrop(svm, record);
+  if (record.meta) {
+    // Programs read the clock; the escrow records lock times and lets anyone refund after the timeout.
+    const clock = svm.getClock();
+    clock.unixTimestamp = BigInt(record.meta.blockTime);
+    svm.setClock(clock);
+  }
   const r = svm.sendLegacyTransaction(record.wire);
   const err = isFailure(r) ? describeTransactionError(r.err()) : undefined;
   if ((err === undefined) !== record.ok || (err !== undefined && err !== record.err)) {

@@ -63,13 +63,13 @@ export class ChainStore {
     let log: TxLog | undefined;
     let index: SignatureIndex | undefined;
     try {
-      checkProgramNotes(dir, programs);
       const cp = readCheckpoint(join(dir, "checkpoint"));
-      if (cp) hooks.restore(cp.accounts, cp.slot);
-      hooks.deploy(programs);
       log = TxLog.open(join(dir, "txlog"));
       const from = cp?.logOffset ?? 0;
       if (log.size < from) throw new Error(`${dir}: txlog is shorter than the checkpoint says (${log.size} < ${from})`);
+      checkProgramNotes(dir, programs, { replayNeeded: log.size > from });
+      if (cp) hooks.restore(cp.accounts, cp.slot);
+      hooks.deploy(programs);
       index = SignatureIndex.open(join(dir, "txindex"), cp?.indexLength ?? 0);
       const store = new ChainStore(dir, log, index, hooks, unlock);
       store.lastSlot = cp?.slot ?? null;

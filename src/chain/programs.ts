@@ -46,25 +46,29 @@ function writeNotes(path: string, notes: Map<string, string>): void {
 /**
  * Checks that each program's bytes are the ones the data dir's chain ran under, and notes the
  * programs it meets for the first time (a data dir from before they were part of the chain).
- * Different bytes are refused: the embedded chain does not upgrade programs (docs/program.md).
+ * Different bytes replace the noted ones when nothing is left to replay (the chain was stopped
+ * cleanly, so its last checkpoint holds all of it): what ran under the old bytes is state, and
+ * only new transactions meet the new ones. With transactions to replay they are refused, since
+ * replaying them under other bytes could take other branches than the ones acknowledged.
  */
-export function checkProgramNotes(dir: string, programs: readonly ProgramImage[]): void {
+export function checkProgramNotes(dir: string, programs: readonly ProgramImage[], log: { replayNeeded: boolean }): void {
   const path = join(dir, "programs");
   const notes = readNotes(path);
-  let added = false;
+  let changed = false;
   for (const program of programs) {
     const digest = programDigest(program.bytes);
     const noted = notes.get(program.address);
-    if (noted === undefined) {
-      notes.set(program.address, digest);
-      added = true;
-    } else if (noted !== digest) {
+    if (noted === digest) continue;
+    if (noted !== undefined && log.replayNeeded) {
       throw new Error(
-        `${dir}: this chain ran the ${program.name} program ${program.address} as ${noted}, but this build carries ${digest}; ` +
-          "the embedded chain does not upgrade programs in place. Run the version that wrote this data dir, " +
+        `${dir}: this chain ran the ${program.name} program ${program.address} as ${noted}, but this build carries ${digest}, ` +
+          "and its log holds transactions since its last checkpoint that must be replayed under the bytes they ran with. " +
+          "Start the version that wrote this data dir once and stop it cleanly (Ctrl-C checkpoints the chain), then start this one; " +
           "or start from a new data dir (move this one away).",
       );
     }
+    notes.set(program.address, digest);
+    changed = true;
   }
-  if (added) writeNotes(path, notes);
+  if (changed) writeNotes(path, notes);
 }

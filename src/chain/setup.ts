@@ -9,7 +9,7 @@ import { getInitializeMint2Instruction } from "@solana-program/token";
 import { type Keypair, type Logger, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, loadOrCreateKeypair } from "../core/index.ts";
 import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
-import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, escrowInstructions } from "./escrow-program/index.ts";
+import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, escrowInstructions, type EscrowRules } from "./escrow-program/index.ts";
 import { createAssociatedTokenIdempotent } from "./instructions.ts";
 import { buildTransaction } from "./wire.ts";
 
@@ -19,7 +19,11 @@ export interface ServiceKeys {
   /** The USDC-style mint's own address (its key signs only the mint's creation). */
   mint: Keypair;
   mintAuthority: Keypair;
-  /** Owns every credit account and every escrow account, so the service moves funds without each user signing; the escrow program's service authority. */
+  /**
+   * The escrow program's service authority: it signs locks, settlements and refunds, and nothing
+   * else can move a vault's credits but the wallet's own withdrawal. Its file keeps the name
+   * `custody` from before the program held the credits, so existing data dirs keep their key.
+   */
   custody: Keypair;
   /** Owns the protocol treasury's token account. */
   treasury: Keypair;
@@ -76,11 +80,13 @@ const FEE_PAYER_MINIMUM = 100n * LAMPORTS_PER_SOL;
 /**
  * Initializes the escrow program's config under the service's rules unless the chain has it.
  * It is a transaction, so the chain's log keeps it; the program itself is loaded at every open.
- * A chain without the program (a cluster it was not deployed to) is left as it is.
+ * The service keeps every credit in the program, so a chain without it cannot be used.
  */
-async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, treasuryAccount: Address, logger: Logger): Promise<void> {
+async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, treasuryAccount: Address, logger: Logger, rules: EscrowRules): Promise<void> {
   const program = await backend.getAccount(ESCROW_PROGRAM);
-  if (!program?.executable) return;
+  if (!program?.executable) {
+    throw new Error(`the escrow program ${ESCROW_PROGRAM} is not deployed on this chain: deploy program/escrow.so there first (docs/program.md)`);
+  }
   if (await backend.getAccount(configAddress().address)) {
     logger.info({ programId: ESCROW_PROGRAM }, "escrow program deployed, config in place");
     return;
@@ -92,7 +98,7 @@ async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, trea
     treasury: treasuryAccount,
     usdcMint: keys.mint.address,
     stakeMint: keys.nativeMint.address,
-    rules: DEFAULT_RULES,
+    rules,
   });
   await backend.sendTransaction(buildTransaction(keys.feePayer, [ix], bytes, [keys.custody]).wire);
   logger.info({ programId: ESCROW_PROGRAM, config: configAddress().address }, "escrow program deployed and its config initialized");
@@ -103,6 +109,8 @@ export async function ensureOnChainSetup(
   keys: ServiceKeys,
   tokenAccounts: AssociatedTokenAddresses,
   logger: Logger,
+  /** Only where the config is initialized, i.e. on a new chain: tests shorten the clocks. */
+  rules: Partial<EscrowRules> = {},
 ): Promise<{ treasuryAccount: Address }> {
   const { feePayer, mint, mintAuthority, treasury } = keys;
   const payer = await backend.getAccount(feePayer.address);
@@ -117,6 +125,6 @@ export async function ensureOnChainSetup(
     const ix = createAssociatedTokenIdempotent({ payer: feePayer.address, ata: treasuryAccount, owner: treasury.address, mint: mint.address });
     await backend.sendTransaction(buildTransaction(feePayer, [ix], bytes, []).wire);
   }
-  await ensureEscrowConfig(backend, keys, treasuryAccount, logger);
+  await ensureEscrowConfig(backend, keys, treasuryAccount, logger, { ...DEFAULT_RULES, ...rules });
   return { treasuryAccount };
 }

@@ -30,7 +30,7 @@ export interface InnerInstructions {
 
 /** Journaled with each transaction record; lamport amounts are decimal strings (u64). */
 export interface TxMeta {
-  /** Unix seconds when it executed. */
+  /** Unix seconds of the chain's clock when it executed. */
   blockTime: number;
   fee: string;
   computeUnits: string;
@@ -171,7 +171,9 @@ export function withMeta<R>(
   return {
     result,
     meta: {
-      blockTime: Math.floor(Date.now() / 1000),
+      // The clock the transaction ran under: replaying it after a crash restores this time, so
+      // programs that read the clock (the escrow's lock time and refund deadline) decide the same.
+      blockTime: Number(svm.getClock().unixTimestamp),
       fee: String(transactionFee(tx)),
       computeUnits: String(txMeta.computeUnitsConsumed()),
       preBalances: pre.lamports,

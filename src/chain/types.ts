@@ -26,6 +26,8 @@ export interface ChainTransaction {
   feePayer: Address;
   logs: string[];
   instructions: DecodedInstruction[];
+  /** The calls programs made while it ran, in order; the escrow program's token transfers are here. */
+  innerInstructions: DecodedInstruction[];
 }
 
 export interface ChainStatus {
@@ -56,7 +58,6 @@ export interface SettleInput {
   chargedCredits: number;
   /** The worker's Ed25519 public key, which is also its Solana address. */
   workerPublicKey: string | Uint8Array;
-  staked: boolean;
   /** `sha256:<hex>` of the output. */
   proofHash: string;
   /** The worker's signature over `proofMessage(jobId, proofHash)`. */

@@ -3,7 +3,7 @@ import { monotonicFactory } from "ulidx";
 
 const ulid = monotonicFactory();
 
-export type IdPrefix = "job" | "wh" | "evt";
+export type IdPrefix = "job" | "wh" | "evt" | "pay";
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

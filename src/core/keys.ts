@@ -2,11 +2,11 @@
  * Ed25519 keypairs. Files use the Solana CLI layout (a JSON array of the 32-byte seed followed by
  * the 32-byte public key) so `solana-keygen` and wallets can read them; mode 0600.
  */
-import { createPrivateKey, generateKeyPairSync, sign, type KeyObject } from "node:crypto";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { Address } from "@solana/kit";
-import { base58Encode } from "./base58.ts";
+import { base58Decode, base58Encode } from "./base58.ts";
 
 export interface Signer {
   readonly address: Address;
@@ -20,6 +20,31 @@ export interface Keypair extends Signer {
 }
 
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+
+/** The raw 32-byte public key of a canonical base58 address, or undefined. */
+export function publicKeyOf(address: string): Uint8Array | undefined {
+  try {
+    const key = base58Decode(address, 32);
+    // One address, one spelling: leading "1"s could otherwise encode the same key differently.
+    return base58Encode(key) === address ? key : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `signature` is the Ed25519 signature of `message` by the key of `address`. */
+export function verifyEd25519(address: string, message: Uint8Array, signature: Uint8Array): boolean {
+  const raw = publicKeyOf(address);
+  if (raw === undefined || signature.length !== 64) return false;
+  try {
+    const key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: "der", type: "spki" });
+    return verify(null, message, key, signature);
+  } catch {
+    // A 32-byte string that is not a point on the curve.
+    return false;
+  }
+}
 
 function fromPrivateKey(key: KeyObject): Keypair {
   const jwk = key.export({ format: "jwk" });

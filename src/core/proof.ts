@@ -4,6 +4,7 @@
  * SHA-256 of the complete output text, UTF-8, with any trailing newline removed.
  */
 import { createHash } from "node:crypto";
+import { verifyEd25519 } from "./keys.ts";
 
 export function outputHash(text: string): string {
   const trimmed = text.replace(/\r?\n$/, "");
@@ -12,4 +13,9 @@ export function outputHash(text: string): string {
 
 export function proofMessage(jobId: string, hash: string): Uint8Array {
   return new TextEncoder().encode(`${jobId}:${hash}`);
+}
+
+/** Whether `signature` is the worker's proof of exactly `text` for this job. */
+export function proofVerifies(jobId: string, text: string, workerAddress: string, signature: Uint8Array): boolean {
+  return verifyEd25519(workerAddress, proofMessage(jobId, outputHash(text)), signature);
 }

@@ -37,7 +37,6 @@ export async function prepareSettlement(chain: Chain, job: JobRecord): Promise<C
     lockedCredits: job.lockedCredits,
     chargedCredits: job.creditsCharged,
     workerPublicKey: job.workerAddress,
-    staked: job.workerStaked,
     proofHash: job.proofHash,
     proofSignature: new Uint8Array(Buffer.from(job.proofSignature, "base64")),
   });
@@ -80,10 +79,21 @@ function escrowOwner(): ActionOwner {
   };
 }
 
+/**
+ * The program picks the worker's share from its stake record when the settlement executes, not
+ * from what the gateway read when the worker registered; the ledger pays what the program paid.
+ */
+async function paidAsTheProgramPaid(tx: Db, chain: Chain, job: JobRecord): Promise<JobRecord> {
+  const escrow = await chain.escrowRecord(job.id);
+  if (!escrow || escrow.status !== "settled" || escrow.workerStaked === job.workerStaked) return job;
+  await updateJob(tx, job.id, { workerStaked: escrow.workerStaked });
+  return { ...job, workerStaked: escrow.workerStaked };
+}
+
 function settlementOwner(db: Db, chain: Chain): ActionOwner {
   return {
     async confirmed(tx, action, slot): Promise<SettlementOutcome> {
-      const job = await jobOf(tx, action);
+      const job = await paidAsTheProgramPaid(tx, chain, await jobOf(tx, action));
       // As the ledger's charge left it: the event, the credit.low rule and the caller's x-svc-credits-remaining all say it.
       const creditsRemaining = await money.settle(tx, job);
       await mustMoveJob(tx, job, "settlement_confirmed", { slot, completedAt: new Date() });
@@ -112,8 +122,16 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
       await emitReleased(tx, { ...job, refundTx: action.signature }, creditsRemaining);
       return { creditsRemaining };
     },
-    // The job keeps its reservation and the escrow stays on-chain; no refund has been refused so far.
-    rejected: async () => undefined,
+    // Refused because the escrow is closed already: past the program's timeout anyone, the wallet
+    // first of all, may refund it. The money is back in the vault, so the reservation goes too.
+    // Refused for any other reason, the job keeps its reservation and the escrow its lock.
+    async rejected(tx, action): Promise<void> {
+      if ((await chain.escrowRecord(action.subject))?.status !== "refunded") return;
+      const job = await jobOf(tx, action);
+      const creditsRemaining = await money.refund(tx, job);
+      await updateJob(tx, job.id, { completedAt: new Date(), creditsCharged: 0 });
+      await emitReleased(tx, job, creditsRemaining);
+    },
     rebuild: async (action) => {
       const job = await getJob(db, action.subject);
       return job ? prepareRefund(chain, job) : undefined;

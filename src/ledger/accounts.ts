@@ -64,3 +64,9 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
   const [row] = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ledger_accounts WHERE id = $1`, [id]);
   return row ? toAccount(row) : null;
 }
+
+/** Every wallet the ledger has an account for, by address. */
+export async function walletAddresses(db: Db): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(`SELECT id FROM ledger_accounts WHERE code = 'wallet' ORDER BY id`);
+  return rows.map((r) => r.id.slice("wallet:".length));
+}

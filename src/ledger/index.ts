@@ -33,6 +33,7 @@ export {
   getAccount,
   TREASURY_ACCOUNT,
   walletAccountId,
+  walletAddresses,
   workerAccountId,
 } from "./accounts.ts";
 export type { EnsureAccountInput } from "./accounts.ts";

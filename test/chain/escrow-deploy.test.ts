@@ -28,6 +28,8 @@ import { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../
 import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS } from "../../src/core/index.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
+import { newId } from "../../src/core/ids.ts";
+import { programDigest } from "../../src/chain/programs.ts";
 import { tempDir } from "../support/service.ts";
 
 const COMMITTED = new Uint8Array(readFileSync(ESCROW_PROGRAM_PATH));
@@ -74,7 +76,7 @@ async function assertConfig(chain: Chain): Promise<Uint8Array> {
   assert.ok(account, "the config account exists");
   assert.equal(account.owner, ESCROW_PROGRAM);
   const config = decodeConfig(account.data);
-  assert.equal(config.serviceAuthority, chain.custodyAuthority);
+  assert.equal(config.serviceAuthority, chain.serviceAuthority);
   assert.equal(config.treasury, chain.treasuryAddress);
   assert.equal(config.usdcMint, chain.mint);
   assert.equal(config.stakeMint, chain.nativeMint);
@@ -143,21 +145,20 @@ for (const [mode, checkpointEvery] of [["the log", 1_000_000], ["a checkpoint", 
   });
 }
 
-test("a data dir written before the program was part of the chain gets it and its config on start", async (t) => {
+test("a data dir written before the program was part of the chain gets it and its config on start; a chain without it is refused", async (t) => {
   const dir = await tempDir("svc-deploy-old-");
   t.after(() => dir.remove());
-  const wallet = generateKeypair().address;
-  const old = await open(dir.path, { programs: [] });
-  assert.equal(await old.chain.backend.getAccount(ESCROW_PROGRAM), null, "the old shape: no program");
-  assert.equal(await old.chain.backend.getAccount(configAddress().address), null, "the old shape: no config");
-  await old.chain.deposit({ wallet, credits: 7 });
-  await old.chain.close();
+  const someone = generateKeypair().address;
+  const old = await LiteSvmBackend.open({ dataDir: join(dir.path, "chain"), programs: [] });
+  assert.equal(await old.getAccount(ESCROW_PROGRAM), null, "the old shape: no program");
+  await old.requestAirdrop(someone, 7_000_000n);
+  await assert.rejects(openChain({ dataDir: dir.path, backend: old }), /escrow program SvcEscrow1+ is not deployed on this chain: deploy program\/escrow\.so/);
 
   const messages: string[] = [];
   const upgraded = await open(dir.path, { messages });
   await assertProgramDeployed(upgraded.chain);
   await assertConfig(upgraded.chain);
-  assert.equal(await upgraded.chain.creditBalance(wallet), creditsToBaseUnits(7), "what was there stays");
+  assert.equal((await upgraded.chain.backend.getAccount(someone))?.lamports, 7_000_000n, "what was there stays");
   assert.deepEqual(messages, ["escrow program deployed and its config initialized"]);
   await upgraded.chain.close();
 
@@ -166,20 +167,42 @@ test("a data dir written before the program was part of the chain gets it and it
   await again.chain.close();
 });
 
-test("a data dir whose chain ran other program bytes is refused with a message saying what to do", async (t) => {
+/** The committed program with one byte more: other bytes, as a rebuilt program would be. */
+function otherBytes() {
+  const image = escrowProgramImage();
+  return { ...image, bytes: Uint8Array.of(...image.bytes, 0) };
+}
+
+test("other program bytes with transactions to replay are refused, saying to stop the old version cleanly first", async (t) => {
   const dir = await tempDir("svc-deploy-changed-");
   t.after(() => dir.remove());
-  const { chain } = await open(dir.path);
-  await chain.close();
-  const image = escrowProgramImage();
-  const rebuilt = { ...image, bytes: Uint8Array.of(...image.bytes, 0) };
+  await openAndKill(dir.path, 1_000_000); // killed: its setup transactions are in the log, past any checkpoint
   await assert.rejects(
-    LiteSvmBackend.open({ dataDir: join(dir.path, "chain"), programs: [rebuilt] }),
-    /ran the escrow program SvcEscrow1+ as sha256:[0-9a-f]{64}, but this build carries sha256:[0-9a-f]{64}; .*does not upgrade programs in place.*new data dir/,
+    LiteSvmBackend.open({ dataDir: join(dir.path, "chain"), programs: [otherBytes()] }),
+    /ran the escrow program SvcEscrow1+ as sha256:[0-9a-f]{64}, but this build carries sha256:[0-9a-f]{64}, and its log holds transactions since its last checkpoint.*stop it cleanly.*new data dir/,
   );
   const reopened = await open(dir.path);
   await assertProgramDeployed(reopened.chain);
   await reopened.chain.close();
+});
+
+test("other program bytes on a cleanly stopped chain replace the old ones: its state stays, new transactions run the new bytes", async (t) => {
+  const dir = await tempDir("svc-deploy-upgrade-");
+  t.after(() => dir.remove());
+  const wallet = generateKeypair().address;
+  const { chain } = await open(dir.path);
+  await chain.deposit({ wallet, credits: 7 });
+  await chain.close(); // a clean stop checkpoints: nothing left to replay
+
+  const upgraded = await LiteSvmBackend.open({ dataDir: join(dir.path, "chain"), programs: [otherBytes()] });
+  const program = await upgraded.getAccount(ESCROW_PROGRAM);
+  assert.ok(program?.executable);
+  assert.match(readFileSync(join(dir.path, "chain", "programs"), "utf8"), new RegExp(programDigest(otherBytes().bytes)), "the note names the new bytes");
+  const again = await openChain({ dataDir: dir.path, backend: upgraded });
+  assert.equal(await again.creditBalance(wallet), creditsToBaseUnits(7), "what ran under the old bytes is still there");
+  await again.lockEscrow({ jobId: newId("job"), tier: "lite", wallet, credits: 2 });
+  assert.equal(await again.creditBalance(wallet), creditsToBaseUnits(5), "the new bytes run");
+  await again.close();
 });
 
 test("getAccountInfo of the program id over kit's RPC client answers executable, owned by the loader", async (t) => {
@@ -196,5 +219,5 @@ test("getAccountInfo of the program id over kit's RPC client answers executable,
   assert.equal(value.owner, UPGRADEABLE_LOADER as Address);
   const { value: config } = await rpc.getAccountInfo(configAddress().address, { encoding: "base64" }).send();
   assert.ok(config);
-  assert.equal(decodeConfig(Buffer.from(config.data[0], "base64")).serviceAuthority, chain.custodyAuthority);
+  assert.equal(decodeConfig(Buffer.from(config.data[0], "base64")).serviceAuthority, chain.serviceAuthority);
 });

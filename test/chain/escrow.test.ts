@@ -1,6 +1,6 @@
 /**
- * Deposits, escrow locks, settlements and refunds on a real (embedded, in-memory) LiteSVM chain,
- * each read back from the chain to check what it moved.
+ * Deposits, escrow locks, settlements and refunds through the escrow program on a real (embedded,
+ * in-memory) LiteSVM chain, each read back from the chain to check what the program moved.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -9,8 +9,13 @@ import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
+import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
+import { ProgramError, TIER_CODES, escrowPoolAddress, vaultAddress } from "../../src/chain/escrow-program/index.ts";
+import type { Address } from "@solana/kit";
 
-const transfers = (tx: ChainTransaction) => tx.instructions.filter((i) => i.kind === "transfer");
+/** The token transfers the program made while the transaction ran: [from, to, base units]. */
+const innerTransfers = (tx: ChainTransaction) =>
+  tx.innerInstructions.filter((i) => i.kind === "transfer").map((t) => [t.from, t.to, t.amount] as const);
 const memos = (tx: ChainTransaction) => tx.instructions.filter((i) => i.kind === "memo").map((i) => i.memo);
 
 function proof(worker: Keypair, jobId: string, text = "the output") {
@@ -31,100 +36,103 @@ describe("escrow on the embedded chain", () => {
     return wallet;
   }
 
-  test("a deposit mints the credits' base units into the wallet's credit account, with a memo", async () => {
+  test("a deposit opens the wallet's vault in the escrow program and mints into it, with a memo", async () => {
     const wallet = generateKeypair().address;
     const first = await chain.deposit({ wallet, credits: 40, reference: "pay_1" });
     const second = await chain.deposit({ wallet, credits: 2 });
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(42));
+    assert.equal(chain.creditAccountAddress(wallet), vaultAddress(wallet as Address).address);
 
     const tx = await chain.readTransaction(first.signature);
     assert.ok(tx.ok);
     assert.equal(tx.slot, first.slot);
     assert.equal(tx.feePayer, chain.feePayer);
-    const opened = tx.instructions.find((i) => i.kind === "createAccount");
-    assert.equal(opened?.account, chain.creditAccountAddress(wallet));
-    assert.equal(opened?.authority, chain.custodyAuthority, "created under the custody authority");
+    assert.equal(tx.instructions.find((i) => i.kind === "openVault")?.account, chain.creditAccountAddress(wallet), "the program opens the vault");
     assert.deepEqual(
       tx.instructions.filter((i) => i.kind === "mintTo").map((i) => [i.to, i.amount]),
       [[chain.creditAccountAddress(wallet), 400_000n]],
     );
     assert.deepEqual(memos(tx), [`svc:deposit wallet=${wallet} credits=40 ref=pay_1`]);
     const again = await chain.readTransaction(second.signature);
-    assert.equal(again.instructions.some((i) => i.kind === "createAccount"), false, "the account is created once");
+    assert.equal(again.instructions.some((i) => i.kind === "openVault"), false, "the vault is opened once");
   });
 
-  test("lock, then settle: the worker gets 75%, the treasury 25%, the rest returns, the escrow closes", async () => {
+  test("lock, then settle: the program pays the worker 75%, the treasury 25%, returns the rest, and records it all", async () => {
     const wallet = await fundedWallet(100);
     const worker = generateKeypair();
     const jobId = newId("job");
     const treasuryBefore = await chain.tokenBalance(chain.treasuryAddress);
+    const pool = escrowPoolAddress().address;
 
     const lock = await chain.lockEscrow({ jobId, tier: "standard", wallet, credits: 12 });
     assert.equal(lock.escrowAddress, chain.escrowAddressFor(jobId));
-    assert.equal(await chain.tokenBalance(lock.escrowAddress), creditsToBaseUnits(12));
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(88));
+    const record = await chain.escrowRecord(jobId);
+    assert.deepEqual([record?.status, record?.jobId, record?.wallet, record?.amountLocked, record?.tier], ["locked", jobId, wallet, 120_000n, TIER_CODES.standard]);
     const locked = await chain.readTransaction(lock.signature);
-    assert.deepEqual(
-      transfers(locked).map((t) => [t.from, t.to, t.amount]),
-      [[chain.creditAccountAddress(wallet), lock.escrowAddress, 120_000n]],
-    );
-    assert.deepEqual(memos(locked), [`svc:escrow job=${jobId} tier=standard credits=12`]);
+    const lockIx = locked.instructions.find((i) => i.kind === "lock");
+    assert.deepEqual([lockIx?.program, lockIx?.jobId, lockIx?.amount, lockIx?.tier], ["escrow", jobId, 120_000n, TIER_CODES.standard]);
+    assert.deepEqual(innerTransfers(locked), [[chain.creditAccountAddress(wallet), pool, 120_000n]], "the program moved the lock into its pool");
 
     const settled = await chain.settle({
-      jobId, wallet, lockedCredits: 12, chargedCredits: 8, workerPublicKey: worker.address, staked: false, ...proof(worker, jobId),
+      jobId, wallet, lockedCredits: 12, chargedCredits: 8, workerPublicKey: worker.address, ...proof(worker, jobId),
     });
     const tx = await chain.readTransaction(settled.signature);
     assert.ok(tx.ok);
     assert.equal(tx.instructions[0]?.kind, "ed25519", "the proof check comes first");
     assert.equal(tx.instructions[0]?.publicKey, worker.address);
     assert.equal(tx.instructions[0]?.message, `${jobId}:${outputHash("the output")}`);
+    const settle = tx.instructions.find((i) => i.kind === "settle");
+    assert.deepEqual([settle?.amount, settle?.publicKey, settle?.proofHash], [80_000n, worker.address, outputHash("the output")]);
     const workerAccount = chain.workerTokenAccount(worker.address);
-    assert.deepEqual(
-      transfers(tx).map((t) => [t.from, t.to, t.amount]),
-      [
-        [lock.escrowAddress, workerAccount, 60_000n],
-        [lock.escrowAddress, chain.treasuryAddress, 20_000n],
-        [lock.escrowAddress, chain.creditAccountAddress(wallet), 40_000n],
-      ],
-    );
-    const close = tx.instructions.find((i) => i.kind === "closeAccount");
-    assert.deepEqual([close?.from, close?.to], [lock.escrowAddress, chain.feePayer], "rent goes back to the fee payer");
-    assert.deepEqual(memos(tx), [`svc:settle job=${jobId} proof=${outputHash("the output")}`]);
+    assert.deepEqual(innerTransfers(tx).filter(([from]) => from === pool), [
+      [pool, workerAccount, 60_000n],
+      [pool, chain.treasuryAddress, 20_000n],
+      [pool, chain.creditAccountAddress(wallet), 40_000n],
+    ]);
 
     assert.equal(await chain.tokenBalance(workerAccount), 60_000n);
     assert.equal((await chain.tokenBalance(chain.treasuryAddress)) - treasuryBefore, 20_000n);
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(92));
-    assert.equal(await chain.accountExists(lock.escrowAddress), false, "escrow closed");
+    const closed = await chain.escrowRecord(jobId);
+    assert.deepEqual(
+      [closed?.status, closed?.charge, closed?.workerPaid, closed?.treasuryPaid, closed?.returned, closed?.worker, closed?.workerStaked],
+      ["settled", 80_000n, 60_000n, 20_000n, 40_000n, worker.address, false],
+    );
   });
 
-  test("a staked worker gets 85%", async () => {
+  test("a worker staked on-chain gets 85%, because the program reads its stake", async () => {
     const wallet = await fundedWallet(50);
     const worker = generateKeypair();
+    await chain.grantNative({ to: worker.address, amount: MIN_ACTIVE_STAKE });
+    await chain.stake({ worker, amount: MIN_ACTIVE_STAKE });
+    assert.equal(await chain.isStaked(worker.address), true);
     const jobId = newId("job");
     await chain.lockEscrow({ jobId, tier: "max", wallet, credits: 40 });
     const { signature } = await chain.settle({
-      jobId, wallet, lockedCredits: 40, chargedCredits: 40, workerPublicKey: worker.publicKey, staked: true, ...proof(worker, jobId),
+      jobId, wallet, lockedCredits: 40, chargedCredits: 40, workerPublicKey: worker.publicKey, ...proof(worker, jobId),
     });
-    const amounts = transfers(await chain.readTransaction(signature)).map((t) => [t.to, t.amount]);
+    const amounts = innerTransfers(await chain.readTransaction(signature)).map(([, to, amount]) => [to, amount]);
     assert.deepEqual(amounts, [
       [chain.workerTokenAccount(worker.address), 340_000n],
       [chain.treasuryAddress, 60_000n],
     ]);
     assert.equal(await chain.tokenBalance(chain.workerTokenAccount(worker.address)), 340_000n);
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(10));
+    assert.equal((await chain.escrowRecord(jobId))?.workerStaked, true);
   });
 
   test("a settlement charging nothing returns the whole lock and pays no one", async () => {
     const wallet = await fundedWallet(10);
     const worker = generateKeypair();
     const jobId = newId("job");
-    const lock = await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 });
+    await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 });
     const { signature } = await chain.settle({
-      jobId, wallet, lockedCredits: 3, chargedCredits: 0, workerPublicKey: worker.address, staked: false, ...proof(worker, jobId),
+      jobId, wallet, lockedCredits: 3, chargedCredits: 0, workerPublicKey: worker.address, ...proof(worker, jobId),
     });
-    assert.deepEqual(transfers(await chain.readTransaction(signature)).map((t) => [t.to, t.amount]), [[chain.creditAccountAddress(wallet), 30_000n]]);
+    assert.deepEqual(innerTransfers(await chain.readTransaction(signature)).map(([, to, amount]) => [to, amount]), [[chain.creditAccountAddress(wallet), 30_000n]]);
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(10));
-    assert.equal(await chain.accountExists(lock.escrowAddress), false);
+    assert.equal((await chain.escrowRecord(jobId))?.status, "settled");
   });
 
   for (const [name, forge] of [
@@ -139,7 +147,7 @@ describe("escrow on the embedded chain", () => {
       const lock = await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 5 });
       const treasuryBefore = await chain.tokenBalance(chain.treasuryAddress);
       const prepared = await chain.prepareSettle({
-        jobId, wallet, lockedCredits: 5, chargedCredits: 4, workerPublicKey: worker.address, staked: false,
+        jobId, wallet, lockedCredits: 5, chargedCredits: 4, workerPublicKey: worker.address,
         proofHash: outputHash("the output"), proofSignature: forge(worker, jobId),
       });
       await assert.rejects(chain.send(prepared.wire), (e: unknown) => {
@@ -153,7 +161,8 @@ describe("escrow on the embedded chain", () => {
       assert.equal(failed.ok, false);
       assert.equal(failed.err, "InstructionError(0, Custom(2))");
       assert.deepEqual(await chain.transactionStatus(prepared.signature), { ok: false, slot: failed.slot, err: failed.err });
-      assert.equal(await chain.tokenBalance(lock.escrowAddress), creditsToBaseUnits(5), "the escrow still holds the funds");
+      assert.equal((await chain.escrowRecord(jobId))?.status, "locked", "the escrow still holds the funds");
+      assert.equal(lock.escrowAddress, chain.escrowAddressFor(jobId));
       assert.equal(await chain.tokenBalance(chain.workerTokenAccount(worker.address)), 0n);
       assert.equal(await chain.tokenBalance(chain.treasuryAddress), treasuryBefore);
 
@@ -163,17 +172,17 @@ describe("escrow on the embedded chain", () => {
     });
   }
 
-  test("a refund returns everything and closes the escrow", async () => {
+  test("a refund returns everything to the vault and closes the escrow as refunded", async () => {
     const wallet = await fundedWallet(30);
     const jobId = newId("job");
-    const lock = await chain.lockEscrow({ jobId, tier: "pro", wallet, credits: 27 });
+    await chain.lockEscrow({ jobId, tier: "pro", wallet, credits: 27 });
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(3));
     const refund = await chain.refund({ jobId, wallet, lockedCredits: 27 });
     const tx = await chain.readTransaction(refund.signature);
-    assert.deepEqual(transfers(tx).map((t) => [t.from, t.to, t.amount]), [[lock.escrowAddress, chain.creditAccountAddress(wallet), 270_000n]]);
-    assert.deepEqual(memos(tx), [`svc:refund job=${jobId}`]);
+    assert.equal(tx.instructions.find((i) => i.kind === "refund")?.account, chain.escrowAddressFor(jobId));
+    assert.deepEqual(innerTransfers(tx), [[escrowPoolAddress().address, chain.creditAccountAddress(wallet), 270_000n]]);
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(30));
-    assert.equal(await chain.accountExists(lock.escrowAddress), false);
+    assert.deepEqual([(await chain.escrowRecord(jobId))?.status, (await chain.escrowRecord(jobId))?.returned], ["refunded", 270_000n]);
   });
 
   test("re-sending the same bytes, even concurrently, executes once", async () => {
@@ -187,7 +196,7 @@ describe("escrow on the embedded chain", () => {
     const later = await chain.send(prepared.wire);
     assert.equal(later.alreadyProcessed, true);
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(8), "moved once");
-    assert.equal(await chain.tokenBalance(prepared.escrowAddress), creditsToBaseUnits(2));
+    assert.equal((await chain.escrowRecord(jobId))?.amountLocked, creditsToBaseUnits(2));
   });
 
   test("a signature is known before sending and on-chain only after", async () => {
@@ -205,7 +214,7 @@ describe("escrow on the embedded chain", () => {
     const wallet = await fundedWallet(5);
     const prepared = await chain.prepareLockEscrow({ jobId: newId("job"), tier: "lite", wallet, credits: 2 });
     const tampered = prepared.wire.slice();
-    tampered[tampered.length - 1]! ^= 1; // the memo's last byte, under both signatures
+    tampered[tampered.length - 1]! ^= 1; // the job id's last byte, under both signatures
     await assert.rejects(chain.send(tampered), (e: unknown) => {
       assert.ok(e instanceof ChainTxError);
       assert.deepEqual([e.details.err, e.details.landed], ["SignatureFailure", false]);
@@ -217,22 +226,23 @@ describe("escrow on the embedded chain", () => {
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(3), "the genuine bytes still execute");
   });
 
-  test("locking more than the credit account holds fails on-chain and moves nothing", async () => {
+  test("locking more than the vault holds is refused by the program and moves nothing", async () => {
     const wallet = await fundedWallet(3);
     const jobId = newId("job");
     await assert.rejects(chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 4 }), (e: unknown) => {
-      assert.ok(e instanceof ChainTxError && e.details.landed && /InstructionError\(2, Custom\(1\)\)/.test(e.details.err), String(e));
+      const insufficient = `InstructionError(0, Custom(${ProgramError.insufficientFunds}))`;
+      assert.ok(e instanceof ChainTxError && e.details.landed && e.details.err === insufficient, String(e));
       return true;
     });
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(3));
-    assert.equal(await chain.accountExists(chain.escrowAddressFor(jobId)), false, "the whole transaction rolled back");
+    assert.equal(await chain.accountExists(chain.escrowAddressFor(jobId)), false, "no escrow record");
   });
 
   test("inputs that can only be mistakes are refused before anything is signed", async () => {
     const wallet = await fundedWallet(5);
     const worker = generateKeypair();
     const jobId = newId("job");
-    const base = { jobId, wallet, lockedCredits: 5, chargedCredits: 2, workerPublicKey: worker.address, staked: false, ...proof(worker, jobId) };
+    const base = { jobId, wallet, lockedCredits: 5, chargedCredits: 2, workerPublicKey: worker.address, ...proof(worker, jobId) };
     await assert.rejects(chain.prepareSettle({ ...base, chargedCredits: 6 }), RangeError);
     await assert.rejects(chain.prepareSettle({ ...base, proofHash: "md5:abc" }), TypeError);
     await assert.rejects(chain.prepareSettle({ ...base, jobId: "wh_01ARZ3NDEKTSV4RRFFQ69G5FAV" }), TypeError);

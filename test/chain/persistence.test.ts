@@ -43,14 +43,14 @@ test("a clean restart keeps balances, accounts and transaction history", async (
   const lock = await chain.lockEscrow({ jobId: settledJob, tier: "lite", wallet, credits: 4 });
   const proofHash = outputHash("out");
   const settle = await chain.settle({
-    jobId: settledJob, wallet, lockedCredits: 4, chargedCredits: 2, workerPublicKey: worker.address, staked: false,
+    jobId: settledJob, wallet, lockedCredits: 4, chargedCredits: 2, workerPublicKey: worker.address,
     proofHash, proofSignature: worker.sign(proofMessage(settledJob, proofHash)),
   });
   const openJob = newId("job");
   const openLock = await chain.prepareLockEscrow({ jobId: openJob, tier: "pro", wallet, credits: 20 });
   await chain.send(openLock.wire);
   const forged = await chain.prepareSettle({
-    jobId: openJob, wallet, lockedCredits: 20, chargedCredits: 20, workerPublicKey: worker.address, staked: false,
+    jobId: openJob, wallet, lockedCredits: 20, chargedCredits: 20, workerPublicKey: worker.address,
     proofHash, proofSignature: worker.sign(proofMessage(settledJob, proofHash)),
   });
   await assert.rejects(chain.send(forged.wire), ChainTxError);
@@ -60,7 +60,7 @@ test("a clean restart keeps balances, accounts and transaction history", async (
   const digest = await stateDigest(first.backend, addresses);
   const signatures = [deposit.signature, lock.signature, settle.signature, openLock.signature, forged.signature];
   const before = await Promise.all(signatures.map((s) => chain.readTransaction(s)));
-  const service = [chain.feePayer, chain.mint, chain.custodyAuthority, chain.treasuryAddress];
+  const service = [chain.feePayer, chain.mint, chain.serviceAuthority, chain.treasuryAddress];
   await chain.close();
 
   for (const name of ["fee-payer", "mint", "mint-authority", "custody", "treasury"]) {
@@ -70,10 +70,10 @@ test("a clean restart keeps balances, accounts and transaction history", async (
   const second = await open(dir);
   defer(() => second.chain.close());
   const again = second.chain;
-  assert.deepEqual([again.feePayer, again.mint, again.custodyAuthority, again.treasuryAddress], service, "the same service keys and accounts");
+  assert.deepEqual([again.feePayer, again.mint, again.serviceAuthority, again.treasuryAddress], service, "the same service keys and accounts");
   assert.equal(await stateDigest(second.backend, addresses), digest, "every account byte for byte");
   assert.equal(await again.creditBalance(wallet), creditsToBaseUnits(50 - 2 - 20));
-  assert.equal(await again.tokenBalance(openLock.escrowAddress), creditsToBaseUnits(20));
+  assert.deepEqual([(await again.escrowRecord(openJob))?.status, (await again.escrowRecord(openJob))?.amountLocked], ["locked", creditsToBaseUnits(20)]);
   assert.deepEqual(await Promise.all(signatures.map((s) => again.readTransaction(s))), before, "history survives");
   assert.ok(await again.isProcessed(settle.signature));
 

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { createSolanaRpc, type Address } from "@solana/kit";
-import { TOKEN_PROGRAM, addressWithSeed, creditSeed } from "../../src/chain/addresses.ts";
+import { vaultAddress } from "../../src/chain/escrow-program/index.ts";
 import { loadOrCreateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { tempDir } from "../support/service.ts";
@@ -47,9 +47,8 @@ test("svc dev prints `Solana RPC: http://...` and kit's client reads the service
 
   const keys = join(dir.path, "keys");
   const wallet = (await loadOrCreateKeypair(keys, "dev-wallet")).address;
-  const custody = (await loadOrCreateKeypair(keys, "custody")).address;
-  const creditAccount = addressWithSeed(custody, creditSeed(wallet as Address), TOKEN_PROGRAM);
-  const { value } = await rpc.getTokenAccountBalance(creditAccount).send();
+  const vault = vaultAddress(wallet as Address).address;
+  const { value } = await rpc.getTokenAccountBalance(vault).send();
   assert.equal(value.amount, String(creditsToBaseUnits(25)), "the deposit the service made at start");
 
   child.kill("SIGINT");

@@ -5,6 +5,7 @@ import { openChain, type Chain } from "../../src/chain/chain.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import { NATIVE_BASE_UNITS } from "../../src/core/units.ts";
+import { stakePoolAddress } from "../../src/chain/escrow-program/index.ts";
 
 let chain: Chain;
 before(async () => {
@@ -12,7 +13,7 @@ before(async () => {
 });
 after(() => chain.close());
 
-test("a worker that stakes the minimum counts as staked; the tokens sit in a custody-owned stake account", async () => {
+test("a worker that stakes the minimum counts as staked; the tokens sit in the escrow program's stake pool", async () => {
   const worker = generateKeypair();
   assert.equal(await chain.isStaked(worker.address), false);
   await chain.grantNative({ to: worker.address, amount: 1_500n * NATIVE_BASE_UNITS });
@@ -24,9 +25,10 @@ test("a worker that stakes the minimum counts as staked; the tokens sit in a cus
   assert.equal(await chain.tokenBalance(chain.nativeTokenAccount(worker.address)), 500n * NATIVE_BASE_UNITS);
 
   const tx = await chain.readTransaction(topUp.signature);
-  const moved = tx.instructions.find((i) => i.kind === "transfer");
-  assert.equal(moved?.to, chain.stakeAccountAddress(worker.address));
-  assert.equal(moved?.amount, 400n * NATIVE_BASE_UNITS);
+  const staked = tx.instructions.find((i) => i.kind === "stake");
+  assert.deepEqual([staked?.account, staked?.amount], [chain.stakeAccountAddress(worker.address), 400n * NATIVE_BASE_UNITS]);
+  const moved = tx.innerInstructions.find((i) => i.kind === "transfer");
+  assert.deepEqual([moved?.from, moved?.to, moved?.amount], [chain.nativeTokenAccount(worker.address), stakePoolAddress().address, 400n * NATIVE_BASE_UNITS]);
 });
 
 test("staking more than the worker holds fails on-chain and moves nothing", async () => {

@@ -7,6 +7,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
+import type { Address } from "@solana/kit";
+import { ESCROW_PROGRAM, TIER_CODES, escrowPoolAddress } from "../../src/chain/escrow-program/index.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
@@ -85,21 +87,33 @@ for (const backend of testDatabases()) {
       // cost(600) on lite = 2 + ceil(100 / 1000) = 3 credits locked.
       const escrow = await chain.readTransaction(job.on_chain.escrow_tx);
       assert.ok(escrow.ok);
-      const lock = escrow.instructions.find((i) => i.kind === "transfer");
+      const lock = escrow.instructions.find((i) => i.kind === "lock");
+      assert.deepEqual([lock?.program, lock?.jobId, lock?.tier, lock?.amount], ["escrow", jobId, TIER_CODES.lite, creditsToBaseUnits(3)], "the program's lock");
       assert.equal(lock?.from, chain.creditAccountAddress(caller.wallet));
-      assert.equal(lock?.to, job.on_chain.escrow_address);
-      assert.equal(lock?.amount, creditsToBaseUnits(3));
-      assert.ok(escrow.instructions.some((i) => i.kind === "memo" && i.memo?.includes(jobId) && i.memo.includes("lite")));
+      assert.equal(lock?.account, job.on_chain.escrow_address);
+      const pool = escrowPoolAddress().address;
+      assert.deepEqual(escrow.innerInstructions.filter((i) => i.kind === "transfer").map((t) => [t.from, t.to, t.amount]), [
+        [chain.creditAccountAddress(caller.wallet), pool, creditsToBaseUnits(3)],
+      ]);
+      const record = await chain.escrowRecord(jobId);
+      assert.equal((await chain.backend.getAccount(job.on_chain.escrow_address as Address))?.owner, ESCROW_PROGRAM, "the escrow account is the program's");
 
       const settlement = await chain.readTransaction(job.on_chain.settlement_tx!);
       assert.ok(settlement.ok);
       assert.equal(settlement.instructions[0]!.kind, "ed25519", "the proof check comes first");
-      const transfers = settlement.instructions.filter((i) => i.kind === "transfer");
+      assert.equal(settlement.instructions[0]!.message, `${jobId}:${job.on_chain.proof_hash}`);
+      const settle = settlement.instructions.find((i) => i.kind === "settle");
+      assert.deepEqual([settle?.program, settle?.amount, settle?.publicKey, settle?.proofHash], ["escrow", creditsToBaseUnits(2), job.worker_address, job.on_chain.proof_hash]);
+      const transfers = settlement.innerInstructions.filter((i) => i.kind === "transfer" && i.from === pool);
       const to = (address: string) => transfers.find((t) => t.to === address)?.amount;
       assert.equal(to(chain.workerTokenAccount(job.worker_address)), 15_000n, "worker: 75% of 2 credits");
       assert.equal(to(chain.treasuryAddress), 5_000n, "treasury: the other 25%");
       assert.equal(to(chain.creditAccountAddress(caller.wallet)), creditsToBaseUnits(1), "the unused credit returns");
-      assert.ok(settlement.instructions.some((i) => i.kind === "memo" && i.memo?.includes(job.on_chain.proof_hash!)));
+      assert.deepEqual(
+        [record?.status, record?.charge, record?.workerPaid, record?.returned, record?.worker, `sha256:${Buffer.from(record!.proofHash).toString("hex")}`],
+        ["settled", 20_000n, 15_000n, creditsToBaseUnits(1), job.worker_address, job.on_chain.proof_hash],
+        "the program recorded the settlement",
+      );
       await assertChainAgrees(gateway.service, caller.wallet);
       assert.ok((await assertWorkerPaidOnChain(gateway.service, job.worker_address)) > 0n);
     });
@@ -113,13 +127,28 @@ describe("a worker whose proof is forged", () => {
   });
   after(() => gateway.close());
 
-  test("the settlement fails on-chain, the job fails and nothing is charged", async () => {
-    let jobId = "";
-    await assert.rejects(gateway.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0 }), (e: unknown) => {
-      if (!(e instanceof OpenAI.InternalServerError) || e.status !== 500) return false;
-      jobId = e.headers?.get("x-svc-job-id") ?? "";
-      return true;
-    });
+  test("the gateway catches it before settling: no settlement is sent, the job fails and nothing is charged", async () => {
+    const jobId = await failedJobId(gateway);
+    const job = await jobOf(gateway, gateway.apiKey, jobId);
+    assert.deepEqual([job.status, job.credits_charged, job.on_chain.settlement_tx], ["failed", 0, null]);
+    const { chain } = gateway.service;
+    assert.equal((await chain.escrowRecord(jobId))?.status, "refunded");
+    assert.ok((await chain.readTransaction(job.on_chain.refund_tx!)).ok);
+    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 50);
+    await assertChainAgrees(gateway.service, gateway.wallet);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
+  });
+});
+
+describe("a forged proof past a gateway that does not check it (FAULT INJECTION: skipProofCheck)", () => {
+  let gateway: TestGateway;
+  before(async () => {
+    gateway = await startTestGateway({ workers: [new ForgingWorker(await testWorker())], credits: 50, skipProofCheck: true });
+  });
+  after(() => gateway.close());
+
+  test("the program refuses the settlement on-chain, the job fails and nothing is charged", async () => {
+    const jobId = await failedJobId(gateway);
     const job = await jobOf(gateway, gateway.apiKey, jobId);
     assert.equal(job.status, "failed");
     assert.equal(job.credits_charged, 0);
@@ -132,3 +161,15 @@ describe("a worker whose proof is forged", () => {
     assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
   });
 });
+
+/** A request the forging worker serves: answered 500; returns its job id. */
+async function failedJobId(gateway: TestGateway): Promise<string> {
+  let jobId = "";
+  await assert.rejects(gateway.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0 }), (e: unknown) => {
+    if (!(e instanceof OpenAI.InternalServerError) || e.status !== 500) return false;
+    jobId = e.headers?.get("x-svc-job-id") ?? "";
+    return /did not verify/.test(e.message);
+  });
+  return jobId;
+}
+

@@ -25,7 +25,7 @@ async function settlementShare(): Promise<{ worker: string; toWorker: bigint | u
   const { chain } = gateway.service;
   const worker = response.headers.get("x-svc-worker")!;
   const settlement = await chain.readTransaction(response.headers.get("x-svc-settlement-tx")!);
-  const toWorker = settlement.instructions.find((i) => i.kind === "transfer" && i.to === chain.workerTokenAccount(worker))?.amount;
+  const toWorker = settlement.innerInstructions.find((i) => i.kind === "transfer" && i.to === chain.workerTokenAccount(worker))?.amount;
   return { worker, toWorker };
 }
 

@@ -1,9 +1,11 @@
 /**
  * A seeded property test of the escrow program: thousands of random and mutated instructions
- * (substituted accounts, dropped signatures, flipped or cut data bytes, wrong proofs, clock jumps)
- * against one chain, checking after each that no token was created or lost, that the escrow pool
- * holds exactly what the open escrows lock, that a closed escrow never changes, and that a vault
- * only shrinks through a lock the service authority signed or a withdrawal its own wallet signed.
+ * (substituted accounts, dropped signatures, flipped or cut data bytes, wrong proofs, clock jumps;
+ * disputes, their resolutions, slashes and closed records among them) against one chain, checking
+ * after each that no token was created or lost, that the escrow pool holds exactly what the open
+ * escrows lock, that a closed escrow's money never changes (only a dispute moves its status, and
+ * `close_escrow` may delete it), and that a vault only shrinks through a lock the service authority
+ * signed or a withdrawal its own wallet signed.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -13,12 +15,14 @@ import { tokenTransfer } from "../../src/chain/instructions.ts";
 import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import {
+  DEFAULT_RULES,
   ESCROW_PROGRAM,
   EscrowStatus,
   Op,
   Tag,
   configAddress,
   decodeEscrow,
+  disputeAddress,
   escrowAddress,
   escrowInstructions as ix,
   escrowPoolAddress,
@@ -61,6 +65,9 @@ class World {
   /** Addresses a mutation may substitute for any account. */
   readonly known: Address[];
   readonly closed = new Map<string, Buffer>();
+  deleted = 0;
+  /** The treasury owner's stake-token account, where slashed stake goes. */
+  readonly treasuryStake: Address;
 
   constructor(readonly chain: EscrowChain, readonly rng: Random) {
     this.wallets = Array.from({ length: 4 }, () => {
@@ -74,13 +81,15 @@ class World {
       chain.mint(stakeSource, chain.stakeMint.address, MIN_ACTIVE_STAKE * 2n);
       return { key, usdc: chain.tokenAccount(key.address, chain.usdcMint.address), stakeSource };
     });
-    const actors = [chain.payer, chain.authority, generateKeypair(), ...this.wallets.map((w) => w.key), ...this.workers.map((w) => w.key)];
+    this.treasuryStake = chain.tokenAccount(chain.treasuryOwner.address, chain.stakeMint.address);
+    chain.mint(chain.treasury, chain.usdcMint.address, 3_000_000n); // what upheld disputes are paid back from
+    const actors = [chain.payer, chain.authority, chain.treasuryOwner, generateKeypair(), ...this.wallets.map((w) => w.key), ...this.workers.map((w) => w.key)];
     this.signers = new Map(actors.map((k) => [k.address, k]));
     this.usdcAccounts = [...this.wallets.flatMap((w) => [w.vault, w.own]), ...this.workers.map((w) => w.usdc), chain.treasury, escrowPoolAddress().address];
-    this.stakeAccounts = [...this.workers.map((w) => w.stakeSource), stakePoolAddress().address];
+    this.stakeAccounts = [...this.workers.map((w) => w.stakeSource), stakePoolAddress().address, this.treasuryStake];
     this.known = [
       ...this.usdcAccounts, ...this.stakeAccounts, ...this.signers.keys(), configAddress().address, vaultAuthorityAddress().address,
-      ...[0, 1, 2, 3].map((j) => escrowAddress(`job_prop${j}`).address), ...this.workers.map((w) => stakeAddress(w.key.address).address),
+      ...[0, 1, 2, 3].map((j) => escrowAddress(`job_prop${j}`).address), ...[0, 1].map((j) => disputeAddress(`job_prop${j}`).address), ...this.workers.map((w) => stakeAddress(w.key.address).address),
       chain.usdcMint.address, chain.stakeMint.address, toAddress(new Uint8Array(32).fill(7)),
     ];
   }
@@ -105,6 +114,18 @@ class World {
     return data && data[0] === Tag.escrow ? decodeEscrow(data).wallet : null;
   }
 
+  /** An escrow a dispute step can move: one disputed, or one settled within the dispute window. */
+  disputable(): { jobId: string; disputed: boolean } | undefined {
+    for (const entry of this.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
+      const data = entry.account().data();
+      if (data[0] !== Tag.escrow) continue;
+      const e = decodeEscrow(data);
+      if (e.status === "disputed") return { jobId: e.jobId, disputed: true };
+      if (e.status === "settled" && this.chain.now() - e.closedAt <= DEFAULT_RULES.disputeWindowSeconds) return { jobId: e.jobId, disputed: false };
+    }
+    return undefined;
+  }
+
   /** The addresses' signers, or null when one is not an actor we hold the key of. */
   signersOf(instructions: Instruction[]): Keypair[] | null {
     const out = new Set<Keypair>();
@@ -124,7 +145,7 @@ function action(w: World, step: number): Instruction[] {
   const worker = rng.pick(w.workers);
   const jobId = w.jobAt(step);
   const owner = w.escrowWallet(jobId) ?? wallet.key.address;
-  switch (rng.int(9)) {
+  switch (rng.int(11)) {
     case 0:
     case 1:
       return [ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: wallet.key.address, jobId, tier: rng.int(4), amount: w.amount(chain.balance(wallet.vault)) })];
@@ -148,6 +169,21 @@ function action(w: World, step: number): Instruction[] {
         ix.stake({ worker: worker.key.address, payer: chain.payer.address, source: worker.stakeSource, amount: w.amount(chain.balance(worker.stakeSource)) }),
         ix.requestUnstake({ worker: worker.key.address, amount: w.amount(MIN_ACTIVE_STAKE) }),
         ix.withdrawStake({ worker: worker.key.address, destination: worker.stakeSource }),
+      ])];
+    case 8: {
+      // Mostly a move some escrow's status allows (resolve a disputed one, dispute one settled in
+      // the window), so that disputes land and get resolved; otherwise at the step's job.
+      const target = rng.next() < 0.9 ? w.disputable() : undefined;
+      const id = target?.jobId ?? jobId;
+      const wallet = w.escrowWallet(id) ?? owner;
+      const resolve = ix.resolve({ serviceAuthority: chain.authority.address, jobId: id, wallet, treasury: chain.treasury, treasuryOwner: chain.treasuryOwner.address, outcome: rng.pick(["upheld", "rejected", "inconclusive"] as const) });
+      const dispute = ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, jobId: id, callerHash: new Uint8Array(32).fill(rng.int(256)) });
+      return [(target ? target.disputed : rng.next() < 0.5) ? resolve : dispute];
+    }
+    case 9:
+      return [rng.pick([
+        ix.slash({ serviceAuthority: chain.authority.address, worker: worker.key.address, destination: w.treasuryStake, treasury: chain.treasury, amount: w.amount(MIN_ACTIVE_STAKE) }),
+        ix.closeEscrow({ serviceAuthority: chain.authority.address, jobId, destination: chain.payer.address }),
       ])];
     default:
       chain.advance(BigInt(rng.pick([1, 60, 121, 400_000])));
@@ -201,28 +237,33 @@ function checkVaults(w: World, before: bigint[], instructions: Instruction[], si
   });
 }
 
-/** The pool holds exactly the open locks; closed escrows add up and never change. */
+/** The pool holds exactly the open locks; closed escrows add up and their money never changes (a dispute changes only the status byte). */
 function checkEscrows(w: World, context: string): void {
   let lockedTotal = 0n;
+  const present = new Set<string>();
   for (const entry of w.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
     const data = Buffer.from(entry.account().data());
     if (data[0] !== Tag.escrow) continue;
+    present.add(Buffer.from(entry.address).toString("hex"));
     if (data[1] === EscrowStatus.locked) {
       lockedTotal += data.readBigUInt64LE(168);
       continue;
     }
     const key = Buffer.from(entry.address).toString("hex");
     const earlier = w.closed.get(key);
+    const money = Buffer.concat([data.subarray(0, 1), data.subarray(2)]);
     if (earlier) {
-      assert.ok(earlier.equals(data), `a closed escrow changed at ${context}`);
+      assert.ok(earlier.equals(money), `a closed escrow's money changed at ${context}`);
       continue;
     }
-    w.closed.set(key, data);
+    w.closed.set(key, money);
     const e = decodeEscrow(data);
-    assert.equal(e.returned + (e.status === "settled" ? e.charge : 0n), e.amountLocked, `escrow ${e.jobId} does not add up`);
+    assert.equal(e.returned + (e.status === "refunded" ? 0n : e.charge), e.amountLocked, `escrow ${e.jobId} does not add up`);
     assert.equal(e.workerPaid + e.treasuryPaid, e.charge);
   }
   assert.equal(w.chain.balance(escrowPoolAddress().address), lockedTotal, `the pool differs from the open locks at ${context}`);
+  // close_escrow deleted these; their job id may be locked again (the service never reuses one).
+  for (const key of w.closed.keys()) if (!present.has(key)) ((w.deleted += 1), w.closed.delete(key));
 }
 
 test(`random and mutated instructions create or lose no money (seed ${SEED}, ${STEPS} steps)`, async (t) => {
@@ -231,6 +272,7 @@ test(`random and mutated instructions create or lose no money (seed ${SEED}, ${S
   const stakeTotal = w.sum(w.stakeAccounts);
   let landed = 0;
   let mutated = 0;
+  const byOp = new Map<number, number>();
   for (let step = 0; step < STEPS; step++) {
     let instructions = action(w, step);
     if (instructions.length === 0) continue;
@@ -241,14 +283,21 @@ test(`random and mutated instructions create or lose no money (seed ${SEED}, ${S
     const before = w.wallets.map((wallet) => w.chain.balance(wallet.vault));
     const signing = w.signersOf(instructions)!;
     const sent = w.chain.send(instructions, signing);
-    if (sent.ok) landed++;
+    if (sent.ok) {
+      landed++;
+      const op = instructions.find((i) => i.programAddress === ESCROW_PROGRAM)?.data?.[0];
+      if (op !== undefined) byOp.set(op, (byOp.get(op) ?? 0) + 1);
+    }
     const context = `step ${step} (seed ${SEED}): ${sent.err ?? "ok"}`;
     assert.equal(w.sum(w.usdcAccounts), usdcTotal, `USDC created or lost at ${context}`);
     assert.equal(w.sum(w.stakeAccounts), stakeTotal, `stake tokens created or lost at ${context}`);
     checkVaults(w, before, instructions, signing, sent, context);
     checkEscrows(w, context);
   }
-  t.diagnostic(`${landed} transactions landed, ${mutated} mutated, ${w.closed.size} escrows closed`);
+  t.diagnostic(`${landed} transactions landed, ${mutated} mutated, ${w.closed.size} escrows closed, ${w.deleted} records deleted`);
+  const name = (op: number) => Object.entries(Op).find(([, v]) => v === op)?.[0] ?? String(op);
+  t.diagnostic(`landed by instruction: ${[...byOp].sort(([a], [b]) => a - b).map(([op, n]) => `${name(op)} ${n}`).join(", ")}`);
+  for (const op of [Op.dispute, Op.resolve, Op.slash, Op.closeEscrow]) assert.ok((byOp.get(op) ?? 0) > 0, `no ${name(op)} landed`);
   // The run must exercise the program, not only its refusals.
   assert.ok(landed > STEPS / 10, `only ${landed} transactions landed`);
   assert.ok(w.closed.size >= STEPS / 100, `only ${w.closed.size} escrows closed`);

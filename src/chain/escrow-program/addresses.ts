@@ -47,3 +47,8 @@ export function escrowAddress(jobId: string, program?: Address): ProgramAddress 
 export function stakeAddress(worker: Address, program?: Address): ProgramAddress {
   return deriveAddress([text("stake"), addressBytes(worker)], program);
 }
+
+/** A dispute of a job, created by `dispute`. */
+export function disputeAddress(jobId: string, program?: Address): ProgramAddress {
+  return deriveAddress([text("dispute"), text(jobId)], program);
+}

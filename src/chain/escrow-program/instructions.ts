@@ -12,6 +12,7 @@ import {
   UPGRADEABLE_LOADER,
   configAddress,
   deriveAddress,
+  disputeAddress,
   escrowAddress,
   escrowPoolAddress,
   stakeAddress,
@@ -32,7 +33,15 @@ export const Op = {
   stake: 6,
   requestUnstake: 7,
   withdrawStake: 8,
+  dispute: 9,
+  resolve: 10,
+  slash: 11,
+  closeEscrow: 12,
 } as const;
+
+/** How an arbitration ended, as `resolve` records it. */
+export const Outcome = { upheld: 1, rejected: 2, inconclusive: 3 } as const;
+export type OutcomeName = keyof typeof Outcome;
 
 /** The rules `initialize` fixes; the defaults are the service's (src/core/payout.ts). */
 export interface EscrowRules {
@@ -258,4 +267,66 @@ export function withdrawStake(a: { worker: Address; destination: Address; progra
     [vaultAuthorityAddress(a.program).address, READONLY],
     [TOKEN_PROGRAM, READONLY],
   ], new Data(Op.withdrawStake).done(), a.program);
+}
+
+/** Records a caller's dispute of a settled job, within the dispute window; `callerHash` is the SHA-256 of the text the caller received. */
+export function dispute(a: { serviceAuthority: Address; payer: Address; jobId: string; callerHash: Uint8Array; program?: Address }): Instruction {
+  if (a.callerHash.length !== 32) throw new TypeError("a caller's hash is 32 bytes");
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [a.payer, WRITABLE_SIGNER],
+    [escrowAddress(a.jobId, a.program).address, WRITABLE],
+    [disputeAddress(a.jobId, a.program).address, WRITABLE],
+    [SYSTEM_PROGRAM, READONLY],
+  ], new Data(Op.dispute).bytes(a.callerHash).done(), a.program);
+}
+
+/**
+ * Records an arbitration's outcome. Upheld or inconclusive, the treasury pays the job's charge
+ * back into the wallet's vault, so `treasuryOwner` signs; rejected, nothing moves.
+ */
+export function resolve(a: {
+  serviceAuthority: Address;
+  jobId: string;
+  wallet: Address;
+  treasury: Address;
+  treasuryOwner: Address;
+  outcome: OutcomeName;
+  program?: Address;
+}): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [escrowAddress(a.jobId, a.program).address, WRITABLE],
+    [disputeAddress(a.jobId, a.program).address, WRITABLE],
+    [a.treasury, WRITABLE],
+    [a.treasuryOwner, a.outcome === "rejected" ? READONLY : READONLY_SIGNER],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [TOKEN_PROGRAM, READONLY],
+  ], new Data(Op.resolve).u8(Outcome[a.outcome]).done(), a.program);
+}
+
+/** Moves `amount` of a worker's stake (active first) to `destination`, the treasury owner's stake-token account. */
+export function slash(a: { serviceAuthority: Address; worker: Address; destination: Address; treasury: Address; amount: bigint; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [stakeAddress(a.worker, a.program).address, WRITABLE],
+    [stakePoolAddress(a.program).address, WRITABLE],
+    [a.destination, WRITABLE],
+    [a.treasury, READONLY],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+  ], new Data(Op.slash).u64(a.amount).done(), a.program);
+}
+
+/** Deletes a closed job escrow whose dispute window has passed; its rent goes to `destination`. */
+export function closeEscrow(a: { serviceAuthority: Address; jobId: string; destination: Address; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [escrowAddress(a.jobId, a.program).address, WRITABLE],
+    [a.destination, WRITABLE],
+  ], new Data(Op.closeEscrow).done(), a.program);
 }

@@ -3,16 +3,21 @@
  * for byte (test/program checks the sizes against accounts the program writes).
  */
 import type { Address } from "@solana/kit";
+import type { Tier } from "../../core/index.ts";
 import { toAddress } from "../addresses.ts";
 
 export const CONFIG_SIZE = 288;
 export const ESCROW_SIZE = 256;
 export const STAKE_SIZE = 128;
+export const DISPUTE_SIZE = 128;
 
-export const Tag = { config: 1, escrow: 2, stake: 3 } as const;
+export const Tag = { config: 1, escrow: 2, stake: 3, dispute: 4 } as const;
 
-/** A job escrow's life; `disputed` and `slashed` are reserved for the disputes work. */
-export const EscrowStatus = { locked: 1, settled: 2, refunded: 3, disputed: 4, slashed: 5 } as const;
+/**
+ * A job escrow's life. A dispute holds a settled escrow `disputed`; its resolution settles it again
+ * (rejected) or `reversed` it (the treasury paid the charge back to the vault).
+ */
+export const EscrowStatus = { locked: 1, settled: 2, refunded: 3, disputed: 4, reversed: 5 } as const;
 export type EscrowStatusName = keyof typeof EscrowStatus;
 
 /** The program's custom error codes (`InstructionError(i, Custom(n))`). */
@@ -36,6 +41,9 @@ export const ProgramError = {
   invalidAmount: 17,
   wrongAccountType: 18,
   invalidJobId: 19,
+  sameHash: 20,
+  windowClosed: 21,
+  windowOpen: 22,
 } as const;
 export type ProgramErrorName = keyof typeof ProgramError;
 
@@ -76,9 +84,23 @@ export interface JobEscrow {
 
 export interface WorkerStake {
   worker: Address;
+  /** A slashed stake never earns the staked share again. */
+  slashed: boolean;
   active: bigint;
   unstaking: bigint;
   unstakeRequestedAt: bigint;
+  slashedTotal: bigint;
+  lastSlashedAt: bigint;
+}
+
+export interface JobDispute {
+  outcome: "open" | "upheld" | "rejected" | "inconclusive";
+  escrow: Address;
+  callerHash: Uint8Array;
+  openedAt: bigint;
+  resolvedAt: bigint;
+  /** The charge the treasury paid back to the vault (upheld or inconclusive). */
+  returned: bigint;
 }
 
 function reader(data: Uint8Array, tag: number, size: number, what: string) {
@@ -136,5 +158,33 @@ export function decodeEscrow(data: Uint8Array): JobEscrow {
 
 export function decodeStake(data: Uint8Array): WorkerStake {
   const r = reader(data, Tag.stake, STAKE_SIZE, "stake");
-  return { worker: r.key(8), active: r.u64(40), unstaking: r.u64(48), unstakeRequestedAt: r.i64(56) };
+  return {
+    worker: r.key(8),
+    slashed: data[1] === 1,
+    active: r.u64(40),
+    unstaking: r.u64(48),
+    unstakeRequestedAt: r.i64(56),
+    slashedTotal: r.u64(64),
+    lastSlashedAt: r.i64(72),
+  };
+}
+
+const OUTCOMES = ["open", "upheld", "rejected", "inconclusive"] as const;
+
+export function decodeDispute(data: Uint8Array): JobDispute {
+  const r = reader(data, Tag.dispute, DISPUTE_SIZE, "dispute");
+  const outcome = OUTCOMES[data[1]!];
+  if (!outcome) throw new Error(`unknown dispute outcome ${data[1]}`);
+  return { outcome, escrow: r.key(8), callerHash: data.slice(40, 72), openedAt: r.i64(72), resolvedAt: r.i64(80), returned: r.u64(88) };
+}
+
+/**
+ * The tier byte a lock records: the service's tiers in price order, from 1, so 0 never names a
+ * tier. The program stores the byte without reading it; receipts read it back.
+ */
+export const TIER_CODES: Readonly<Record<Tier, number>> = { lite: 1, standard: 2, pro: 3, max: 4 };
+
+/** The tier a lock's byte names, or undefined for a byte the service never writes. */
+export function tierOfCode(code: number): Tier | undefined {
+  return (Object.keys(TIER_CODES) as Tier[]).find((t) => TIER_CODES[t] === code);
 }

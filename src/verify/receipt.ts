@@ -1,0 +1,39 @@
+/** A charge's receipt as a person reads it: the job's money on the chain, then each check. Pure. */
+import { hashText, tierOfCode, type ChargeFacts } from "../chain/index.ts";
+import { baseUnitsToCredits } from "../core/index.ts";
+import type { Check } from "./checks.ts";
+
+const credits = (units: bigint) => {
+  const c = baseUnitsToCredits(units);
+  return `${c} credit${c === 1 ? "" : "s"} (${(Number(units) / 1e6).toFixed(4)} USDC)`;
+};
+
+export function formatReceipt(f: ChargeFacts, checks: readonly Check[]): string {
+  const lines = [`Receipt for ${f.jobId}`, `  escrow record   ${f.escrowAddress}${f.fromTransactions ? " (closed: read from its transactions)" : ""}`];
+  const e = f.escrow;
+  if (e) {
+    lines.push(
+      `  status          ${e.status}`,
+      `  wallet          ${e.wallet}`,
+      `  tier            ${tierOfCode(e.tier) ?? `byte ${e.tier}`}`,
+      `  locked          ${credits(e.amountLocked)}`,
+    );
+    if (e.status !== "refunded" && e.status !== "locked") {
+      lines.push(
+        `  charged         ${credits(e.charge)}`,
+        `  worker paid     ${credits(e.workerPaid)} to ${e.worker}${e.workerStaked ? " (staked)" : ""}`,
+        `  treasury paid   ${credits(e.treasuryPaid)}`,
+        `  proof hash      ${hashText(e.proofHash)}`,
+      );
+    }
+    lines.push(`  returned        ${credits(e.returned)}`);
+  }
+  for (const [name, tx] of [["lock", f.lock], ["settlement", f.settlement], ["refund", f.refund], ["record closed", f.close]] as const) {
+    if (tx) lines.push(`  ${name.padEnd(15)} ${tx.signature} (slot ${tx.slot})`);
+  }
+  lines.push("");
+  for (const c of checks) lines.push(`${c.ok ? "ok      " : "MISMATCH"}  ${c.name}: ${c.detail}`);
+  const failed = checks.filter((c) => !c.ok).length;
+  lines.push("", failed === 0 ? `All ${checks.length} checks passed.` : `${failed} of ${checks.length} checks failed.`);
+  return lines.join("\n");
+}
