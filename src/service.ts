@@ -8,17 +8,28 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
-import { type Chain, ChainJournal, openChain } from "./chain/index.ts";
-import { type Logger, type RateLimitOptions, type Signer, silentLogger } from "./core/index.ts";
+import { type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
+import { DISPUTE_WINDOW_MS, type Logger, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
 import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
 import { httpPorts } from "./http-ports.ts";
 import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
-import { Deposits, JOBS_MIGRATIONS, JobService } from "./jobs/index.ts";
+import {
+  ARBITRATION_WINDOW_HOURS,
+  Arbitration,
+  DEFAULT_AUDIT_SHARE,
+  DEFAULT_SLASH_SHARE_BPS,
+  Deposits,
+  Disputes,
+  JOBS_MIGRATIONS,
+  JobService,
+  moveCustodialCredits,
+  WalletPayments,
+} from "./jobs/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
 import { WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool } from "./network/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
-import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
+import { type CreditPageOptions, WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
 export const DEFAULT_PORT = 8080;
 
@@ -36,7 +47,8 @@ export interface ServiceOptions {
   port?: number;
   appUrl?: string;
   jobTimeoutMs?: number;
-  rateLimit?: RateLimitOptions;
+  /** The per-IP limit (`parseRateLimit`); false turns it off. */
+  rateLimit?: RateLimitOptions | false;
   logger?: Logger;
   catalog?: Catalog;
   /** Workers that run inside this process, outside the worker protocol. */
@@ -57,6 +69,12 @@ export interface ServiceOptions {
   firstTokenTimeoutMs?: number;
   /** The web app: session lifetime, and in `svc dev` the dev wallet it can sign in as. */
   web?: WebOptions;
+  /** FAULT INJECTION, for tests only: settle on workers' claimed hashes, unchecked (JobServiceOptions). */
+  skipProofCheck?: boolean;
+  /** Disputes: the filing window after the final token, arbitration's wait for workers and retry, the slashed share. */
+  disputes?: { windowMs?: number; arbitrationWindowMs?: number; arbitrationRetryMs?: number; slashShareBps?: bigint; auditShare?: number };
+  /** The escrow program's rules when the chain is new (tests shorten its job timeout). */
+  escrowRules?: OpenChainOptions["escrowRules"];
 }
 
 export interface Service {
@@ -93,12 +111,15 @@ export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS,
  * HTTP server only finishes closing once the workers' upgraded sockets are gone too.
  */
 async function closeInOrder(
-  parts: { app: FastifyInstance; jobs: JobService; workers: WorkerGateway; delivery: DeliveryLoop; vocabularies: ModelVocabularies; chain: Chain; db: Db },
+  parts: { app: FastifyInstance; jobs: JobService; workers: WorkerGateway; delivery: DeliveryLoop; vocabularies: ModelVocabularies; chain: Chain; db: Db; arbitration: Arbitration; disputes: Disputes },
   onStep: (step: string, fields?: Record<string, unknown>) => void,
 ): Promise<void> {
   onStep("refusing new requests; draining running jobs", { runningJobs: parts.jobs.runningJobs });
   const httpClosed = parts.app.close();
   await parts.jobs.drain();
+  parts.disputes.stop();
+  // An arbitration cut short here resumes at the next start.
+  await parts.arbitration.close();
   onStep("closing worker connections");
   await parts.workers.close();
   await httpClosed;
@@ -145,9 +166,49 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     vocabularies,
     ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}),
     ...(options.firstTokenTimeoutMs ? { firstTokenTimeoutMs: options.firstTokenTimeoutMs } : {}),
+    ...(options.skipProofCheck ? { skipProofCheck: true } : {}),
+    onSettled: (jobId) => arbitration.maybeAudit(jobId),
   });
   const actions = new Deposits(db, journal, chain);
-  return { catalog, pool, vocabularies, journal, jobs, actions };
+  const payments = new WalletPayments(db, journal, chain);
+  const arbitration = new Arbitration({
+    db,
+    chain,
+    journal,
+    pool,
+    logger,
+    windowMs: options.disputes?.arbitrationWindowMs ?? ARBITRATION_WINDOW_HOURS * 3_600_000,
+    retryMs: options.disputes?.arbitrationRetryMs ?? 60_000,
+    slashShareBps: options.disputes?.slashShareBps ?? DEFAULT_SLASH_SHARE_BPS,
+    auditShare: options.disputes?.auditShare ?? DEFAULT_AUDIT_SHARE,
+  });
+  const disputes = new Disputes({ db, chain, journal, logger, windowMs: options.disputes?.windowMs ?? DISPUTE_WINDOW_MS }, (jobId) => arbitration.arbitrate(jobId));
+  return { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments };
+}
+
+/** The web app's credit routes, bound to the wallet payments and the chain. */
+function creditPage(payments: WalletPayments, chain: Chain, devWallet: () => Signer | undefined, appUrl: () => string): CreditPageOptions {
+  return {
+    prepareDeposit: (wallet, credits) => payments.prepareDeposit(wallet, credits),
+    prepareWithdrawal: (wallet, credits) => payments.prepareWithdrawal(wallet, credits),
+    submit: (wallet, id, signed) => payments.submit(wallet, id, signed),
+    signAs: (signer, id) => payments.signAs(signer, id),
+    walletUsdcCredits: async (wallet) => baseUnitsToCredits(await chain.walletUsdc(wallet)),
+    recentWithdrawals: (wallet, limit) => payments.recentWithdrawals(wallet, limit),
+    grantTestUsdc: async (wallet, credits) => (await chain.grantUsdc({ to: wallet, amount: creditsToBaseUnits(credits) })).signature,
+    devWallet,
+    createPayRequest: (wallet, credits) => payments.createPayRequest(wallet, credits),
+    payRequestState: (wallet, id) => payments.payRequestState(wallet, id),
+    appUrl,
+  };
+}
+
+/** The web app's credit pages and the Solana Pay transaction requests; the dev wallet and the origin are read when used. */
+function moneyPages(payments: WalletPayments, chain: Chain, ctx: HttpContext) {
+  return {
+    credits: creditPage(payments, chain, () => ctx.web.devWallet, () => ctx.appUrl),
+    solanaPay: (id: string, account: string) => payments.transactionRequest(id, account),
+  };
 }
 
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
@@ -160,16 +221,19 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   let chain: Chain | undefined;
   try {
     await migrate(db, SERVICE_MIGRATIONS);
-    chain = await openChain({ logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}) });
+    chain = await openChain({ logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...(options.escrowRules ? { escrowRules: options.escrowRules } : {}) });
     const openChainHandle = chain;
-    const { catalog, pool, vocabularies, journal, jobs, actions } = assembleParts(options, db, openChainHandle, logger);
+    const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, openChainHandle, logger);
+    await moveCustodialCredits(db, openChainHandle, logger);
     // Chain actions first: a job whose action finishes now is not one to return.
     const recovered = { resumedActions: await journal.resumeOpen(), refundedJobs: await jobs.refundInterrupted() };
     if (recovered.resumedActions > 0 || recovered.refundedJobs > 0) logger.info(recovered, "recovered work left by the last run");
+    await arbitration.resumeOpen();
+    disputes.start();
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
 
     const host = options.host ?? "127.0.0.1";
-    const ports = httpPorts({ db, jobs, catalog, webhooks });
+    const ports = httpPorts({ db, jobs, disputes, catalog, webhooks });
     const ctx: HttpContext = {
       ports,
       jobs,
@@ -179,10 +243,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       readiness: { database: () => db.query("SELECT 1"), chain: () => openChainHandle.slot(), workers: () => pool.size },
       appUrl: options.appUrl ?? "",
       web: { ...options.web },
-      ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+      ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     };
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
-    const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, appUrl: () => ctx.appUrl, options: ctx.web, checkRequest: checkParams }));
+    const money = moneyPages(payments, openChainHandle, ctx);
+    const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, ...money, appUrl: () => ctx.appUrl, options: ctx.web, checkRequest: checkParams }));
     const workers = workerGateway(options, { pool, catalog, logger, chain: openChainHandle, db });
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
@@ -208,7 +273,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         ctx.web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db, arbitration, disputes }, onStep),
     };
   } catch (error) {
     await chain?.close().catch(() => undefined);

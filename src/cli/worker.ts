@@ -20,6 +20,7 @@ import {
 import { endProgressLine, progressBar } from "./progress-bar.ts";
 
 const HELP = `Usage: svc worker --gateway <url> --keypair <file.json> --model <catalog-id>=<engine> [options]
+       svc worker stake|unstake ...   (the worker's stake: 'svc worker stake --help')
 
 Serves models to a gateway. The worker connects out to the gateway, so it needs no open port.
 
@@ -59,6 +60,7 @@ interface WorkerArgs {
 }
 
 export async function runWorker(argv: string[]): Promise<void> {
+  if (argv[0] === "stake" || argv[0] === "unstake") return (await import("./worker-stake.ts")).runWorkerStake(argv[0], argv.slice(1));
   const args = parseWorkerArgs(argv);
   if (args === undefined) return;
   const out = workerConsole(args.logFormat);

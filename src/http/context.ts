@@ -5,6 +5,7 @@ import type { JobService } from "../jobs/index.ts";
 import type { WorkerPool } from "../network/index.ts";
 import type { ReadinessProbes } from "./routes/health.ts";
 import type { AccountRoutesOptions } from "./routes/account.ts";
+import type { DisputeRoutesOptions } from "./routes/disputes.ts";
 import type { JobRoutesOptions } from "./routes/jobs.ts";
 import type { WebhookRoutesOptions } from "./routes/webhooks.ts";
 import type { WebOptions } from "../web/index.ts";
@@ -24,6 +25,7 @@ export interface HttpPorts {
   authenticate(authorization: string | undefined): Promise<KeyOwner>;
   account: AccountRoutesOptions;
   jobs: JobRoutesOptions;
+  disputes: DisputeRoutesOptions;
   webhooks: WebhookRoutesOptions;
 }
 
@@ -35,7 +37,8 @@ export interface HttpContext {
   logger: Logger;
   /** Origin of the web app; error bodies link to `<appUrl>/docs/errors#<code>`. */
   appUrl: string;
-  rateLimit?: RateLimitOptions;
+  /** The per-IP limit; false turns it off (DECISIONS: 50/s, burst 100 by default). */
+  rateLimit?: RateLimitOptions | false;
   /** The web app's sign-in options (dev wallet, session lifetime). */
   web: WebOptions;
   /** What GET /readyz checks. */

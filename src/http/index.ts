@@ -2,6 +2,7 @@
 export type { HttpContext, HttpPorts, KeyOwner } from "./context.ts";
 export type { AccountRoutesOptions } from "./routes/account.ts";
 export { jobRoutes } from "./routes/jobs.ts";
+export type { DisputeRoutesOptions } from "./routes/disputes.ts";
 export type { JobRoutesOptions } from "./routes/jobs.ts";
 export { webhookRoutes } from "./routes/webhooks.ts";
 export type { WebhookInput, WebhookRoutesOptions } from "./routes/webhooks.ts";

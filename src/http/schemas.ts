@@ -66,6 +66,21 @@ const Job = {
       refund_tx: maybe("string"),
     }),
     usage: Usage,
+    dispute: {
+      description: "null until the caller disputes the job; then the dispute and, once arbitrated, its outcome",
+      anyOf: [
+        { type: "null" },
+        object({
+          your_hash: str,
+          worker_hash: maybe("string"),
+          dispute_tx: str,
+          opened_at: maybe("string"),
+          outcome: { type: ["string", "null"], enum: ["upheld", "rejected", "inconclusive", null] },
+          resolve_tx: maybe("string"),
+          credits_returned: maybe("integer"),
+        }),
+      ],
+    },
   }),
 };
 

@@ -14,6 +14,7 @@ import { accountRoutes } from "./routes/account.ts";
 import { chatCompletionRoutes } from "./routes/chat-completions.ts";
 import { errorDocRoutes } from "./routes/error-docs.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { disputeRoutes } from "./routes/disputes.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { openApiRoute } from "./routes/openapi.ts";
@@ -103,9 +104,9 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
     setEdgeHeaders(request, reply);
     logWhenClosed(ctx.logger, request, reply);
   });
-  const limiter = new RateLimiter(ctx.rateLimit);
+  const limiter = ctx.rateLimit === false ? undefined : new RateLimiter(ctx.rateLimit);
   app.addHook("onRequest", async (request) => {
-    if ((request.routeOptions.config as { rateLimited?: boolean } | undefined)?.rateLimited === false) return;
+    if (!limiter || (request.routeOptions.config as { rateLimited?: boolean } | undefined)?.rateLimited === false) return;
     const retryAfter = limiter.take(request.ip);
     if (retryAfter > 0) {
       throw new ApiError("rate_limited", "Too many requests from this address; slow down.", null, { retry_after: retryAfter });
@@ -128,6 +129,7 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
       await v1.register(modelRoutes, { catalog: ctx.catalog, pool: ctx.pool });
       await v1.register(accountRoutes, ctx.ports.account);
       await v1.register(jobRoutes, ctx.ports.jobs);
+      await v1.register(disputeRoutes, ctx.ports.disputes);
       await v1.register(webhookRoutes, ctx.ports.webhooks);
       await v1.register(openApiRoute, { routes: registered });
     },

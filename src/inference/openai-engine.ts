@@ -12,6 +12,7 @@
  *  - where the context window and the tokenizer are found (openai-discovery.ts, openai-tokens.ts);
  *  - a server that ignores `stream: true` and answers with one JSON completion.
  */
+import { setMaxListeners } from "node:events";
 import { ContextLengthExceededError } from "./context-length-error.ts";
 import type { ChatMessage, Engine, FinishReason, GenerationEvent, GenerationRequest, Usage } from "./engine.ts";
 import { discoverContextWindow, type ContextWindowSource } from "./openai-discovery.ts";
@@ -115,6 +116,8 @@ export class OpenAiEngine implements Engine {
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError("timeoutMs must be a positive number");
 
     const closing = new AbortController();
+    // Every exchange in flight listens on it until it ends: dozens at once under load is normal, not a leak.
+    setMaxListeners(0, closing.signal);
     const client = new UpstreamClient({ baseUrl: opts.baseUrl, apiKey: opts.apiKey, timeoutMs, closed: closing.signal });
     const discovered = await discoverContextWindow(client, opts.model);
     let contextWindow: number;

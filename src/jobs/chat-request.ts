@@ -2,6 +2,7 @@
  * A chat completion as the jobs part runs it: the caller's messages and sampling parameters, with
  * OpenAI's defaults already filled in by whoever read the request (the HTTP part parses the body).
  */
+import { createHash } from "node:crypto";
 import type { ChatMessage } from "../inference/index.ts";
 
 export interface ChatRequest {
@@ -16,4 +17,13 @@ export interface ChatRequest {
   frequencyPenalty: number;
   presencePenalty: number;
   seed: number | undefined;
+}
+
+/**
+ * The sampling seed a job runs with: the caller's, or one drawn from the job id, so that a job's
+ * re-execution (a dispute's arbitration, an audit) samples exactly as the job did.
+ */
+export function jobSeed(request: Pick<ChatRequest, "seed">, jobId: string): number {
+  if (request.seed !== undefined) return request.seed;
+  return createHash("sha256").update(jobId).digest().readUInt32LE(0);
 }

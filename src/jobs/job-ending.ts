@@ -5,7 +5,7 @@
  * same database transaction as the change that calls for it, then sent through the journal.
  */
 import { ChainRejectedError, type Chain, type ChainJournal } from "../chain/index.ts";
-import { ApiError, Channel, type Logger, TIERS, completionCost, outputHash, splitPayout } from "../core/index.ts";
+import { ApiError, Channel, type Logger, TIERS, completionCost, outputHash, proofVerifies, splitPayout } from "../core/index.ts";
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
@@ -37,6 +37,10 @@ export interface EndingDeps {
   journal: ChainJournal;
   logger: Logger;
   timeoutMs: number;
+  /** FAULT INJECTION (tests only): settle on the worker's claimed hash, unchecked (JobServiceOptions). */
+  skipProofCheck: boolean;
+  /** Told once a job settled (JobServiceOptions.onSettled). */
+  settled: (jobId: string) => void;
 }
 
 /** The driver's view of a job being ended: where its news goes, and its escrow's fate. */
@@ -51,7 +55,7 @@ export interface EndingJob {
 
 type Settled =
   | { ok: true; settlementTx: string; slot: number; creditsRemaining: number }
-  | { ok: false; reason: "rejected" | "unconfirmed"; creditsRemaining?: number };
+  | { ok: false; reason: "rejected" | "unconfirmed" | "escrow_refunded"; creditsRemaining?: number };
 
 /** Settle what the worker produced, or give the escrow back when it produced nothing to charge. */
 export async function conclude(
@@ -84,8 +88,11 @@ export async function conclude(
     ending.started.creditsRemaining = settled.creditsRemaining;
     channel.push({ type: "settled", settlementTx: settled.settlementTx, slot: settled.slot, creditsRemaining: settled.creditsRemaining });
     run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
+    deps.settled(job.id);
   } else if (settled.reason === "rejected") {
-    return fail(deps, ending, settled, new ApiError("internal_error", "The worker's proof of this output failed on-chain verification; nothing was charged."));
+    return fail(deps, ending, settled, new ApiError("internal_error", "The worker's proof of this output did not verify; nothing was charged."));
+  } else if (settled.reason === "escrow_refunded") {
+    return fail(deps, ending, settled, new ApiError("internal_error", "The job's escrow was refunded on-chain, past the escrow program's timeout, before the service settled it; nothing was charged."));
   } else {
     channel.close(new ApiError("internal_error", "The settlement could not be confirmed yet; the service completes it on its own. Check the job with GET /jobs/{id}."));
   }
@@ -111,16 +118,24 @@ async function settle(
   deps: EndingDeps,
   job: JobRecord,
   text: string,
-  done: { finishReason: StopReason; usage: Usage; signature: Uint8Array },
+  done: { finishReason: StopReason; usage: Usage; signature: Uint8Array; outputHash: string },
   escrowLanded: Promise<number>,
 ): Promise<Settled> {
   if ((await escrowLanded.then(() => true, () => false)) === false) {
     const refund = await refundJob(deps, job, escrowLanded, "failed", "escrow_failed");
     return { ok: false, reason: "rejected", ...refund };
   }
+  // Checked here, before anything is signed, so a settled job's proof is always over the text the
+  // caller received; the program would refuse a bad one too, but only after a fee was spent.
+  if (!deps.skipProofCheck && !proofVerifies(job.id, text, job.workerAddress ?? "", done.signature)) {
+    deps.logger.warn({ job: job.id, worker: job.workerAddress }, "the worker's proof does not match the output it sent; nothing is charged");
+    const refund = await refundJob(deps, job, escrowLanded, "failed", "proof_rejected");
+    return { ok: false, reason: "rejected", ...refund };
+  }
   // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
   const proved = {
-    proofHash: outputHash(text),
+    // FAULT INJECTION (skipProofCheck): a buggy gateway that settles on the worker's word.
+    proofHash: deps.skipProofCheck ? done.outputHash : outputHash(text),
     proofSignature: Buffer.from(done.signature).toString("base64"),
     creditsCharged: Math.min(job.lockedCredits, completionCost(TIERS[job.tier], done.usage.completionTokens)),
     promptTokens: done.usage.promptTokens,
@@ -136,7 +151,7 @@ async function settle(
   try {
     const sent = await deps.journal.send(settlement);
     // The confirmation read the balance after the charge; only a concurrent recovery's leaves it to read here.
-    const outcome = sent.outcome as SettlementOutcome | undefined;
+    const outcome = "outcome" in sent ? (sent.outcome as SettlementOutcome | undefined) : undefined;
     const creditsRemaining = outcome?.creditsRemaining ?? (await money.availableCredits(deps.db, job.wallet));
     return { ok: true, settlementTx: settlement.signature, slot: sent.slot, creditsRemaining };
   } catch (error) {
@@ -145,9 +160,11 @@ async function settle(
       deps.logger.error({ err: error, job: job.id }, "settlement not confirmed; left for recovery");
       return { ok: false, reason: "unconfirmed" };
     }
-    deps.logger.warn({ err: error, job: job.id }, "settlement rejected on-chain");
-    const refund = await refundJob(deps, job, escrowLanded, "failed", "proof_rejected");
-    return { ok: false, reason: "rejected", ...refund };
+    // Past the program's timeout anyone may refund the escrow; then the proof was not the problem.
+    const refundedFirst = (await deps.chain.escrowRecord(job.id))?.status === "refunded";
+    deps.logger.warn({ err: error, job: job.id, refundedFirst }, "settlement rejected on-chain");
+    const refund = await refundJob(deps, job, escrowLanded, "failed", refundedFirst ? "escrow_refunded" : "proof_rejected");
+    return { ok: false, reason: refundedFirst ? "escrow_refunded" : "rejected", ...refund };
   }
 }
 
@@ -171,8 +188,13 @@ export async function refundJob(
     await mustMoveJob(tx, job, status === "refunded" ? "timed_out" : "refund_recorded", { failureReason: reason, refundTx: refund.signature, creditsCharged: 0 });
     await deps.journal.record(tx, refund);
   });
-  const sent = await deps.journal.send(refund);
+  const sent = await deps.journal.send(refund).catch(async (error: unknown) => {
+    // Someone refunded the escrow before us (anyone may, past the program's timeout); the
+    // rejection released the reservation, as the refund's confirmation would have.
+    if (error instanceof ChainRejectedError && (await deps.chain.escrowRecord(job.id))?.status === "refunded") return {};
+    throw error;
+  });
   // The confirmation released the reservation and says what it left; a concurrent recovery's says nothing.
-  const outcome = sent.outcome as SettlementOutcome | undefined;
+  const outcome = "outcome" in sent ? (sent.outcome as SettlementOutcome | undefined) : undefined;
   return { refundTx: refund.signature, ...(outcome ? { creditsRemaining: outcome.creditsRemaining } : {}) };
 }

@@ -1,5 +1,6 @@
 /** A job as stored, and its API representation (spec "Job"). Pure. */
 import { type Tier, usdcValue } from "../core/index.ts";
+import type { ChatRequest } from "./chat-request.ts";
 
 export const JOB_STATUSES = ["pending", "processing", "settling", "settled", "failed", "refunded", "disputed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -30,7 +31,23 @@ export interface JobRecord {
   createdAt: Date;
   completedAt: Date | null;
   lastTokenAt: Date | null;
+  /** The caller's request, kept while the job can be disputed or is in arbitration; null after. */
+  request: ChatRequest | null;
+  /** A caller's dispute: the hash it says it received, the transaction recording it, and the outcome. */
+  disputeHash: string | null;
+  disputeTx: string | null;
+  disputedAt: Date | null;
+  disputeOutcome: DisputeOutcome | null;
+  disputeResolveTx: string | null;
+  /** What the treasury paid back to the caller when the dispute was upheld or inconclusive. */
+  disputeReturnedCredits: number | null;
+  /** What auditing the job found: its output reproduced by other workers, or not (the worker was slashed). */
+  auditOutcome: "reproduced" | "fraudulent" | "inconclusive" | null;
+  /** The program's escrow record was deleted after the dispute window, its rent recovered. */
+  escrowClosed: boolean;
 }
+
+export type DisputeOutcome = "upheld" | "rejected" | "inconclusive";
 
 /** A new job as admitted: credits locked, no worker yet. */
 export function newPendingJob(input: {
@@ -43,6 +60,7 @@ export function newPendingJob(input: {
   promptTokens: number;
   escrowAddress: string;
   escrowTx: string;
+  request?: ChatRequest;
 }): JobRecord {
   return {
     ...input,
@@ -61,6 +79,15 @@ export function newPendingJob(input: {
     createdAt: new Date(),
     completedAt: null,
     lastTokenAt: null,
+    request: input.request ?? null,
+    disputeHash: null,
+    disputeTx: null,
+    disputedAt: null,
+    disputeOutcome: null,
+    disputeResolveTx: null,
+    disputeReturnedCredits: null,
+    auditOutcome: null,
+    escrowClosed: false,
   };
 }
 
@@ -89,6 +116,15 @@ export function jobToApi(job: JobRecord): Record<string, unknown> {
       prompt_tokens: job.promptTokens,
       completion_tokens: job.completionTokens,
       total_tokens: job.promptTokens + job.completionTokens,
+    },
+    dispute: job.disputeTx === null ? null : {
+      your_hash: job.disputeHash,
+      worker_hash: job.proofHash,
+      dispute_tx: job.disputeTx,
+      opened_at: job.disputedAt ? job.disputedAt.toISOString() : null,
+      outcome: job.disputeOutcome,
+      resolve_tx: job.disputeResolveTx,
+      credits_returned: job.disputeReturnedCredits,
     },
   };
 }

@@ -40,6 +40,15 @@ const COLUMNS: Record<keyof JobRecord, string> = {
   createdAt: "created_at",
   completedAt: "completed_at",
   lastTokenAt: "last_token_at",
+  request: "request",
+  disputeHash: "dispute_hash",
+  disputeTx: "dispute_tx",
+  disputedAt: "disputed_at",
+  disputeOutcome: "dispute_outcome",
+  disputeResolveTx: "dispute_resolve_tx",
+  disputeReturnedCredits: "dispute_returned_credits",
+  auditOutcome: "audit_outcome",
+  escrowClosed: "escrow_closed",
 };
 
 const FIELDS = Object.keys(COLUMNS) as (keyof JobRecord)[];
@@ -49,7 +58,13 @@ function fromRow(row: Record<string, unknown>): JobRecord {
   const job = {} as Record<string, unknown>;
   for (const field of FIELDS) job[field] = row[COLUMNS[field]];
   job.slot = row.slot === null || row.slot === undefined ? null : Number(row.slot);
+  job.request = typeof row.request === "string" ? JSON.parse(row.request) : null;
   return job as unknown as JobRecord;
+}
+
+/** A field's value as its column holds it: the kept request is JSON text. */
+function toColumn<F extends keyof JobRecord>(field: F, value: JobRecord[F] | undefined): unknown {
+  return field === "request" && value != null ? JSON.stringify(value) : value;
 }
 
 /** A new job enters the table pending (newPendingJob); every later status comes from moveJob. */
@@ -58,7 +73,7 @@ export async function insertJob(db: Db, job: JobRecord): Promise<void> {
   const placeholders = FIELDS.map((_, i) => `$${i + 1}`).join(", ");
   await db.query(
     `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}) VALUES (${placeholders})`,
-    FIELDS.map((f) => job[f]),
+    FIELDS.map((f) => toColumn(f, job[f])),
   );
 }
 
@@ -68,7 +83,7 @@ export async function updateJob(db: Db, id: string, changes: JobChanges): Promis
   if ((fields as string[]).includes("status")) throw new Error("a job's status changes only through moveJob");
   if (fields.length === 0) return;
   const sets = fields.map((f, i) => `${COLUMNS[f]} = $${i + 2}`).join(", ");
-  await db.query(`UPDATE jobs SET ${sets} WHERE id = $1`, [id, ...fields.map((f) => changes[f])]);
+  await db.query(`UPDATE jobs SET ${sets} WHERE id = $1`, [id, ...fields.map((f) => toColumn(f, changes[f]))]);
 }
 
 /**
@@ -86,7 +101,7 @@ export async function moveJob(db: Db, job: JobRecord, trigger: JobTrigger, chang
     job.id,
     job.status,
     to,
-    ...fields.map((f) => changes[f]),
+    ...fields.map((f) => toColumn(f, changes[f])),
   ]);
   if (moved.length === 0) return false;
   Object.assign(job, changes, { status: to });
@@ -97,6 +112,31 @@ export async function moveJob(db: Db, job: JobRecord, trigger: JobTrigger, chang
 export async function mustMoveJob(db: Db, job: JobRecord, trigger: JobTrigger, changes: JobChanges = {}): Promise<void> {
   const expected = job.status;
   if (!(await moveJob(db, job, trigger, changes))) throw new JobMovedError(job.id, expected, trigger);
+}
+
+/**
+ * Clears the kept request of every job that ended before `before` and is not disputed (a
+ * disputed one keeps it for its arbitration, which clears it with the outcome).
+ */
+export async function forgetRequests(db: Db, before: Date): Promise<void> {
+  await db.query(
+    `UPDATE jobs SET request = NULL
+      WHERE request IS NOT NULL AND status IN ('settled', 'failed', 'refunded') AND coalesce(last_token_at, created_at) < $1`,
+    [before],
+  );
+}
+
+/** Ended jobs, oldest first, whose escrow record may be closed: ended before `before` and not disputed now. */
+export async function jobsWithEscrowToClose(db: Db, before: Date, limit: number): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(
+    `SELECT id FROM jobs WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded') AND coalesce(completed_at, created_at) < $1 ORDER BY id LIMIT $2`,
+    [before, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+export async function markEscrowsClosed(db: Db, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0) await db.query("UPDATE jobs SET escrow_closed = true WHERE id = ANY($1::text[])", [[...ids]]);
 }
 
 export async function getJob(db: Db, id: string): Promise<JobRecord | undefined> {

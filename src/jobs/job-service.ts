@@ -14,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { ApiError, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
-import type { ChatRequest } from "./chat-request.ts";
+import { jobSeed, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
   DEFAULT_MAX_TOKEN_BYTES,
@@ -71,6 +71,14 @@ export interface JobServiceOptions {
   firstTokenTimeoutMs?: number;
   /** Tokenizers the gateway holds itself, to count relayed output and bound prompts by length. */
   vocabularies?: ModelVocabularies;
+  /**
+   * FAULT INJECTION, for tests only: settle on the hash the worker claims, without checking its
+   * proof against the text relayed, as a gateway with a bug would, so that the chain's own check
+   * and disputes can be shown to catch what the gateway missed.
+   */
+  skipProofCheck?: boolean;
+  /** Told of every job this service settles (audits sample them). */
+  onSettled?: (jobId: string) => void;
 }
 
 /** A job on its way, as its driver carries it. */
@@ -116,7 +124,15 @@ export class JobService {
     this.timeoutMs = options.timeoutMs ?? JOB_TIMEOUT_MS;
     this.firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS;
     this.vocabularies = options.vocabularies;
-    this.ending = { db: this.db, chain: this.chain, journal: this.journal, logger: this.logger, timeoutMs: this.timeoutMs };
+    this.ending = {
+      db: this.db,
+      chain: this.chain,
+      journal: this.journal,
+      logger: this.logger,
+      timeoutMs: this.timeoutMs,
+      skipProofCheck: options.skipProofCheck === true,
+      settled: options.onSettled ?? (() => undefined),
+    };
     registerJobActions(this.journal, this.db, this.chain);
   }
 
@@ -271,6 +287,8 @@ export class JobService {
         promptTokens,
         escrowAddress: escrow.escrowAddress,
         escrowTx: escrow.signature,
+        // Kept for a dispute's re-execution until the window closes (Disputes.start forgets it).
+        request,
       });
       try {
         const creditsAfterLock = await this.db.transaction(async (tx) => {
@@ -372,7 +390,7 @@ export class JobService {
       stop: request.stop,
       frequencyPenalty: request.frequencyPenalty,
       presencePenalty: request.presencePenalty,
-      ...(request.seed !== undefined ? { seed: request.seed } : {}),
+      seed: jobSeed(request, driven.job.id),
     };
     run.workerError = undefined;
     const watch = this.watchFirstToken(job.signal);

@@ -15,7 +15,9 @@ export type JobTrigger =
   | "refund_recorded"
   | "escrow_not_landed"
   | "escrow_given_up"
-  | "dispute_opened";
+  | "dispute_opened"
+  | "dispute_refused"
+  | "dispute_resolved";
 
 export interface JobTransition {
   from: readonly JobStatus[];
@@ -69,14 +71,26 @@ export const JOB_TRANSITIONS: readonly JobTransition[] = [
     also: "The escrow transaction was rejected on-chain or dropped unsent: the reservation is voided; event job.failed. From failed: a job that ended while its escrow was in doubt.",
   },
   {
-    from: ["settling", "settled"],
+    from: ["settled"],
     trigger: "dispute_opened",
     to: "disputed",
-    also: "Not built yet: the dispute transaction is recorded, the arbitration window opens; event job.disputed.",
+    also: "The caller's hash and the dispute transaction are recorded, then it is sent; when it confirms, event job.disputed and arbitration begins. (A settling job is disputed once its settlement confirms.)",
+  },
+  {
+    from: ["disputed"],
+    trigger: "dispute_refused",
+    to: "settled",
+    also: "The chain refused the dispute transaction (its window had closed on the chain's clock): the job is as it was.",
+  },
+  {
+    from: ["disputed"],
+    trigger: "dispute_resolved",
+    to: "settled",
+    also: "The arbitration's outcome is recorded on-chain (resolve, and slash when upheld against a staked worker) and on the job; upheld or inconclusive, the treasury pays the charge back to the caller.",
   },
 ];
 
-/** Statuses a job leaves no more by itself (disputed waits for arbitration, not built yet). */
+/** Statuses a job leaves no more by itself (disputed waits for its arbitration; settled leaves only for a dispute). */
 export const FINAL_STATUSES: readonly JobStatus[] = ["settled", "failed", "refunded"];
 
 export function isFinal(status: JobStatus): boolean {

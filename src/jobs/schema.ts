@@ -56,4 +56,27 @@ export const JOBS_MIGRATIONS = [
       CREATE INDEX chain_actions_by_subject ON chain_actions (subject);
     `,
   },
+  {
+    id: "jobs/002_disputes",
+    sql: `
+      -- The request as the caller sent it, kept while the job can still be disputed (and through
+      -- its arbitration) so other workers can run it again; cleared after. JSON text, not jsonb:
+      -- a caller's text may hold a lone surrogate, which JSON escapes and jsonb refuses.
+      ALTER TABLE jobs ADD COLUMN request text;
+      -- A caller's dispute: the hash it received, the dispute transaction, and the arbitration's end.
+      ALTER TABLE jobs ADD COLUMN dispute_hash text;
+      ALTER TABLE jobs ADD COLUMN dispute_tx text;
+      ALTER TABLE jobs ADD COLUMN disputed_at timestamptz;
+      ALTER TABLE jobs ADD COLUMN dispute_outcome text;
+      ALTER TABLE jobs ADD COLUMN dispute_resolve_tx text;
+      ALTER TABLE jobs ADD COLUMN dispute_returned_credits integer;
+      -- An audit's finding on a settled job: reproduced, fraudulent or inconclusive.
+      ALTER TABLE jobs ADD COLUMN audit_outcome text;
+      -- The program's escrow record was deleted (its rent recovered) once nothing could change it.
+      ALTER TABLE jobs ADD COLUMN escrow_closed boolean NOT NULL DEFAULT false;
+      CREATE INDEX jobs_escrow_to_close ON jobs (completed_at) WHERE NOT escrow_closed;
+      CREATE INDEX jobs_disputed ON jobs (status) WHERE status = 'disputed';
+      CREATE INDEX jobs_keeping_request ON jobs (last_token_at) WHERE request IS NOT NULL;
+    `,
+  },
 ];

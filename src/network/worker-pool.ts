@@ -53,6 +53,7 @@ function load(w: WorkerState): number {
 
 export class WorkerPool {
   private readonly workers = new Map<string, WorkerState>();
+  private readonly suspended = new Set<string>();
   private assignments = 0;
   private readonly unfitListeners: UnfitListener[] = [];
 
@@ -62,8 +63,22 @@ export class WorkerPool {
     this.unfitListeners.push(listener);
   }
 
+  /**
+   * A worker found cheating takes no more jobs from this gateway: it leaves the pool, and adding
+   * it again (a reconnect) is ignored. Kept in memory; a slashed stake says it on-chain for good.
+   */
+  suspend(address: string): void {
+    this.suspended.add(address);
+    this.remove(address);
+  }
+
+  isSuspended(address: string): boolean {
+    return this.suspended.has(address);
+  }
+
   /** Adds a worker; one already here under the same address is replaced (a reconnection). */
   add(handle: WorkerHandle): void {
+    if (this.suspended.has(handle.address)) return;
     this.workers.set(handle.address, { handle, outstanding: 0, ttftMs: [], lastAssigned: 0, health: new WorkerHealth() });
     for (const model of handle.models()) this.outages.hosted(model);
   }

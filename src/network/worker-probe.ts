@@ -4,9 +4,8 @@
  * proof is checked here with the same Ed25519 verification the settlement transaction runs
  * on-chain. A worker that cannot produce a verified output in time is not admitted.
  */
-import { newId, outputHash, proofMessage } from "../core/index.ts";
+import { newId, proofVerifies } from "../core/index.ts";
 import { completionTokensAtMost, type GenerationRequest } from "../inference/index.ts";
-import { verifyEd25519 } from "./worker-auth.ts";
 import type { WorkerEvent, WorkerHandle } from "./worker-handle.ts";
 
 export const DEFAULT_PROBE_TIMEOUT_MS = 30_000;
@@ -48,7 +47,7 @@ export async function probeWorker(worker: WorkerHandle, model: string, timeoutMs
 
 function judge(address: string, jobId: string, text: string, done: Extract<WorkerEvent, { type: "done" }>): ProbeResult {
   if (text === "") return { ok: false, reason: "the probe job produced no output" };
-  if (!verifyEd25519(address, proofMessage(jobId, outputHash(text)), done.signature)) {
+  if (!proofVerifies(jobId, text, address, done.signature)) {
     return { ok: false, reason: "the probe job's proof does not verify against its output" };
   }
   const most = Math.min(PROBE_REQUEST.maxTokens, completionTokensAtMost({ text, stop: PROBE_REQUEST.stop, finishReason: done.finishReason }));

@@ -108,7 +108,7 @@ for (const kind of ["in-process seed worker", "worker over the protocol"] as con
     const settlement = await gateway.service.chain.readTransaction(job.on_chain.settlement_tx!);
     assert.ok(settlement.ok);
     const share = splitPayout(charged, false).worker;
-    const paid = settlement.instructions.find((i) => i.kind === "transfer" && i.to === gateway.service.chain.workerTokenAccount(job.worker_address))?.amount;
+    const paid = settlement.innerInstructions.find((i) => i.kind === "transfer" && i.to === gateway.service.chain.workerTokenAccount(job.worker_address))?.amount;
     assert.equal(paid, share, "the worker's 75% of the charge");
     assert.equal(await assertWorkerPaidOnChain(gateway.service, job.worker_address), share);
     if (kind === "worker over the protocol") {

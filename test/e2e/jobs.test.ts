@@ -163,3 +163,16 @@ describe("keys and limits", () => {
     assert.ok(body.error.details.retry_after >= 1);
   });
 });
+
+describe("the per-IP limit turned off", () => {
+  test("with rateLimit false, a burst far past the default is never answered 429", async () => {
+    const gateway = await startTestGateway({ credits: 0, rateLimit: false });
+    try {
+      const headers = { authorization: `Bearer ${gateway.apiKey}` };
+      const statuses = await Promise.all(Array.from({ length: 300 }, () => fetch(`${gateway.baseUrl}/models`, { headers }).then((r) => r.status)));
+      assert.deepEqual([...new Set(statuses)], [200]);
+    } finally {
+      await gateway.close();
+    }
+  });
+});

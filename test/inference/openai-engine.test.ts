@@ -356,6 +356,22 @@ describe("abort and close", () => {
     assert.equal(await stalled.chatRequests()[0]!.disconnected, true);
   });
 
+  it("many generations at once are no listener leak: no MaxListenersExceededWarning, every one finishes", async () => {
+    const server = await upstream("vllm");
+    const engine = await engineFor(server);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    try {
+      const results = await Promise.all(Array.from({ length: 40 }, () => collect(engine, {})));
+      assert.ok(results.every((r) => r.done !== undefined), "all 40 finished");
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(warnings.filter((n) => n === "MaxListenersExceededWarning"), []);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("close() fails in-flight generations, drops their requests and refuses new work", async () => {
     const server = await upstream("llama-server", endless);
     const engine = await engineFor(server);

@@ -1,0 +1,49 @@
+/** POST /jobs/{job_id}/dispute: a caller contests a settled job by the hash of the text it received. */
+import type { FastifyInstance } from "fastify";
+import { ERROR_RESPONSES, idParams, int, object, str } from "../schemas.ts";
+
+export interface DisputeAnswer {
+  job_id: string;
+  dispute_opened: boolean;
+  your_hash: string;
+  worker_hash: string;
+  dispute_tx?: string;
+  arbitration_window_hours?: number;
+}
+
+export interface DisputeRoutesOptions {
+  /** Compares the hash with the worker's and opens the dispute on-chain when they differ (jobs/disputes.ts). */
+  openDispute(wallet: string, jobId: string, receivedHash: string): Promise<DisputeAnswer>;
+}
+
+const body = {
+  type: "object",
+  required: ["received_output_hash"],
+  properties: {
+    received_output_hash: {
+      type: "string",
+      pattern: "^sha256:[0-9a-f]{64}$",
+      description: "sha256: and 64 lowercase hex digits: the SHA-256 of the complete response text, UTF-8, without one trailing newline",
+    },
+  },
+};
+
+const answer = object(
+  {
+    job_id: str,
+    dispute_opened: { type: "boolean" },
+    your_hash: str,
+    worker_hash: str,
+    dispute_tx: str,
+    arbitration_window_hours: int,
+  },
+  ["job_id", "dispute_opened", "your_hash", "worker_hash"],
+);
+
+export async function disputeRoutes(app: FastifyInstance, options: DisputeRoutesOptions): Promise<void> {
+  app.post("/jobs/:id/dispute", { schema: { params: idParams(), body, response: { 200: answer, ...ERROR_RESPONSES } } }, async (request) => {
+    const { id } = request.params as { id: string };
+    const { received_output_hash: hash } = request.body as { received_output_hash: string };
+    return options.openDispute(request.owner.wallet, id, hash);
+  });
+}

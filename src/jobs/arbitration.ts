@@ -1,0 +1,261 @@
+/**
+ * Arbitration of a disputed job by re-execution (DECISIONS "Disputes"): the job's request runs
+ * again, with the same messages, parameters and seed, on up to three other workers hosting the
+ * model, never the original. Two matching output hashes decide: the caller's, the dispute is
+ * upheld; the worker's, it is rejected; none, it is inconclusive. Upheld or inconclusive, the
+ * treasury pays the charge back to the caller (the program's `resolve`); upheld against a staked
+ * worker, its stake is slashed (`slash`) and it is suspended from routing. While fewer than two
+ * other workers can run it, arbitration waits, up to the arbitration window, then is inconclusive.
+ * Both transactions go through the chain journal, so a restart finishes what a crash interrupted.
+ */
+import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import { type Logger, NATIVE_DECIMALS, creditsToBaseUnits, newId, outputHash } from "../core/index.ts";
+import { emitWorkerSlashed } from "../events/index.ts";
+import * as ledger from "../ledger/index.ts";
+import type { WorkerPool } from "../network/index.ts";
+import type { Db } from "../store/index.ts";
+import type { DisputeOutcome, JobRecord } from "./job-record.ts";
+import { getJob, jobsWithStatus, mustMoveJob, updateJob } from "./job-repo.ts";
+import { jobSeed } from "./chat-request.ts";
+import * as money from "./money.ts";
+
+export interface ArbitrationOptions {
+  db: Db;
+  chain: Chain;
+  journal: ChainJournal;
+  pool: WorkerPool;
+  logger: Logger;
+  /** How long a dispute may wait for enough other workers before it ends inconclusive (default 72 h). */
+  windowMs: number;
+  /** Share of a worker's stake an upheld dispute slashes, in basis points; at least the job's value. */
+  slashShareBps: bigint;
+  /** How often a waiting dispute looks for workers again. */
+  retryMs: number;
+  /** The share of settled jobs audited by the same re-execution, from 0 to 1. */
+  auditShare: number;
+}
+
+/** An upheld dispute slashes a tenth of the worker's stake, or the job's value if that is more. */
+export const DEFAULT_SLASH_SHARE_BPS = 1_000n;
+/** One settled job in a hundred is audited. */
+export const DEFAULT_AUDIT_SHARE = 0.01;
+const QUORUM = 2;
+const ARBITERS = 3;
+/** Native base units one credit is worth when a slash must cover a job's value (1 credit = 0.01 token). */
+const NATIVE_UNITS_PER_CREDIT = 10n ** BigInt(NATIVE_DECIMALS) / 100n;
+
+/** The arbitration's verdict from the arbiters' output hashes. */
+/** The output hash at least a quorum of the arbiters produced, if any. */
+export function quorumHash(hashes: readonly string[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const h of hashes) counts.set(h, (counts.get(h) ?? 0) + 1);
+  return [...counts].find(([, n]) => n >= QUORUM)?.[0];
+}
+
+export function verdict(job: Pick<JobRecord, "disputeHash" | "proofHash">, hashes: readonly string[]): DisputeOutcome | undefined {
+  const agreed = quorumHash(hashes);
+  if (agreed === undefined) return hashes.length >= ARBITERS ? "inconclusive" : undefined;
+  if (agreed === job.disputeHash) return "upheld";
+  if (agreed === job.proofHash) return "rejected";
+  return "inconclusive";
+}
+
+/** What an upheld dispute takes from a worker: its share of the stake, at least the job's value, at most all of it. */
+export function slashAmount(stake: bigint, chargedCredits: number, shareBps: bigint): bigint {
+  const share = (stake * shareBps) / 10_000n;
+  const value = BigInt(chargedCredits) * NATIVE_UNITS_PER_CREDIT;
+  const wanted = share > value ? share : value;
+  return wanted < stake ? wanted : stake;
+}
+
+export class Arbitration {
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(private readonly o: ArbitrationOptions) {
+    o.journal.register("resolve", this.resolveOwner());
+    o.journal.register("slash", this.slashOwner());
+  }
+
+  /** Arbitrates a disputed job unless it is already being arbitrated or decided. Never throws. */
+  arbitrate(jobId: string): void {
+    if (this.closed || this.running.has(jobId)) return;
+    const run = this.run(jobId)
+      .catch((error: unknown) => this.o.logger.error({ err: error, job: jobId }, "arbitration failed; it resumes at the next start"))
+      .finally(() => this.running.delete(jobId));
+    this.running.set(jobId, run);
+  }
+
+  /**
+   * Audits a random share of settled jobs: the spec's dispute only fires when hashes differ, and a
+   * worker serving a cheaper model than it claims signs exactly what it sent. Never throws.
+   */
+  maybeAudit(jobId: string): void {
+    if (this.closed || Math.random() >= this.o.auditShare || this.running.has(`audit:${jobId}`)) return;
+    const run = this.audit(jobId)
+      .catch((error: unknown) => this.o.logger.error({ err: error, job: jobId }, "audit failed"))
+      .finally(() => this.running.delete(`audit:${jobId}`));
+    this.running.set(`audit:${jobId}`, run);
+  }
+
+  /** A worker whose output two other workers agree on something else is treated as an upheld dispute without a caller. */
+  private async audit(jobId: string): Promise<void> {
+    const job = await getJob(this.o.db, jobId);
+    if (!job || job.status !== "settled" || !job.request || !job.workerAddress) return;
+    const hashes = await this.reexecute(job);
+    const agreed = quorumHash(hashes);
+    const outcome = agreed === undefined ? "inconclusive" : agreed === job.proofHash ? "reproduced" : "fraudulent";
+    await updateJob(this.o.db, job.id, { auditOutcome: outcome });
+    this.o.logger.info({ job: job.id, worker: job.workerAddress, arbiters: hashes.length, outcome }, "audit");
+    if (outcome !== "fraudulent") return;
+    this.o.pool.suspend(job.workerAddress);
+    await this.slash(job);
+  }
+
+  /** At start: every disputed job without an outcome is arbitrated (again). */
+  async resumeOpen(): Promise<number> {
+    const open = (await jobsWithStatus(this.o.db, ["disputed"])).filter((j) => j.disputeOutcome === null);
+    for (const job of open) this.arbitrate(job.id);
+    return open.length;
+  }
+
+  /** Stops waiting disputes and lets running arbitrations finish. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    await Promise.all(this.running.values());
+  }
+
+  private later(jobId: string): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.arbitrate(jobId);
+    }, this.o.retryMs);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  private async run(jobId: string): Promise<void> {
+    const job = await getJob(this.o.db, jobId);
+    if (!job || job.status !== "disputed" || job.disputeOutcome !== null || job.disputeResolveTx !== null) return;
+    const hashes = job.request ? await this.reexecute(job) : [];
+    const expired = Date.now() - (job.disputedAt?.getTime() ?? 0) >= this.o.windowMs;
+    const outcome = verdict(job, hashes) ?? (expired ? "inconclusive" : undefined);
+    this.o.logger.info({ job: job.id, arbiters: hashes.length, outcome: outcome ?? "waiting for workers" }, "arbitration");
+    if (outcome === undefined) return this.later(job.id);
+    await this.decide(job, outcome);
+  }
+
+  /** The request's output hash on up to three other workers hosting the model. */
+  private async reexecute(job: JobRecord): Promise<string[]> {
+    const request = job.request!;
+    const exclude = new Set([job.workerAddress ?? ""]);
+    const hashes: string[] = [];
+    for (let i = 0; i < ARBITERS; i++) {
+      const lease = this.o.pool.acquire(job.model, exclude);
+      if (!lease) break;
+      exclude.add(lease.worker.address);
+      try {
+        let text = "";
+        const generation = {
+          messages: request.messages,
+          maxTokens: job.maxTokens,
+          temperature: request.temperature,
+          topP: request.topP,
+          stop: request.stop,
+          frequencyPenalty: request.frequencyPenalty,
+          presencePenalty: request.presencePenalty,
+          seed: jobSeed(request, job.id),
+        };
+        for await (const event of lease.worker.run({ jobId: newId("job"), model: job.model, request: generation }, new AbortController().signal)) {
+          if (event.type === "delta") text += event.text;
+        }
+        hashes.push(outputHash(text));
+      } catch (error) {
+        this.o.logger.warn({ err: error, job: job.id, worker: lease.worker.address }, "an arbiter could not run the job");
+      } finally {
+        lease.release();
+      }
+    }
+    return hashes;
+  }
+
+  /** Records the outcome on-chain (and the slash), through the journal. */
+  private async decide(job: JobRecord, outcome: DisputeOutcome): Promise<void> {
+    const resolve = await this.o.chain.prepareResolve({ jobId: job.id, wallet: job.wallet, outcome });
+    const action: ChainAction = { kind: "resolve", subject: job.id, signature: resolve.signature, wire: resolve.wire, params: { outcome: OUTCOMES.indexOf(outcome) } };
+    await this.o.db.transaction(async (tx) => {
+      await updateJob(tx, job.id, { disputeResolveTx: action.signature });
+      await this.o.journal.record(tx, action);
+    });
+    await this.o.journal.send(action);
+    if (outcome === "upheld" && job.workerAddress) {
+      this.o.pool.suspend(job.workerAddress);
+      await this.slash(job);
+    }
+  }
+
+  private async slash(job: JobRecord): Promise<void> {
+    const stake = await this.o.chain.slashableStake(job.workerAddress!);
+    if (stake === 0n) return;
+    const amount = slashAmount(stake, job.creditsCharged, this.o.slashShareBps);
+    const prepared = await this.o.chain.prepareSlash({ worker: job.workerAddress!, amount });
+    // Stakes stay far below 2^53 base units (9 million tokens), so the amount fits the journal's numbers.
+    const action: ChainAction = { kind: "slash", subject: job.id, signature: prepared.signature, wire: prepared.wire, params: { amount: Number(amount) } };
+    await this.o.journal.record(this.o.db, action);
+    await this.o.journal.send(action);
+  }
+
+  private resolveOwner(): ActionOwner {
+    return {
+      confirmed: async (tx, action) => {
+        const job = await getJob(tx, action.subject);
+        if (!job) throw new Error(`resolve ${action.signature} names a missing job ${action.subject}`);
+        const outcome = OUTCOMES[action.params?.outcome ?? -1]!;
+        const returned = outcome === "rejected" ? 0 : job.creditsCharged;
+        if (returned > 0) await refundCharge(tx, job, returned);
+        await mustMoveJob(tx, job, "dispute_resolved", { disputeOutcome: outcome, disputeReturnedCredits: returned, request: null });
+      },
+      // Refused (the treasury could not pay): the job stays disputed for the next start to try again.
+      rejected: (tx, action) => updateJob(tx, action.subject, { disputeResolveTx: null }),
+      rebuild: async () => undefined,
+      dropped: (tx, action) => updateJob(tx, action.subject, { disputeResolveTx: null }),
+    };
+  }
+
+  private slashOwner(): ActionOwner {
+    return {
+      confirmed: async (tx, action) => {
+        const job = await getJob(tx, action.subject);
+        await emitWorkerSlashed(tx, {
+          workerAddress: job?.workerAddress ?? "",
+          slashAmountSvc: Math.floor((action.params?.amount ?? 0) / 10 ** NATIVE_DECIMALS),
+          slashTx: action.signature,
+          reason: "fraudulent_proof",
+          relatedJobId: action.subject,
+        });
+      },
+      rejected: async () => undefined,
+      rebuild: async () => undefined,
+      dropped: async () => undefined,
+    };
+  }
+}
+
+const OUTCOMES: DisputeOutcome[] = ["upheld", "rejected", "inconclusive"];
+
+/** The treasury pays the caller's charge back, as `resolve` did on-chain. */
+async function refundCharge(tx: Db, job: JobRecord, credits: number): Promise<void> {
+  await ledger.ensureWalletAccounts(tx, job.wallet);
+  await ledger.transfer(tx, {
+    id: `dispute_refund:${job.id}`,
+    debitAccountId: ledger.TREASURY_ACCOUNT,
+    creditAccountId: ledger.walletAccountId(job.wallet),
+    amount: creditsToBaseUnits(credits),
+    code: "dispute_refund",
+    reference: job.id,
+  });
+  await money.checkCreditLow(tx, job.wallet, await money.availableCredits(tx, job.wallet), false);
+}

@@ -1,0 +1,163 @@
+/**
+ * A caller contests a settled job (spec "POST /jobs/{job_id}/dispute", DECISIONS "Disputes"): the
+ * hash of the text it received is compared with the worker's proof hash; when they differ, the
+ * escrow program records the dispute (`dispute`), the job becomes `disputed`, job.disputed fires
+ * and arbitration (arbitration.ts) decides. The dispute transaction is recorded before it is sent,
+ * like every chain transaction, so a crash finishes or undoes it exactly once.
+ */
+import { ChainRejectedError, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
+import { ApiError, type Logger } from "../core/index.ts";
+import { emitJobDisputed } from "../events/index.ts";
+import type { Db } from "../store/index.ts";
+import { jobEventFacts, type JobRecord } from "./job-record.ts";
+import { forgetRequests, getJob, jobsWithEscrowToClose, markEscrowsClosed, moveJob } from "./job-repo.ts";
+
+export const ARBITRATION_WINDOW_HOURS = 72;
+export const OUTPUT_HASH = /^sha256:[0-9a-f]{64}$/;
+/** How long a dispute of a job whose settlement is still confirming waits for it. */
+const SETTLING_WAIT_MS = 5_000;
+
+export interface DisputeDeps {
+  db: Db;
+  chain: Chain;
+  journal: ChainJournal;
+  logger: Logger;
+  /** From the final output token (as the service recorded it) to the end of the filing window. */
+  windowMs: number;
+}
+
+/** The answer of the dispute endpoint. */
+export interface DisputeAnswer {
+  job_id: string;
+  dispute_opened: boolean;
+  your_hash: string;
+  worker_hash: string;
+  dispute_tx?: string;
+  arbitration_window_hours?: number;
+}
+
+const undisputed = { disputeHash: null, disputeTx: null, disputedAt: null };
+
+/** Puts a job whose dispute never took hold on-chain back as it was. */
+async function withdrawDispute(tx: Db, action: ChainAction): Promise<void> {
+  const job = await getJob(tx, action.subject);
+  if (job?.status === "disputed" && job.disputeTx === action.signature) await moveJob(tx, job, "dispute_refused", undisputed);
+}
+
+function disputeOwner(): ActionOwner {
+  return {
+    async confirmed(tx, action) {
+      const job = await getJob(tx, action.subject);
+      if (!job || job.disputeHash === null || job.proofHash === null) throw new Error(`dispute ${action.signature} names job ${action.subject} without a dispute`);
+      await emitJobDisputed(tx, {
+        ...jobEventFacts(job),
+        creditsCharged: job.creditsCharged,
+        yourHash: job.disputeHash,
+        workerHash: job.proofHash,
+        disputeTx: action.signature,
+        arbitrationWindowHours: ARBITRATION_WINDOW_HOURS,
+      });
+    },
+    rejected: (tx, action) => withdrawDispute(tx, action),
+    // The filing window is short; a dispute that never landed is given up, and the caller may file again.
+    rebuild: async () => undefined,
+    dropped: (tx, action) => withdrawDispute(tx, action),
+    giveUpUnsentOnResume: true,
+  };
+}
+
+export class Disputes {
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deps: DisputeDeps,
+    /** Called once a dispute is on-chain: arbitration takes it from there. */
+    private readonly opened: (jobId: string) => void,
+  ) {
+    deps.journal.register("dispute", disputeOwner());
+  }
+
+  /**
+   * Every few seconds, for jobs whose dispute window has closed: forgets their kept requests, and
+   * closes their escrow records in the program, recovering the rent.
+   */
+  start(): void {
+    const sweep = () => {
+      void forgetRequests(this.deps.db, new Date(Date.now() - this.deps.windowMs))
+        .then(() => this.closeEscrows())
+        .catch((error: unknown) => this.deps.logger.warn({ err: error }, "could not tidy up the jobs past their dispute window"));
+    };
+    sweep();
+    this.sweeper = setInterval(sweep, Math.min(this.deps.windowMs, 10_000));
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /**
+   * Closes the escrow records of up to 20 ended jobs in one transaction: those the program holds
+   * settled, refunded or reversed for longer than its dispute window. A job whose record is gone
+   * (never locked, or closed already) is marked too; a locked or disputed one waits.
+   */
+  private async closeEscrows(): Promise<void> {
+    const { chain, db } = this.deps;
+    const windowS = await chain.disputeWindowSeconds();
+    const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), 20);
+    const closable: string[] = [];
+    const gone: string[] = [];
+    const nowS = BigInt(Math.floor(Date.now() / 1000));
+    for (const id of due) {
+      const record = await chain.escrowRecord(id);
+      if (!record) gone.push(id);
+      else if (record.status !== "locked" && record.status !== "disputed" && nowS - record.closedAt > windowS + 1n) closable.push(id);
+    }
+    if (closable.length > 0) await chain.send((await chain.prepareCloseEscrows(closable)).wire);
+    await markEscrowsClosed(db, [...closable, ...gone]);
+  }
+
+  /** The caller's job, settled: 404 for someone else's, 409 for any status but settled (or settling that settles soon). */
+  private async settledJob(wallet: string, jobId: string): Promise<JobRecord> {
+    const deadline = Date.now() + SETTLING_WAIT_MS;
+    for (;;) {
+      const job = await getJob(this.deps.db, jobId);
+      if (!job || job.wallet !== wallet) throw new ApiError("not_found", `No job '${jobId}' exists.`, "job_id");
+      // A job is disputed once: a second dispute, even after the first was decided, is refused.
+      const disputedBefore = job.status === "disputed" || job.disputeTx !== null;
+      if (job.status === "settled" && !disputedBefore) return job;
+      if (job.status !== "settling" || Date.now() >= deadline) {
+        const why = disputedBefore ? "It has been disputed already." : `Only a settled job can be disputed; this one is ${job.status}.`;
+        throw new ApiError("conflict", `Job '${jobId}' cannot be disputed. ${why}`, "job_id");
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  async open(wallet: string, jobId: string, receivedHash: string, now = new Date()): Promise<DisputeAnswer> {
+    const job = await this.settledJob(wallet, jobId);
+    const closesAt = (job.lastTokenAt?.getTime() ?? 0) + this.deps.windowMs;
+    if (now.getTime() > closesAt) {
+      throw new ApiError("dispute_window_expired", `The dispute window of job '${jobId}' closed at ${new Date(closesAt).toISOString()}, ${this.deps.windowMs / 1000} seconds after its final output token.`);
+    }
+    const answer = { job_id: job.id, your_hash: receivedHash, worker_hash: job.proofHash ?? "" };
+    if (receivedHash === job.proofHash) return { ...answer, dispute_opened: false };
+    const prepared = await this.deps.chain.prepareDispute({ jobId: job.id, callerHash: receivedHash });
+    const action: ChainAction = { kind: "dispute", subject: job.id, signature: prepared.signature, wire: prepared.wire };
+    const moved = await this.deps.db.transaction(async (tx) => {
+      if (!(await moveJob(tx, job, "dispute_opened", { disputeHash: receivedHash, disputeTx: action.signature, disputedAt: now }))) return false;
+      await this.deps.journal.record(tx, action);
+      return true;
+    });
+    if (!moved) throw new ApiError("conflict", `Job '${jobId}' cannot be disputed. It has been disputed already.`, "job_id");
+    try {
+      await this.deps.journal.send(action);
+    } catch (error) {
+      if (!(error instanceof ChainRejectedError)) throw error;
+      // The program's clock runs from the settlement, a little after the final token; only the window can refuse it here.
+      throw new ApiError("dispute_window_expired", `The dispute window of job '${jobId}' has closed on the chain.`);
+    }
+    this.opened(job.id);
+    return { ...answer, dispute_opened: true, dispute_tx: action.signature, arbitration_window_hours: ARBITRATION_WINDOW_HOURS };
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * A worker that claims a catalog model but serves another: here the real model's output with its
+ * wording changed, as a cheaper model's would be, with an honest proof over exactly what it sent.
+ * Its proofs verify and its caller cannot tell; only re-running the job elsewhere can. A fault no
+ * honest worker produces, so it is made by wrapping a real one.
+ */
+import type { Signer } from "../../src/core/keys.ts";
+import { outputHash, proofMessage } from "../../src/core/proof.ts";
+import type { ChatMessage } from "../../src/inference/engine.ts";
+import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
+
+export class OtherModelWorker implements WorkerHandle {
+  constructor(
+    private readonly real: WorkerHandle,
+    private readonly key: Signer,
+  ) {}
+
+  get address() {
+    return this.real.address;
+  }
+  get staked() {
+    return this.real.staked;
+  }
+  models() {
+    return this.real.models();
+  }
+  contextWindow(model: string) {
+    return this.real.contextWindow(model);
+  }
+  countPromptTokens(model: string, messages: ChatMessage[]) {
+    return this.real.countPromptTokens(model, messages);
+  }
+
+  async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {
+    let text = "";
+    for await (const event of this.real.run(job, signal)) {
+      if (event.type === "delta") {
+        const changed = event.text.replace(/o/g, "0");
+        text += changed;
+        yield { type: "delta", text: changed };
+        continue;
+      }
+      const hash = outputHash(text);
+      yield { ...event, outputHash: hash, signature: this.key.sign(proofMessage(job.jobId, hash)) };
+    }
+  }
+}
