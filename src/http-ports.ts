@@ -8,16 +8,17 @@ import { ApiError, isId, newId } from "./core/index.ts";
 import { deleteWebhook, insertWebhook, listWebhooks, parseTargetUrl, resolveTarget, TargetRefusedError, webhookToApi, type Webhooks } from "./events/index.ts";
 import type { AccountRoutesOptions, HttpPorts, JobRoutesOptions, WebhookInput, WebhookRoutesOptions } from "./http/index.ts";
 import type { Catalog } from "./catalog/index.ts";
-import { listJobs, money, type JobService } from "./jobs/index.ts";
+import { listJobs, money, type Disputes, type JobService } from "./jobs/index.ts";
 import type { Db } from "./store/index.ts";
 
 /** Every port of the /v1 routes, bound to the service's parts. */
-export function httpPorts(parts: { db: Db; jobs: JobService; catalog: Catalog; webhooks: Webhooks }): HttpPorts {
+export function httpPorts(parts: { db: Db; jobs: JobService; disputes: Disputes; catalog: Catalog; webhooks: Webhooks }): HttpPorts {
   const { db } = parts;
   return {
     authenticate: (authorization) => authenticate(db, authorization),
     account: accountPort(db),
     jobs: jobsPort(parts),
+    disputes: { openDispute: (wallet, jobId, hash) => parts.disputes.open(wallet, jobId, hash) },
     webhooks: webhooksPort(parts.webhooks),
   };
 }

@@ -12,6 +12,8 @@ import { money } from "../jobs/index.ts";
 import type { Db } from "../store/index.ts";
 import { accountPageRoutes, type AccountPageOptions } from "./account-routes.ts";
 import { registerAppPage } from "./bundle.ts";
+import { creditPageRoutes, type CreditPageOptions } from "./credit-routes.ts";
+import { solanaPayRoutes, type SolanaPayOptions } from "./solana-pay-routes.ts";
 import type { SessionStore, WebContext, WebOptions } from "./context.ts";
 import { guardAppRequests, sessionRoutes } from "./session-routes.ts";
 import * as sessions from "./sessions.ts";
@@ -69,6 +71,10 @@ export interface WebAppParts {
   /** Read when an error is answered: the origin is only known once the server listens. */
   appUrl: () => string;
   options: WebOptions;
+  /** Adding and withdrawing credits, bound to the jobs part's wallet payments and the chain. */
+  credits: CreditPageOptions;
+  /** A Solana Pay transaction request's deposit transaction for the paying account. */
+  solanaPay: SolanaPayOptions["transactionRequest"];
   /** The HTTP edge's own checks (path parameters), run after the session guard. */
   checkRequest?: (request: FastifyRequest) => void;
 }
@@ -86,9 +92,11 @@ export async function registerWebApp(app: FastifyInstance, parts: WebAppParts): 
       await api.register(accountPageRoutes, accountPage(db));
       await api.register(jobRoutes, { ...parts.ports.jobs, walletOf: (request) => request.appWallet });
       await api.register(webhookPageRoutes, webhookPage(parts.webhooks, parts.ports));
+      await api.register(creditPageRoutes, parts.credits);
     },
     { prefix: "/app/api" },
   );
+  await app.register(solanaPayRoutes, { prefix: "/pay", transactionRequest: parts.solanaPay, appUrl: parts.appUrl });
 }
 
 export { appBundle } from "./bundle.ts";
@@ -96,3 +104,4 @@ export { WEB_MIGRATIONS } from "./schema.ts";
 export { SESSION_COOKIE } from "./session-routes.ts";
 export { formatSignInMessage, parseSignInMessage, SIGN_IN_STATEMENT, type SignInFields } from "./siws-message.ts";
 export type { WebOptions } from "./context.ts";
+export type { CreditPageOptions } from "./credit-routes.ts";

@@ -2,24 +2,13 @@
  * Sign In With Solana, server side: the rule that decides whether a signed message may open a
  * session. Pure: the nonce's liveness and the session itself are the caller's business.
  */
-import { createPublicKey, verify } from "node:crypto";
-import { base58Decode } from "../core/index.ts";
+import { verifyEd25519 } from "../core/index.ts";
 import { parseSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION } from "./siws-message.ts";
 
 export { formatSignInMessage, parseSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, type SignInFields } from "./siws-message.ts";
 
 /** How far a wallet's clock may run ahead of ours. */
 const CLOCK_SKEW_MS = 60_000;
-
-export function verifyEd25519(address: string, message: Uint8Array, signature: Uint8Array): boolean {
-  try {
-    const x = Buffer.from(base58Decode(address, 32)).toString("base64url");
-    const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
-    return signature.length === 64 && verify(null, message, key, signature);
-  } catch {
-    return false;
-  }
-}
 
 export interface SignInExpectation {
   /** The app's origin, e.g. `https://app.example`: gives the domain and the URI. */

@@ -14,6 +14,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { createSolanaRpc, type Base64EncodedWireTransaction } from "@solana/kit";
+import { signWalletSlot, startChainRpc } from "../../src/chain/index.ts";
 import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { formatSignInMessage } from "../../src/web/index.ts";
 import { migratedTestDb, MODEL } from "../support/service.ts";
@@ -314,6 +316,48 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
     await page.context().close();
   });
 
+  test("get test USDC, add 150 credits, be refused 99, withdraw 50, pay 100 by QR code: the wallet signs each transaction", async () => {
+    gateway.service.enableDevSignIn(generateKeypair()); // svc dev's faucet is offered while there is a dev wallet
+    const kp = generateKeypair();
+    const page = await signedIn(kp);
+    await page.getByRole("button", { name: "Credits", exact: true }).click();
+    await page.getByRole("button", { name: "Get test USDC" }).click();
+    await page.getByRole("status").getByText("Got 1000 credits' worth of test USDC.").waitFor();
+    await page.getByLabel("Credits to add").fill("99");
+    await page.getByRole("button", { name: "Add credits" }).click();
+    await page.getByRole("alert").getByText(/at least 100 credits/).waitFor();
+    await page.getByLabel("Credits to add").fill("150");
+    await page.getByRole("button", { name: "Add credits" }).click();
+    await page.getByRole("status").getByText(/Added 150 credits .* Credits remaining: 150\./).waitFor();
+    const { chain, db } = gateway.service;
+    assert.equal(await chain.creditBalance(kp.address), 1_500_000n, "in the vault on-chain");
+    const [deposit] = await db.query<{ state: string }>("SELECT state FROM chain_actions WHERE kind = 'wallet_deposit' AND subject = $1", [kp.address]);
+    assert.equal(deposit?.state, "confirmed");
+    await page.getByLabel("Credits to withdraw").fill("50");
+    await page.getByRole("button", { name: "Withdraw" }).click();
+    await page.getByRole("status").getByText(/Withdrew 50 credits .* Credits remaining: 100\./).waitFor();
+    assert.equal(await chain.walletUsdc(kp.address), 1000n * 10_000n - 1_500_000n + 500_000n, "the 50 credits' USDC is back in the wallet's own account");
+    await page.getByRole("table", { name: "Withdrawals" }).getByText("posted").waitFor();
+
+    // The QR code: a script pays its transaction request as a phone wallet would, and the page notices.
+    await page.getByLabel("Credits to add").fill("100");
+    await page.getByRole("button", { name: "Pay with a phone wallet" }).click();
+    await page.getByRole("img", { name: "Payment QR code" }).waitFor();
+    await shot(page, "credits");
+    const link = await page.getByRole("link", { name: "the payment link" }).getAttribute("href");
+    const requestUrl = decodeURIComponent(link!.slice("solana:".length));
+    const fetched = (await (await fetch(requestUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ account: kp.address }) })).json()) as { transaction: string };
+    const rpc = await startChainRpc({ chain, port: 0 });
+    try {
+      const signed = signWalletSlot(new Uint8Array(Buffer.from(fetched.transaction, "base64")), kp);
+      await createSolanaRpc(rpc.url).sendTransaction(Buffer.from(signed).toString("base64") as Base64EncodedWireTransaction, { encoding: "base64" }).send();
+      await page.getByRole("status").getByText(/Added 100 credits .* Credits remaining: 200\./).waitFor();
+    } finally {
+      await rpc.close();
+    }
+    await page.context().close();
+  });
+
   test("keyboard alone, at phone width: the dev wallet signs in and every page fits the screen", async () => {
     const dev = generateKeypair();
     gateway.service.enableDevSignIn(dev);
@@ -325,7 +369,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
     for (let i = 0; i < 5 && !(await page.evaluate(() => document.activeElement?.textContent === "Use the dev wallet")); i++) await page.keyboard.press("Tab");
     await page.keyboard.press("Enter");
     await page.getByRole("button", { name: "Sign out" }).waitFor();
-    for (const name of ["Overview", "API key", "Webhooks", "Jobs", "Settings"]) {
+    for (const name of ["Overview", "Credits", "API key", "Webhooks", "Jobs", "Settings"]) {
       await page.getByRole("button", { name, exact: true }).focus();
       await page.keyboard.press("Enter");
       await page.getByRole("heading", { level: 2, name }).waitFor();

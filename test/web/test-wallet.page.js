@@ -26,6 +26,26 @@ function registerTestWallet(init) {
       signMessage: (...inputs) => Promise.all(inputs.map(async (i) => ({ signedMessage: i.message, signature: await sign(i.message) }))),
     },
   };
+  // Fills the wallet's slot of a legacy transaction: signature count (one byte), the signatures,
+  // then the message, whose header is 3 bytes and a one-byte key count before the keys.
+  features["solana:signTransaction"] = {
+    version: "1.0.0",
+    supportedTransactionVersions: ["legacy"],
+    signTransaction: (...inputs) =>
+      Promise.all(
+        inputs.map(async (input) => {
+          const tx = new Uint8Array(input.transaction);
+          const count = tx[0];
+          const message = tx.subarray(1 + 64 * count);
+          const mine = new Uint8Array(init.publicKey);
+          for (let k = 0; k < count; k++) {
+            const key = message.subarray(4 + 32 * k, 36 + 32 * k);
+            if (key.every((b, i) => b === mine[i])) tx.set(await sign(message), 1 + 64 * k);
+          }
+          return { signedTransaction: tx };
+        }),
+      ),
+  };
   if (init.withSignIn) {
     features["solana:signIn"] = {
       version: "1.0.0",

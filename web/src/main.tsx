@@ -2,13 +2,14 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api.ts";
+import { CreditsPage } from "./credits.tsx";
 import { JobsPage } from "./jobs.tsx";
 import { ApiKeyPage, OverviewPage, SettingsPage } from "./pages.tsx";
 import { SignInPage } from "./sign-in.tsx";
 import { WebhooksPage } from "./webhooks.tsx";
 import "./app.css";
 
-const PAGES = { overview: "Overview", key: "API key", webhooks: "Webhooks", jobs: "Jobs", settings: "Settings" } as const;
+const PAGES = { overview: "Overview", credits: "Credits", key: "API key", webhooks: "Webhooks", jobs: "Jobs", settings: "Settings" } as const;
 type Page = keyof typeof PAGES;
 
 function App() {
@@ -49,6 +50,7 @@ function SignedIn({ wallet, onSignedOut }: { wallet: string; onSignedOut: () => 
       </nav>
       <main>
         {page === "overview" && <OverviewPage />}
+        {page === "credits" && <CreditsPage wallet={wallet} />}
         {page === "key" && <ApiKeyPage />}
         {page === "webhooks" && <WebhooksPage />}
         {page === "jobs" && <JobsPage />}
