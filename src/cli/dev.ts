@@ -10,7 +10,16 @@ import { parseArgs } from "node:util";
 import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL, type CatalogModel } from "../catalog/index.ts";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
-import { LOG_FORMATS, type LogFormat, type Logger, createLogger, defaultLogFormat, loadOrCreateKeypair } from "../core/index.ts";
+import {
+  LOG_FORMATS,
+  type LogFormat,
+  type Logger,
+  type RateLimitOptions,
+  createLogger,
+  defaultLogFormat,
+  loadOrCreateKeypair,
+  parseRateLimit,
+} from "../core/index.ts";
 import { availableCredits } from "../jobs/index.ts";
 import { DEFAULT_PORT, startService, type Service } from "../service.ts";
 import { DEFAULT_MAX_SEQUENCES, ModelSourceError } from "../inference/index.ts";
@@ -34,6 +43,8 @@ Options:
   --model <model>     A GGUF file or hf:<user>/<repo>/<file>.gguf (default: the built-in wiring model)
   --database-url <u>  Use this PostgreSQL database instead of the embedded one
   --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)
+  --rate-limit <r:b>  Requests a second and burst each client IP may send, e.g. 500:1000, or off
+                      (default 50:100; SVC_RATE_LIMIT sets it too). 429 rate_limited above it
   --log-format <f>    pretty (one line per record) or json; default pretty on a terminal, json
                       otherwise (SVC_LOG_FORMAT sets it too)
   -h, --help          Show this help
@@ -54,6 +65,8 @@ interface DevOptions {
   /** Undefined: the default port, or a free one when it is taken. */
   rpcPort: number | undefined;
   logFormat: LogFormat;
+  /** Undefined: the default limit. */
+  rateLimit: RateLimitOptions | false | undefined;
 }
 
 export async function runDev(argv: string[]): Promise<void> {
@@ -78,6 +91,7 @@ export async function runDev(argv: string[]): Promise<void> {
     logger,
     webhooks: { allowHttpLocalhost: true },
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
   const chainRpc = await startChainRpc({
     chain: service.chain, port: options.rpcPort ?? DEFAULT_RPC_PORT, orFreePort: options.rpcPort === undefined, host: options.host, faucet: true, logger,
@@ -128,6 +142,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
       "database-url": { type: "string" },
       "log-format": { type: "string" },
       "rpc-port": { type: "string" },
+      "rate-limit": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -144,6 +159,13 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
   if (rpcPort !== undefined && (!Number.isInteger(rpcPort) || rpcPort < 0 || rpcPort > 65535)) fail(`--rpc-port must be a port number, got '${values["rpc-port"]}'`);
   if (credits !== undefined && (!Number.isInteger(credits) || credits < 0)) fail(`--credits must be a whole number of credits, got '${values.credits}'`);
   if (!LOG_FORMATS.includes(logFormat as LogFormat)) fail(`--log-format is pretty or json, got '${logFormat}'`);
+  let rateLimit: RateLimitOptions | false | undefined;
+  try {
+    const text = values["rate-limit"] ?? process.env.SVC_RATE_LIMIT;
+    rateLimit = text === undefined ? undefined : parseRateLimit(text);
+  } catch (error) {
+    fail(`--rate-limit: ${(error as Error).message}`);
+  }
   return {
     port,
     host: values.host,
@@ -154,6 +176,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     databaseUrl: values["database-url"],
     rpcPort,
     logFormat: logFormat as LogFormat,
+    rateLimit,
   };
 }
 

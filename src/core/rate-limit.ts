@@ -10,6 +10,18 @@ export interface RateLimitOptions {
 
 export const DEFAULT_RATE_LIMIT: RateLimitOptions = { ratePerSecond: 50, burst: 100 };
 
+/** `<per-second>:<burst>` (e.g. `500:1000`), or `off` (false): the per-IP limit as an operator writes it. */
+export function parseRateLimit(text: string): RateLimitOptions | false {
+  if (text === "off") return false;
+  const match = /^(\d+(?:\.\d+)?):(\d+)$/.exec(text);
+  const ratePerSecond = Number(match?.[1]);
+  const burst = Number(match?.[2]);
+  if (!match || !(ratePerSecond > 0) || !(burst >= 1)) {
+    throw new RangeError(`a rate limit is <requests per second>:<burst> (e.g. 50:100) or off, got '${text}'`);
+  }
+  return { ratePerSecond, burst };
+}
+
 /** `perSecond` tokens a second, held up to `burst`; taken `amount` at a time or not at all. */
 export class TokenBucket {
   private tokens: number;

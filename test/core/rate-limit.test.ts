@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RateLimiter, TokenBucket } from "../../src/core/rate-limit.ts";
+import { RateLimiter, TokenBucket, parseRateLimit } from "../../src/core/rate-limit.ts";
 
 test("a burst is allowed, then requests wait for the refill", () => {
   const limiter = new RateLimiter({ ratePerSecond: 10, burst: 3 });
@@ -26,4 +26,11 @@ test("a token bucket takes several tokens at once or none, and says how long unt
   assert.ok(!bucket.isFull(t + 1_000));
   assert.ok(bucket.isFull(t + 3_000), "refills up to the burst and no further");
   assert.equal(bucket.take(201, t + 10_000) > 0, true, "never holds more than the burst");
+});
+
+test("a rate limit as an operator writes it: <per second>:<burst> or off", () => {
+  assert.deepEqual(parseRateLimit("500:1000"), { ratePerSecond: 500, burst: 1000 });
+  assert.deepEqual(parseRateLimit("0.5:2"), { ratePerSecond: 0.5, burst: 2 });
+  assert.equal(parseRateLimit("off"), false);
+  for (const bad of ["", "500", "0:10", "10:0", "-1:5", "ten:5", "5:1.5", "off "]) assert.throws(() => parseRateLimit(bad), RangeError, bad);
 });

@@ -1,0 +1,109 @@
+/**
+ * Paid JSON completions per second through the gateway, against a plain Node.js proxy to the same
+ * instant upstream, in one run: an OpenAI-compatible upstream answering at once (the test
+ * upstream, vLLM dialect), a worker serving Qwen/Qwen3-1.7B through it, and autocannon driving
+ * each target at 1, 32 and 256 connections, interleaved. After each gateway run it waits for every
+ * job to settle and reports how long the backlog took. The service runs on svc dev's defaults
+ * (PGlite on disk, the embedded chain), or on PostgreSQL when DATABASE_URL is set.
+ *
+ * Run: npm run bench:load [-- <seconds per run, default 5>]
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, request as httpRequest, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { generateKeypair } from "../src/core/keys.ts";
+import { OpenAiEngine } from "../src/inference/openai-engine.ts";
+import { startService, type Service } from "../src/service.ts";
+import { WorkerNode } from "../src/worker/worker-node.ts";
+import { startUpstream } from "../test/support/upstream-server.ts";
+import { fundedClient } from "./support.ts";
+
+const SECONDS = Number(process.argv[2] ?? 5);
+const MODEL = "Qwen/Qwen3-1.7B";
+const UPSTREAM_MODEL = "qwen3-1.7b";
+/** The same request: the gateway's catalog id, the upstream's own name for the proxy. */
+const body = (model: string) => JSON.stringify({ model, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
+
+/** A plain proxy: what forwarding alone costs on this machine. */
+function startProxy(target: URL): Promise<Server> {
+  const server = createServer((req, res) => {
+    const upstream = httpRequest({ host: target.hostname, port: target.port, path: req.url!.replace(/^\/v1/, target.pathname), method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode!, answer.headers);
+      answer.pipe(res);
+    });
+    req.pipe(upstream);
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+interface Row {
+  target: string;
+  connections: number;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  settleMs?: number;
+}
+
+async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string): Promise<Row> {
+  const r = await autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: SECONDS, timeout: 30 });
+  return { target, connections, requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts };
+}
+
+/** Milliseconds until no job of the service is still open. */
+async function settled(service: Service): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const [open] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
+    if (open!.n === 0) return performance.now() - started;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const upstream = await startUpstream("vllm", { model: UPSTREAM_MODEL, reply: ["Hello", " there", "."], contextWindow: 32_768 });
+const proxy = await startProxy(new URL(upstream.baseUrl));
+const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
+const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: UPSTREAM_MODEL });
+const service = await startService({
+  port: 0,
+  ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL, databaseSchema: `load_${Date.now()}` } : { dataDir: dir }),
+  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[MODEL, engine]]), false)],
+  // No per-IP limit: one load generator is one client. (Written as a huge limit, not `false`,
+  // so the same bench runs on commits from before the limit could be turned off.)
+  rateLimit: { ratePerSecond: 1e9, burst: 1e9 },
+});
+const client = await fundedClient(service, 10_000_000);
+const auth = { authorization: `Bearer ${client.apiKey}` };
+const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
+
+const rows: Row[] = [];
+for (const connections of [1, 32, 256]) {
+  rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL));
+  const row = await drive("gateway", `${service.baseUrl}/chat/completions`, connections, auth, MODEL);
+  row.settleMs = await settled(service);
+  rows.push(row);
+}
+const [jobs] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'");
+const rssMb = process.memoryUsage().rss / 2 ** 20;
+
+console.log(`${SECONDS} s per run; storage: ${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite on disk"}; ${jobs!.n} jobs settled in all`);
+console.log("target        conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  backlog settled in");
+for (const r of rows) {
+  const proxyRow = rows.find((p) => p.target === "plain proxy" && p.connections === r.connections)!;
+  const ratio = r.target === "gateway" ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
+  console.log(
+    `${r.target.padEnd(12)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${r.settleMs === undefined ? "" : `${r.settleMs.toFixed(0)} ms`.padStart(18)}`,
+  );
+}
+console.log(`RSS of this process (service, upstream, proxy and load generator together): ${rssMb.toFixed(0)} MB`);
+await service.close();
+await engine.close();
+proxy.close();
+await upstream.close();
+await rm(dir, { recursive: true, force: true });
+process.exit(0);
