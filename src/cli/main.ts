@@ -7,7 +7,9 @@ const USAGE = `Usage: svc <command> [options]
 
 Commands:
   dev       Start the gateway on embedded defaults, with a seed-pool worker and a funded dev wallet
-  worker    Serve models to a gateway from this machine
+  worker    Serve models to a gateway from this machine (and 'worker stake' / 'worker unstake')
+  verify    Check a job's charge on the chain: its escrow, the worker's proof, the split
+  chain     'chain serve': the embedded chain on its own, over Solana's JSON-RPC
 
 Run 'svc <command> --help' for a command's options.`;
 
@@ -18,6 +20,12 @@ switch (command) {
     break;
   case "worker":
     await (await import("./worker.ts")).runWorker(rest);
+    break;
+  case "chain":
+    await (await import("./chain.ts")).runChain(rest);
+    break;
+  case "verify":
+    await (await import("./verify.ts")).runVerify(rest);
     break;
   case undefined:
   case "--help":
