@@ -102,6 +102,10 @@ test("a data dir is owned by one open chain at a time", async (t) => {
   await reopened.chain.close();
 });
 
+const WORKER_BOUND_MS = 120_000;
+/** Reopening and checking after the kill may hang only through a bug; the test then fails at this bound. */
+const TEST_BOUND_MS = 240_000;
+
 interface WorkerRun {
   intents: string[];
   acked: string[];
@@ -121,6 +125,13 @@ async function runAndKill(dir: string, args: { checkpointEvery: number; lanes: n
   );
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on("exit", (_code, signal) => resolve(signal)));
   const run: WorkerRun = { intents: [], acked: [], landedRejections: [] };
+  // A worker that stops making progress must fail the test, not hold the file until the runner's
+  // 10-minute limit: bound the wait and say how far the worker got.
+  let stalled = false;
+  const watchdog = setTimeout(() => {
+    stalled = true;
+    child.kill("SIGKILL");
+  }, WORKER_BOUND_MS);
   for await (const line of createInterface({ input: child.stdout })) {
     const e = JSON.parse(line) as { intent?: string; acked?: string; rejected?: string; landed?: boolean; quiet?: boolean; addresses?: string[]; digest?: string };
     if (e.intent) run.intents.push(e.intent);
@@ -129,7 +140,10 @@ async function runAndKill(dir: string, args: { checkpointEvery: number; lanes: n
     if (e.quiet) run.quiet = { addresses: e.addresses!, digest: e.digest! };
     if (!child.killed && stop(run)) child.kill("SIGKILL");
   }
-  assert.equal(await exited, "SIGKILL", "the worker was killed, not closed");
+  clearTimeout(watchdog);
+  const signal = await exited;
+  assert.ok(!stalled, `the worker had not got there after ${WORKER_BOUND_MS / 1000} s: ${run.intents.length} sent, ${run.acked.length} acknowledged, quiet: ${run.quiet !== undefined}`);
+  assert.equal(signal, "SIGKILL", "the worker was killed, not closed");
   return run;
 }
 
@@ -146,7 +160,7 @@ async function assertRecovered(chain: Chain, run: WorkerRun): Promise<string[]> 
 
 for (const checkpointEvery of [1_000_000, 7]) {
   const mode = checkpointEvery > 1000 ? "the whole log" : "the last checkpoint and the log after it";
-  test(`kill -9 once quiet: reopening replays ${mode} to identical state`, async (t) => {
+  test(`kill -9 once quiet: reopening replays ${mode} to identical state`, { timeout: TEST_BOUND_MS }, async (t) => {
     const { dir, defer } = tempDir(t);
     const run = await runAndKill(dir, { checkpointEvery, lanes: 3, rounds: 8 }, (r) => r.quiet !== undefined);
     assert.ok(run.quiet);
@@ -159,9 +173,10 @@ for (const checkpointEvery of [1_000_000, 7]) {
   });
 }
 
-test("kill -9 mid-stream, with a torn record at the log's end: acknowledged work survives, the rest is rebuildable", async (t) => {
+test("kill -9 mid-stream, with a torn record at the log's end: acknowledged work survives, the rest is rebuildable", { timeout: TEST_BOUND_MS }, async (t) => {
   const { dir, defer } = tempDir(t);
-  const run = await runAndKill(dir, { checkpointEvery: 25, lanes: 4, rounds: 1000 }, (r) => r.acked.length >= 60);
+  const run = await runAndKill(dir, { checkpointEvery: 25, lanes: 4, rounds: 1000 }, (r) => r.acked.length >= 60 || r.quiet !== undefined);
+  assert.equal(run.quiet, undefined, "killed in the middle of its work");
   // A write the kill cut short: a frame header promising more bytes than follow.
   const log = join(dir, "chain", "txlog");
   const intact = statSync(log).size;
