@@ -32,7 +32,7 @@ import type { Db } from "../store/index.ts";
 import { jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
 import { conclude, refundJob, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { jobEventFacts, newPendingJob, type JobRecord } from "./job-record.ts";
-import { getJob, insertJob, moveJob, updateJob } from "./job-repo.ts";
+import { getJob, insertJob, mustMoveJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type { JobEvent };
@@ -165,7 +165,7 @@ export class JobService {
         const largest = Math.min(model.contextWindow, Math.max(contextWindow, this.pool.contextWindow(model.id)));
         throw contextLengthExceeded(largest, `${promptTokens}`, request.maxTokens);
       }
-      const { job, escrow, creditsAfterLock } = await this.reserve(wallet, model, request, promptTokens, contextWindow);
+      const { job, escrow, creditsAfterLock } = await this.reserve(wallet, model, request, { promptTokens, contextWindow, worker: lease.worker });
       return this.launch(job, escrow, creditsAfterLock, lease, request, clientSignal);
     } catch (error) {
       lease.release();
@@ -174,22 +174,14 @@ export class JobService {
   }
 
   /**
-   * Send the escrow and hand the job to its worker. The chain transaction and the assignment
-   * proceed while the worker starts: the ledger already holds the credits, and the driver awaits
-   * both before any settlement.
+   * Send the escrow and hand the job to its worker. The chain transaction proceeds while the
+   * worker starts: the ledger already holds the credits, and the driver awaits the escrow before
+   * any settlement.
    */
   private launch(job: JobRecord, escrow: ChainAction, creditsAfterLock: number, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): StartedJob {
     const escrowLanded = this.journal.send(escrow).then((sent) => sent.slot);
-    const assigned = this.db.transaction(async (tx) => {
-      // Lost only to the escrow's own outcome (refused or dropped), which ended the job first;
-      // the driver learns it from the escrow.
-      if (await moveJob(tx, job, "worker_assigned", { workerAddress: lease.worker.address, workerStaked: lease.worker.staked })) {
-        await emitJobProcessing(tx, jobEventFacts(job));
-      }
-    });
     // Awaited later by the job's driver; never let an early rejection count as unhandled.
     escrowLanded.catch(() => undefined);
-    assigned.catch(() => undefined);
     const channel = new Channel<JobEvent>();
     const started: StartedJob = {
       id: job.id,
@@ -201,8 +193,7 @@ export class JobService {
       creditsRemaining: creditsAfterLock,
       events: channel,
     };
-    const ready = Promise.all([escrowLanded, assigned]).then(([slot]) => slot);
-    const drive = this.drive({ job, request, firstLease: lease, ready, channel, clientSignal, started })
+    const drive = this.drive({ job, request, firstLease: lease, ready: escrowLanded, channel, clientSignal, started })
       .catch((error: unknown) => {
         this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
         channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
@@ -264,12 +255,14 @@ export class JobService {
   }
 
   /**
-   * Reserve the escrow in the ledger and record the job and its escrow transaction, atomically.
+   * Reserve the escrow in the ledger and record the job, its escrow transaction and its worker,
+   * atomically (one commit: the worker is already leased).
    * The ledger's check is the authority on the balance: with max_tokens the lock is its cost
    * whatever the balance, so the balance is not read before; without it the lock is what the
    * balance allows, and a concurrent request can change that, so it is re-planned a couple of times.
    */
-  private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, promptTokens: number, contextWindow: number) {
+  private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, fit: { promptTokens: number; contextWindow: number; worker: WorkerLease["worker"] }) {
+    const { promptTokens, contextWindow, worker } = fit;
     const rates = TIERS[model.tier];
     for (let attempt = 0; ; attempt++) {
       const available = request.maxTokens !== undefined ? Number.POSITIVE_INFINITY : await money.availableCredits(this.db, wallet);
@@ -297,6 +290,8 @@ export class JobService {
           await this.journal.record(tx, escrow);
           await emitJobSubmitted(tx, { ...jobEventFacts(job), creditsRemaining: remaining });
           await money.checkCreditLow(tx, wallet, remaining, true);
+          await mustMoveJob(tx, job, "worker_assigned", { workerAddress: worker.address, workerStaked: worker.staked });
+          await emitJobProcessing(tx, jobEventFacts(job));
           return remaining;
         });
         return { job, escrow, creditsAfterLock };

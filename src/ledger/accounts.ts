@@ -32,20 +32,28 @@ export interface EnsureAccountInput {
   debitsMustNotExceedCredits?: boolean;
 }
 
-/** Creates the account unless it exists; an existing one must have the same code and flag. */
+/**
+ * Creates the account unless it exists; an existing one must have the same code and flag. Read
+ * first: the account exists almost every time (a worker's, at each of its settlements), and a
+ * read is one statement where an insert that finds a conflict is two.
+ */
 export async function ensureAccount(db: Db, input: EnsureAccountInput): Promise<Account> {
   const limited = input.debitsMustNotExceedCredits ?? input.code === "wallet";
+  const account = (await getAccount(db, input.id)) ?? (await insertAccount(db, input.id, input.code, limited)) ?? (await getAccount(db, input.id));
+  if (!account || account.code !== input.code || account.debitsMustNotExceedCredits !== limited) {
+    throw new AccountConflictError(input.id);
+  }
+  return account;
+}
+
+/** The new account, or undefined when a concurrent caller created it first. */
+async function insertAccount(db: Db, id: string, code: AccountCode, limited: boolean): Promise<Account | undefined> {
   const [inserted] = await db.query<AccountRow>(
     `INSERT INTO ledger_accounts (id, code, debits_must_not_exceed_credits) VALUES ($1, $2, $3)
      ON CONFLICT (id) DO NOTHING RETURNING ${ACCOUNT_COLUMNS}`,
-    [input.id, input.code, limited],
+    [id, code, limited],
   );
-  if (inserted) return toAccount(inserted);
-  const existing = await getAccount(db, input.id);
-  if (!existing || existing.code !== input.code || existing.debitsMustNotExceedCredits !== limited) {
-    throw new AccountConflictError(input.id);
-  }
-  return existing;
+  return inserted ? toAccount(inserted) : undefined;
 }
 
 /** A wallet's own account and its escrow account, both needed before it can reserve. */

@@ -1,0 +1,97 @@
+/**
+ * The database work of one paid JSON completion: the statements and transactions it runs, by
+ * statement, and the time spent awaiting them, measured over N sequential requests through the
+ * gateway on svc dev's defaults (PGlite on disk; PostgreSQL when DATABASE_URL is set) with a
+ * worker serving Qwen/Qwen3-1.7B through an instant upstream. Counts are per job, including the
+ * settlement's confirmation, which finishes after the reply.
+ *
+ * Run: node --import tsx bench/job-statements.ts [jobs=100]
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { generateKeypair } from "../src/core/keys.ts";
+import { OpenAiEngine } from "../src/inference/openai-engine.ts";
+import { startService } from "../src/service.ts";
+import type { Db } from "../src/store/index.ts";
+import { TxHandle } from "../src/store/tx.ts";
+import { WorkerNode } from "../src/worker/worker-node.ts";
+import { startUpstream } from "../test/support/upstream-server.ts";
+import { fundedClient } from "./support.ts";
+
+const JOBS = Number(process.argv[2] ?? 100);
+const MODEL = "Qwen/Qwen3-1.7B";
+const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
+
+const upstream = await startUpstream("vllm", { model: "qwen3-1.7b", reply: ["Hello", " there", "."], contextWindow: 32_768 });
+const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: "qwen3-1.7b" });
+const dir = await mkdtemp(join(tmpdir(), "svc-statements-"));
+const service = await startService({
+  port: 0,
+  ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL, databaseSchema: `statements_${Date.now()}` } : { dataDir: dir }),
+  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[MODEL, engine]]), false)],
+  rateLimit: false,
+});
+const client = await fundedClient(service, 10_000_000);
+const ask = () => client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
+for (let i = 0; i < 20; i++) await ask();
+await settle();
+
+// Counted where every statement passes: the root Db's methods and the transaction handle's.
+const counts = new Map<string, { n: number; ms: number }>();
+let transactions = 0;
+let counting = true;
+function count(target: object, method: "query" | "exec", where: string): void {
+  const original = (target as Record<string, (...args: unknown[]) => Promise<unknown>>)[method]!;
+  Object.defineProperty(target, method, {
+    value: async function (this: Db, sql: string, ...rest: unknown[]) {
+      const started = performance.now();
+      try {
+        return await original.call(this, sql, ...rest);
+      } finally {
+        if (counting) {
+          const key = `${where} ${sql.replace(/\s+/g, " ").trim().slice(0, 80)}`;
+          const c = counts.get(key) ?? { n: 0, ms: 0 };
+          counts.set(key, { n: c.n + 1, ms: c.ms + performance.now() - started });
+        }
+      }
+    },
+  });
+}
+const root = Object.getPrototypeOf(service.db) as Db;
+count(TxHandle.prototype, "query", "tx");
+count(TxHandle.prototype, "exec", "tx");
+count(root, "query", "db");
+count(root, "exec", "db");
+const transaction = root.transaction;
+Object.defineProperty(root, "transaction", {
+  value: function (this: Db, fn: (tx: Db) => Promise<unknown>) {
+    if (counting) transactions++;
+    return transaction.call(this, fn);
+  },
+});
+
+const started = performance.now();
+for (let i = 0; i < JOBS; i++) await ask();
+const wallMs = performance.now() - started;
+await settle();
+counting = false;
+
+console.log(`${JOBS} sequential jobs; storage: ${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite on disk"}`);
+console.log("per job  ms/job  statement");
+let statements = 0;
+let awaitedMs = 0;
+for (const [key, c] of [...counts].sort((a, b) => b[1].n - a[1].n)) {
+  statements += c.n;
+  awaitedMs += c.ms;
+  if (c.n >= JOBS / 2) console.log(`${(c.n / JOBS).toFixed(2).padStart(7)} ${(c.ms / JOBS).toFixed(2).padStart(7)}  ${key}`);
+}
+console.log(
+  `per job: ${(statements / JOBS).toFixed(1)} statements, ${(transactions / JOBS).toFixed(1)} transactions, ` +
+    `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms per request, one at a time`,
+);
+await service.close();
+await engine.close();
+await upstream.close();
+await rm(dir, { recursive: true, force: true });
+process.exit(0);
