@@ -10,21 +10,13 @@ import { parseArgs } from "node:util";
 import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL, type CatalogModel } from "../catalog/index.ts";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
-import {
-  LOG_FORMATS,
-  type LogFormat,
-  type Logger,
-  type RateLimitOptions,
-  createLogger,
-  defaultLogFormat,
-  loadOrCreateKeypair,
-  parseRateLimit,
-} from "../core/index.ts";
+import { type LogFormat, type Logger, type RateLimitOptions, createLogger, loadOrCreateKeypair } from "../core/index.ts";
 import { availableCredits } from "../jobs/index.ts";
 import { DEFAULT_PORT, startService, type Service } from "../service.ts";
 import { DEFAULT_MAX_SEQUENCES, ModelSourceError } from "../inference/index.ts";
 import { WorkerClient } from "../worker/index.ts";
 import { loadModelEngine } from "./model-engine.ts";
+import { logFormatOption, portOption, rateLimitOption, type Parsed } from "./options.ts";
 import { endProgressLine } from "./progress-bar.ts";
 
 const DEFAULT_CREDITS = 10_000;
@@ -151,21 +143,12 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     console.log(HELP);
     return undefined;
   }
-  const port = Number(values.port);
+  const port = valueOf(portOption("--port", values.port));
   const credits = values.credits === undefined ? undefined : Number(values.credits);
-  const logFormat = values["log-format"] ?? defaultLogFormat();
-  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be a port number, got '${values.port}'`);
-  const rpcPort = values["rpc-port"] === undefined ? undefined : Number(values["rpc-port"]);
-  if (rpcPort !== undefined && (!Number.isInteger(rpcPort) || rpcPort < 0 || rpcPort > 65535)) fail(`--rpc-port must be a port number, got '${values["rpc-port"]}'`);
+  const logFormat = valueOf(logFormatOption(values["log-format"]));
+  const rpcPort = values["rpc-port"] === undefined ? undefined : valueOf(portOption("--rpc-port", values["rpc-port"]));
   if (credits !== undefined && (!Number.isInteger(credits) || credits < 0)) fail(`--credits must be a whole number of credits, got '${values.credits}'`);
-  if (!LOG_FORMATS.includes(logFormat as LogFormat)) fail(`--log-format is pretty or json, got '${logFormat}'`);
-  let rateLimit: RateLimitOptions | false | undefined;
-  try {
-    const text = values["rate-limit"] ?? process.env.SVC_RATE_LIMIT;
-    rateLimit = text === undefined ? undefined : parseRateLimit(text);
-  } catch (error) {
-    fail(`--rate-limit: ${(error as Error).message}`);
-  }
+  const rateLimit = valueOf(rateLimitOption(values["rate-limit"]));
   return {
     port,
     host: values.host,
@@ -175,7 +158,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     model: values.model,
     databaseUrl: values["database-url"],
     rpcPort,
-    logFormat: logFormat as LogFormat,
+    logFormat,
     rateLimit,
   };
 }
@@ -243,6 +226,10 @@ function printBanner(service: Service, model: CatalogModel, wallet: DevWallet, r
 function fundingNote(wallet: DevWallet): string {
   if (wallet.creditsDeposited === 0) return wallet.firstStart ? "" : " ('svc dev --credits <n>' tops it up)";
   return wallet.firstStart ? ` (funded with ${wallet.creditsDeposited} by an on-chain deposit)` : ` (topped up by ${wallet.creditsDeposited} with an on-chain deposit)`;
+}
+
+function valueOf<T>(parsed: Parsed<T>): T {
+  return parsed.ok ? parsed.value : fail(parsed.message);
 }
 
 function fail(message: string, exitCode = 2): never {

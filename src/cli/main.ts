@@ -7,6 +7,7 @@ const USAGE = `Usage: svc <command> [options]
 
 Commands:
   dev       Start the gateway on embedded defaults, with a seed-pool worker and a funded dev wallet
+  serve     Start a gateway for production: no worker or dev wallet of its own, options from flags or env
   worker    Serve models to a gateway from this machine (and 'worker stake' / 'worker unstake')
   verify    Check a job's charge on the chain: its escrow, the worker's proof, the split
   chain     'chain serve': the embedded chain on its own, over Solana's JSON-RPC
@@ -20,6 +21,9 @@ switch (command) {
     break;
   case "worker":
     await (await import("./worker.ts")).runWorker(rest);
+    break;
+  case "serve":
+    await (await import("./serve.ts")).runServe(rest);
     break;
   case "chain":
     await (await import("./chain.ts")).runChain(rest);

@@ -1,0 +1,130 @@
+/**
+ * `svc serve`: the production start of a gateway. Unlike `svc dev` it runs no worker of its own
+ * (workers join with `svc worker`), creates no dev wallet and no dev sign-in, refuses webhooks to
+ * plain-HTTP localhost, and its chain's JSON-RPC server has no faucet. Configuration comes from
+ * flags or the environment, so a process manager can start it without arguments.
+ *
+ * One node for now: the chain is the embedded one under the data dir (several gateways sharing a
+ * cluster over RPC are the next step).
+ */
+import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
+import { createLogger, type LogFormat, type RateLimitOptions } from "../core/index.ts";
+import { DEFAULT_PORT, startService } from "../service.ts";
+import { logFormatOption, portOption, rateLimitOption, type Parsed } from "./options.ts";
+
+const HELP = `Usage: svc serve [options]
+
+Starts a gateway for production: workers connect to it with 'svc worker', wallet owners add
+credits in its app. It runs no worker and no dev wallet of its own.
+
+Options (each also read from the environment variable named after it):
+  --port <n>          Port to listen on (SVC_PORT; default ${DEFAULT_PORT})
+  --host <addr>       Address to listen on (SVC_HOST; default 127.0.0.1; 0.0.0.0 behind a TLS proxy)
+  --data-dir <dir>    Where the database, chain and service keys are kept (SVC_DATA_DIR; default ./.svc)
+  --database-url <u>  PostgreSQL instead of the embedded database (DATABASE_URL)
+  --rpc-port <n>      Port of the chain's read-only Solana JSON-RPC server, so anyone can check a
+                      charge with 'svc verify' (SVC_RPC_PORT; default ${DEFAULT_RPC_PORT}; 'off' serves none)
+  --rate-limit <r:b>  Requests a second and burst each client IP may send, or off (SVC_RATE_LIMIT;
+                      default 50:100)
+  --log-format <f>    pretty or json (SVC_LOG_FORMAT; default json unless on a terminal)
+  -h, --help          Show this help`;
+
+interface ServeOptions {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  rpcPort: number | "off";
+  /** Undefined: the default limit. */
+  rateLimit: RateLimitOptions | false | undefined;
+  logFormat: LogFormat;
+}
+
+export async function runServe(argv: string[]): Promise<void> {
+  const options = parseServeArgs(argv);
+  if (options === undefined) return;
+  await mkdir(options.dataDir, { recursive: true });
+  const logger = createLogger({ format: options.logFormat });
+  const service = await startService({
+    dataDir: options.dataDir,
+    port: options.port,
+    host: options.host,
+    logger,
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
+  });
+  const chainRpc = options.rpcPort === "off"
+    ? undefined
+    : await startChainRpc({ chain: service.chain, port: options.rpcPort, host: options.host, faucet: false, logger });
+  console.log(
+    [
+      "",
+      `Base URL: ${service.baseUrl}`,
+      `App: ${service.origin}/`,
+      ...(chainRpc ? [`Solana RPC: ${chainRpc.url}`] : []),
+      `Workers join with: svc worker --gateway ${service.origin} --keypair <file.json> --model <catalog-id>=<engine>`,
+      "",
+    ].join("\n"),
+  );
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    await chainRpc?.close();
+    await service.close((step, fields) => logger.info(fields ?? {}, step));
+    logger.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+function parseServeArgs(argv: string[]): ServeOptions | undefined {
+  const env = process.env;
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        port: { type: "string", default: env.SVC_PORT ?? String(DEFAULT_PORT) },
+        host: { type: "string", default: env.SVC_HOST ?? "127.0.0.1" },
+        "data-dir": { type: "string", default: env.SVC_DATA_DIR ?? ".svc" },
+        "database-url": { type: "string" },
+        "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
+        "rate-limit": { type: "string" },
+        "log-format": { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  if (values.help) {
+    console.log(HELP);
+    return undefined;
+  }
+  const rpc = values["rpc-port"]!;
+  return {
+    port: valueOf(portOption("--port", values.port!)),
+    host: values.host!,
+    dataDir: resolve(values["data-dir"]!),
+    databaseUrl: values["database-url"] ?? env.DATABASE_URL,
+    rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
+    rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
+    logFormat: valueOf(logFormatOption(values["log-format"])),
+  };
+}
+
+function valueOf<T>(parsed: Parsed<T>): T {
+  return parsed.ok ? parsed.value : fail(parsed.message);
+}
+
+function fail(message: string): never {
+  console.error(`svc serve: ${message}\n\n${HELP}`);
+  process.exit(2);
+}
