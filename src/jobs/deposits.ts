@@ -1,8 +1,8 @@
 /**
  * Funding a wallet: its credits are minted on-chain (development funding, `svc dev` and the
  * tests), and credited in the ledger when the chain journal confirms the deposit. The jobs part
- * owns it because it owns the wallet's credits (money.ts) until the accounts part takes deposits
- * over with the vault of the escrow program.
+ * owns it because it owns the wallet's credits (money.ts); deposits a wallet signs itself are
+ * wallet-payments.ts, and credited the same way (`creditDeposit`).
  */
 import { recordTopup } from "../accounts/index.ts";
 import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
@@ -15,20 +15,28 @@ async function prepareDeposit(chain: Chain, wallet: string, credits: number): Pr
   return { kind: "deposit", subject: wallet, signature: prepared.signature, wire: prepared.wire, params: { credits } };
 }
 
+/**
+ * A confirmed deposit, however it was paid (minted for development, or signed by the wallet):
+ * the ledger credits it, the top-up is recorded and `credit.topup` fires. Returns the wallet's
+ * credits available after it.
+ */
+export async function creditDeposit(tx: Db, action: ChainAction): Promise<number> {
+  const credits = action.params?.credits ?? 0;
+  const remaining = await money.deposit(tx, action.subject, credits, action.signature);
+  await recordTopup(tx, action.subject, new Date());
+  await emitCreditTopup(tx, { wallet: action.subject, creditsAdded: credits, creditsRemaining: remaining, depositTx: action.signature });
+  await money.checkCreditLow(tx, action.subject, remaining, false);
+  return remaining;
+}
+
 function depositOwner(chain: Chain): ActionOwner {
   return {
     async confirmed(tx, action) {
-      const credits = action.params?.credits ?? 0;
-      const remaining = await money.deposit(tx, action.subject, credits, action.signature);
-      await recordTopup(tx, action.subject, new Date());
-      await emitCreditTopup(tx, { wallet: action.subject, creditsAdded: credits, creditsRemaining: remaining, depositTx: action.signature });
-      await money.checkCreditLow(tx, action.subject, remaining, false);
+      await creditDeposit(tx, action);
     },
     rejected: async () => undefined,
-    // TODO(vault): minting a fresh copy is right only for development funding, where the service
-    // signs the mint itself. A real deposit is a transfer the wallet signs: once deposits go
-    // through the escrow program's vault, an expired one must be given up and the user asked to
-    // sign again, which needs the vault's deposit instruction (a later issue).
+    // The service signs development funding itself, so an expired one is minted afresh (a
+    // wallet's own deposit cannot be: wallet-payments.ts gives it up and the app asks again).
     rebuild: (action) => prepareDeposit(chain, action.subject, action.params?.credits ?? 0),
     dropped: async () => undefined,
   };

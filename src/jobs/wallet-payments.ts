@@ -9,12 +9,11 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import type { Address } from "@solana/kit";
-import { recordTopup } from "../accounts/index.ts";
 import { signWalletSlot, walletSignedCopy, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
 import { ApiError, base58Encode, creditsToBaseUnits, newId, type Signer } from "../core/index.ts";
-import { emitCreditTopup } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/index.ts";
+import { creditDeposit } from "./deposits.ts";
 import * as money from "./money.ts";
 
 /** The spec's smallest top-up. */
@@ -72,14 +71,7 @@ function referenceKey(): Address {
 
 function depositOwner(): ActionOwner {
   return {
-    async confirmed(tx, action) {
-      const credits = action.params?.credits ?? 0;
-      const remaining = await money.deposit(tx, action.subject, credits, action.signature);
-      await recordTopup(tx, action.subject, new Date());
-      await emitCreditTopup(tx, { wallet: action.subject, creditsAdded: credits, creditsRemaining: remaining, depositTx: action.signature });
-      await money.checkCreditLow(tx, action.subject, remaining, false);
-      return remaining;
-    },
+    confirmed: creditDeposit,
     rejected: async () => undefined,
     // Only the wallet can sign a new one; the app asks it again.
     rebuild: async () => undefined,

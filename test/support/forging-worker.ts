@@ -2,30 +2,12 @@
  * A cheating worker: it runs the job honestly but reports a signature that does not match its
  * output. A fault no honest worker produces, so it is made by wrapping a real one.
  */
-import type { ChatMessage } from "../../src/inference/engine.ts";
-import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
+import type { WorkerEvent, WorkerJob } from "../../src/network/worker-handle.ts";
+import { WrappedWorker } from "./wrapped-worker.ts";
 
-export class ForgingWorker implements WorkerHandle {
-  constructor(private readonly honest: WorkerHandle) {}
-
-  get address() {
-    return this.honest.address;
-  }
-  get staked() {
-    return this.honest.staked;
-  }
-  models() {
-    return this.honest.models();
-  }
-  contextWindow(model: string) {
-    return this.honest.contextWindow(model);
-  }
-  countPromptTokens(model: string, messages: ChatMessage[]) {
-    return this.honest.countPromptTokens(model, messages);
-  }
-
+export class ForgingWorker extends WrappedWorker {
   async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {
-    for await (const event of this.honest.run(job, signal)) {
+    for await (const event of this.real.run(job, signal)) {
       if (event.type !== "done") {
         yield event;
         continue;

@@ -5,34 +5,20 @@
  */
 import type { Signer } from "../../src/core/keys.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
-import type { ChatMessage } from "../../src/inference/engine.ts";
 import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
+import { WrappedWorker } from "./wrapped-worker.ts";
 
-export class LyingWorker implements WorkerHandle {
+export class LyingWorker extends WrappedWorker {
   constructor(
-    private readonly honest: WorkerHandle,
+    honest: WorkerHandle,
     private readonly key: Signer,
     private readonly claimed = "a text the caller never received",
-  ) {}
-
-  get address() {
-    return this.honest.address;
-  }
-  get staked() {
-    return this.honest.staked;
-  }
-  models() {
-    return this.honest.models();
-  }
-  contextWindow(model: string) {
-    return this.honest.contextWindow(model);
-  }
-  countPromptTokens(model: string, messages: ChatMessage[]) {
-    return this.honest.countPromptTokens(model, messages);
+  ) {
+    super(honest);
   }
 
   async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {
-    for await (const event of this.honest.run(job, signal)) {
+    for await (const event of this.real.run(job, signal)) {
       if (event.type !== "done") {
         yield event;
         continue;

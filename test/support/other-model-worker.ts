@@ -6,29 +6,15 @@
  */
 import type { Signer } from "../../src/core/keys.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
-import type { ChatMessage } from "../../src/inference/engine.ts";
 import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
+import { WrappedWorker } from "./wrapped-worker.ts";
 
-export class OtherModelWorker implements WorkerHandle {
+export class OtherModelWorker extends WrappedWorker {
   constructor(
-    private readonly real: WorkerHandle,
+    real: WorkerHandle,
     private readonly key: Signer,
-  ) {}
-
-  get address() {
-    return this.real.address;
-  }
-  get staked() {
-    return this.real.staked;
-  }
-  models() {
-    return this.real.models();
-  }
-  contextWindow(model: string) {
-    return this.real.contextWindow(model);
-  }
-  countPromptTokens(model: string, messages: ChatMessage[]) {
-    return this.real.countPromptTokens(model, messages);
+  ) {
+    super(real);
   }
 
   async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {

@@ -3,33 +3,16 @@
  * engine hung would, or, once `release()` is called, runs it after all, as a very slow one would.
  * Made by wrapping a real worker because a hang cannot be caused on demand.
  */
-import type { ChatMessage } from "../../src/inference/engine.ts";
-import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
+import type { WorkerEvent, WorkerJob } from "../../src/network/worker-handle.ts";
+import { WrappedWorker } from "./wrapped-worker.ts";
 
-export class StallingWorker implements WorkerHandle {
+export class StallingWorker extends WrappedWorker {
   private released!: () => void;
   private readonly releasing = new Promise<void>((resolve) => (this.released = resolve));
-  constructor(private readonly real: WorkerHandle) {}
 
   /** Jobs held so far, and later ones, run on the real worker. */
   release(): void {
     this.released();
-  }
-
-  get address() {
-    return this.real.address;
-  }
-  get staked() {
-    return this.real.staked;
-  }
-  models() {
-    return this.real.models();
-  }
-  contextWindow(model: string) {
-    return this.real.contextWindow(model);
-  }
-  countPromptTokens(model: string, messages: ChatMessage[]) {
-    return this.real.countPromptTokens(model, messages);
   }
 
   async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {

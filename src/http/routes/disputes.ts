@@ -1,15 +1,7 @@
 /** POST /jobs/{job_id}/dispute: a caller contests a settled job by the hash of the text it received. */
 import type { FastifyInstance } from "fastify";
+import type { DisputeAnswer } from "../../jobs/index.ts";
 import { ERROR_RESPONSES, idParams, int, object, str } from "../schemas.ts";
-
-export interface DisputeAnswer {
-  job_id: string;
-  dispute_opened: boolean;
-  your_hash: string;
-  worker_hash: string;
-  dispute_tx?: string;
-  arbitration_window_hours?: number;
-}
 
 export interface DisputeRoutesOptions {
   /** Compares the hash with the worker's and opens the dispute on-chain when they differ (jobs/disputes.ts). */
