@@ -10,8 +10,11 @@ export interface RecentBlockhash {
   /** base58, as RPC returns it. */
   blockhash: string;
   bytes: Uint8Array;
-  /** The last slot at which a transaction carrying this blockhash can still execute. */
-  lastValidSlot: bigint;
+  /**
+   * The last block height at which a transaction carrying this blockhash can still execute. On a
+   * cluster heights lag slots (skipped slots have no block); on the embedded chain they are equal.
+   */
+  lastValidBlockHeight: bigint;
 }
 
 export interface SentTransaction {
@@ -62,6 +65,8 @@ export interface ChainBackend {
   /** Development clusters only: funds an address with SOL for fees and rent. */
   requestAirdrop(address: Address, lamports: bigint): Promise<void>;
   getSlot(): Promise<bigint>;
+  /** Blocks produced so far: what a blockhash's `lastValidBlockHeight` is compared against. */
+  getBlockHeight(): Promise<bigint>;
   close(): Promise<void>;
 }
 

@@ -181,9 +181,9 @@ export class Chain {
   }
 
   private async sign(instructions: Instruction[], authoritySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
-    const { bytes, lastValidSlot } = await this.backend.latestBlockhash();
+    const { bytes, lastValidBlockHeight } = await this.backend.latestBlockhash();
     const signers = authoritySigns ? [this.keys.custody, ...extra] : extra;
-    return { ...buildTransaction(this.keys.feePayer, instructions, bytes, signers), lastValidSlot: Number(lastValidSlot) };
+    return { ...buildTransaction(this.keys.feePayer, instructions, bytes, signers), lastValidBlockHeight: Number(lastValidBlockHeight) };
   }
 
   /** Development funding: mints USDC base units for `credits` into the wallet's vault. */
@@ -540,6 +540,11 @@ export class Chain {
 
   async slot(): Promise<number> {
     return Number(await this.backend.getSlot());
+  }
+
+  /** Compared with a prepared transaction's `lastValidBlockHeight` to know it can no longer land. */
+  async blockHeight(): Promise<number> {
+    return Number(await this.backend.getBlockHeight());
   }
 
   /** Stops the clock, checkpoints and closes files. */

@@ -160,11 +160,11 @@ export class ChainJournal {
    * signs and submits itself): applies what the chain did with it, if anything yet. Given up once
    * its blockhash has expired unseen, since it can no longer land. Returns the row's state.
    */
-  async observe(action: ChainAction, lastValidSlot: number): Promise<ActionState> {
+  async observe(action: ChainAction, lastValidBlockHeight: number): Promise<ActionState> {
     const status = await this.chain.transactionStatus(action.signature);
     if (status?.ok) await this.confirmed(action, status.slot);
     else if (status) await this.rejected(action, status.err ?? "failed on-chain");
-    else if ((await this.chain.slot()) > lastValidSlot) await this.dropAndRecord(action, undefined);
+    else if ((await this.chain.blockHeight()) > lastValidBlockHeight) await this.dropAndRecord(action, undefined);
     const [row] = await this.db.query<{ state: ActionState }>("SELECT state FROM chain_actions WHERE signature = $1", [action.signature]);
     return row?.state ?? "dropped";
   }

@@ -152,7 +152,7 @@ export class LiteSvmBackend implements ChainBackend {
     const bytes = new Uint8Array(createHash("sha256").update(this.blockhashSeed).update(slotBytes).digest());
     this.blockhashes.set(signatureKey(bytes), slot);
     this.blockhashes.delete(this.oldestKey(slot));
-    this.latest = { blockhash: base58Encode(bytes), bytes, lastValidSlot: slot + BLOCKHASH_VALID_SLOTS };
+    this.latest = { blockhash: base58Encode(bytes), bytes, lastValidBlockHeight: slot + BLOCKHASH_VALID_SLOTS };
     this.emit({ type: "slot", slot });
   }
 
@@ -187,6 +187,11 @@ export class LiteSvmBackend implements ChainBackend {
   async getSlot(): Promise<bigint> {
     this.check();
     return this.slot;
+  }
+
+  /** Every slot of the embedded chain has a block. */
+  getBlockHeight(): Promise<bigint> {
+    return this.getSlot();
   }
 
   /** Parses a transaction the embedded chain could execute; throws ChainTxError otherwise. */

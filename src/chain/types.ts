@@ -7,8 +7,8 @@ export interface PreparedTransaction {
   /** The transaction's id on-chain, known before it is sent. */
   signature: string;
   wire: Uint8Array;
-  /** After this slot the transaction can no longer execute; if it has not, it never will. */
-  lastValidSlot: number;
+  /** Past this block height the transaction can no longer execute; if it has not, it never will. */
+  lastValidBlockHeight: number;
 }
 
 export interface ChainReceipt {

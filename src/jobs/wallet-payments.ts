@@ -46,7 +46,7 @@ interface PayRequest {
   expiresAt: number;
   /** Once the wallet has fetched it: the recorded deposit and its blockhash's last slot. */
   action?: ChainAction;
-  lastValidSlot?: number;
+  lastValidBlockHeight?: number;
 }
 
 export interface PayRequestState {
@@ -152,7 +152,7 @@ export class WalletPayments {
     const tx = await this.chain.prepareWalletDeposit({ wallet: request.wallet, credits: request.credits, reference: referenceKey() });
     const action: ChainAction = { kind: "wallet_deposit", subject: request.wallet, signature: tx.signature, wire: tx.wire, params: { credits: request.credits } };
     await this.journal.record(this.db, action);
-    Object.assign(request, { action, lastValidSlot: tx.lastValidSlot });
+    Object.assign(request, { action, lastValidBlockHeight: tx.lastValidBlockHeight });
     return { transaction: Buffer.from(tx.wire).toString("base64"), credits: request.credits };
   }
 
@@ -161,7 +161,7 @@ export class WalletPayments {
     const request = this.requests.get(id);
     if (!request || request.wallet !== wallet) throw new ApiError("not_found", `No payment request '${id}' is open.`, "id");
     if (!request.action) return { state: request.expiresAt < Date.now() ? "dropped" : "waiting", signature: null, creditsRemaining: null };
-    const state = await this.journal.observe(request.action, request.lastValidSlot!);
+    const state = await this.journal.observe(request.action, request.lastValidBlockHeight!);
     const creditsRemaining = state === "confirmed" ? await money.availableCredits(this.db, wallet) : null;
     return { state, signature: request.action.signature, creditsRemaining };
   }

@@ -260,7 +260,7 @@ describe("blockhash lifetime", () => {
     try {
       const wallet = generateKeypair().address;
       const prepared = await chain.prepareDeposit({ wallet, credits: 1 });
-      while ((await chain.slot()) <= prepared.lastValidSlot) await new Promise((r) => setTimeout(r, 20));
+      while ((await chain.blockHeight()) <= prepared.lastValidBlockHeight) await new Promise((r) => setTimeout(r, 20));
       await assert.rejects(chain.send(prepared.wire), (e: unknown) => {
         assert.ok(e instanceof ChainTxError);
         assert.deepEqual([e.details.err, e.details.landed], ["BlockhashNotFound", false]);

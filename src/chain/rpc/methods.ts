@@ -135,15 +135,15 @@ const transactionMethods: Record<string, Method> = {
 
 const clusterMethods: Record<string, Method> = {
   async getLatestBlockhash(ctx) {
-    const { blockhash, lastValidSlot } = await ctx.backend.latestBlockhash();
-    return withContext(ctx, { blockhash, lastValidBlockHeight: lastValidSlot });
+    const { blockhash, lastValidBlockHeight } = await ctx.backend.latestBlockhash();
+    return withContext(ctx, { blockhash, lastValidBlockHeight });
   },
   async isBlockhashValid(ctx, params) {
     return withContext(ctx, ctx.backend.isBlockhashValid(p.blockhashBytes(params, 0)));
   },
   // Every slot has a block on this chain, so heights equal slots.
   getSlot: (ctx) => ctx.backend.getSlot(),
-  getBlockHeight: (ctx) => ctx.backend.getSlot(),
+  getBlockHeight: (ctx) => ctx.backend.getBlockHeight(),
   async getEpochInfo(ctx) {
     const slot = await ctx.backend.getSlot();
     return { absoluteSlot: slot, blockHeight: slot, epoch: slot / SLOTS_PER_EPOCH, slotIndex: slot % SLOTS_PER_EPOCH, slotsInEpoch: SLOTS_PER_EPOCH, transactionCount: null };

@@ -71,8 +71,8 @@ export const simulateTransaction: Method = async (ctx, params) => {
   const sim = simulate(ctx, wire, { sigVerify: config.sigVerify ?? false, replaceBlockhash: config.replaceRecentBlockhash ?? false });
   const value = simulationValue(sim);
   if (config.replaceRecentBlockhash) {
-    const { blockhash, lastValidSlot } = await ctx.backend.latestBlockhash();
-    value.replacementBlockhash = { blockhash, lastValidBlockHeight: lastValidSlot };
+    const { blockhash, lastValidBlockHeight } = await ctx.backend.latestBlockhash();
+    value.replacementBlockhash = { blockhash, lastValidBlockHeight };
   }
   return withContext(ctx, value);
 };
