@@ -40,6 +40,10 @@ export interface ServiceOptions {
   dataDir?: string;
   /** Use PostgreSQL instead of PGlite. */
   databaseUrl?: string;
+  /** A Solana cluster's JSON-RPC address instead of the embedded chain (OpenChainOptions.chainUrl). */
+  chainUrl?: string;
+  /** The service's chain keys, when not `<dataDir>/keys`: every gateway on one chain holds the same. */
+  keysDir?: string;
   /** PostgreSQL schema to work in (tests isolate themselves this way). */
   databaseSchema?: string;
   host?: string;
@@ -211,6 +215,16 @@ function moneyPages(payments: WalletPayments, chain: Chain, ctx: HttpContext) {
   };
 }
 
+function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions {
+  return {
+    logger,
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
+    ...(options.keysDir ? { keysDir: options.keysDir } : {}),
+    ...(options.escrowRules ? { escrowRules: options.escrowRules } : {}),
+  };
+}
+
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();
   const db = options.db ?? await openDb({
@@ -221,7 +235,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   let chain: Chain | undefined;
   try {
     await migrate(db, SERVICE_MIGRATIONS);
-    chain = await openChain({ logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...(options.escrowRules ? { escrowRules: options.escrowRules } : {}) });
+    chain = await openChain(chainOptions(options, logger));
     const openChainHandle = chain;
     const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, openChainHandle, logger);
     await moveCustodialCredits(db, openChainHandle, logger);

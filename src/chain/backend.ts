@@ -57,6 +57,12 @@ export interface ChainBackend {
    */
   sendTransaction(wire: Uint8Array): Promise<SentTransaction>;
   getTransactionStatus(signature: string): Promise<TransactionStatus | null>;
+  /**
+   * A transaction's status once nothing can change it: its status when it landed, null once it can
+   * no longer land. A cluster may still execute a copy handed to it earlier (before a crash) until
+   * its blockhash expires, so this may wait that long; the embedded chain answers at once.
+   */
+  settledStatus(wire: Uint8Array): Promise<TransactionStatus | null>;
   getTransaction(signature: string): Promise<StoredTransaction | null>;
   getAccount(address: Address): Promise<AccountInfo | null>;
   /** Base units held by an SPL token account; null when there is no such token account. */

@@ -29,6 +29,7 @@ import {
 } from "./escrow-program/index.ts";
 import * as ix from "./instructions.ts";
 import { LiteSvmBackend } from "./litesvm-backend.ts";
+import { ClusterBackend } from "./cluster/index.ts";
 import { ensureOnChainSetup, loadServiceKeys, type ServiceKeys } from "./setup.ts";
 import type {
   ChainReceipt,
@@ -41,6 +42,7 @@ import type {
   SettleInput,
 } from "./types.ts";
 import { buildTransaction, parseTransaction } from "./wire.ts";
+import { BoundedMap } from "./bounded-map.ts";
 
 export type {
   ChainReceipt,
@@ -64,17 +66,6 @@ function wholeCredits(name: string, value: number, min: number): number {
 function jobIdOf(jobId: string): string {
   if (!isId("job", jobId)) throw new TypeError(`not a job id: ${jobId}`);
   return jobId;
-}
-
-/** A Map that forgets its oldest entries past `limit`; what it holds is cheap to recompute. */
-class BoundedMap<V> extends Map<string, V> {
-  constructor(private readonly limit: number) {
-    super();
-  }
-  override set(key: string, value: V): this {
-    if (this.size >= this.limit) this.delete(this.keys().next().value!);
-    return super.set(key, value);
-  }
 }
 
 /** A signer whose signature slot stays empty: the wallet fills it (`solana:signTransaction`). */
@@ -538,6 +529,13 @@ export class Chain {
     return (await this.backend.getTransactionStatus(signature)) !== null;
   }
 
+  /** The status of a transaction this service may have sent before, once it can no longer change (ChainBackend.settledStatus). */
+  async settledStatus(wire: Uint8Array): Promise<ChainStatus | null> {
+    const status = await this.backend.settledStatus(wire);
+    if (!status) return null;
+    return status.err === undefined ? { ok: status.ok, slot: Number(status.slot) } : { ok: status.ok, slot: Number(status.slot), err: status.err };
+  }
+
   async slot(): Promise<number> {
     return Number(await this.backend.getSlot());
   }
@@ -556,8 +554,12 @@ export class Chain {
 export interface OpenChainOptions {
   /** The service's data dir: chain state in `<dataDir>/chain`, keys in `<dataDir>/keys`. Undefined: memory only. */
   dataDir?: string;
-  /** Another backend (e.g. a cluster over RPC); by default the embedded LiteSVM chain. */
+  /** Another backend; by default the embedded LiteSVM chain, or a cluster when `chainUrl` is given. */
   backend?: ChainBackend;
+  /** A Solana cluster's JSON-RPC address (devnet, a validator, `svc chain serve`) instead of the embedded chain. */
+  chainUrl?: string;
+  /** The service's keys (default `<dataDir>/keys`); a shared chain needs every gateway to hold the same ones. */
+  keysDir?: string;
   /** Length of an embedded-chain slot in ms (default 400). */
   slotMs?: number;
   /** Where setup says what it found and did (the escrow program's id, its config). */
@@ -569,14 +571,13 @@ export interface OpenChainOptions {
 /** Opens the chain and makes sure the service's mint, fee payer, treasury and escrow program config exist on it. */
 export async function openChain(options: OpenChainOptions = {}): Promise<Chain> {
   const { dataDir } = options;
-  const backend =
-    options.backend ??
-    (await LiteSvmBackend.open({
-      ...(dataDir === undefined ? {} : { dataDir: join(dataDir, "chain") }),
-      ...(options.slotMs === undefined ? {} : { slotMs: options.slotMs }),
-    }));
+  const keysDir = options.keysDir ?? (dataDir === undefined ? undefined : join(dataDir, "keys"));
+  if (options.chainUrl !== undefined && keysDir === undefined) {
+    throw new Error("a cluster's service keys must be kept: give a keys dir (--keys-dir, or the data dir of `svc chain serve`'s keys)");
+  }
+  const backend = options.backend ?? (options.chainUrl !== undefined ? new ClusterBackend({ url: options.chainUrl }) : await openEmbedded(options));
   try {
-    const keys = await loadServiceKeys(dataDir === undefined ? undefined : join(dataDir, "keys"));
+    const keys = await loadServiceKeys(keysDir);
     const tokenAccounts = new AssociatedTokenAddresses(keys.mint.address);
     const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts, options.logger ?? silentLogger(), options.escrowRules);
     return new Chain(backend, keys, tokenAccounts, treasuryAccount);
@@ -584,4 +585,11 @@ export async function openChain(options: OpenChainOptions = {}): Promise<Chain> 
     await backend.close();
     throw err;
   }
+}
+
+function openEmbedded({ dataDir, slotMs }: OpenChainOptions): Promise<LiteSvmBackend> {
+  return LiteSvmBackend.open({
+    ...(dataDir === undefined ? {} : { dataDir: join(dataDir, "chain") }),
+    ...(slotMs === undefined ? {} : { slotMs }),
+  });
 }

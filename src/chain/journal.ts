@@ -176,12 +176,14 @@ export class ChainJournal {
     );
     for (const row of open) {
       const action: ChainAction = { kind: row.kind, subject: row.subject, signature: row.signature, wire: new Uint8Array(row.wire), params: row.params };
-      const status = await this.chain.transactionStatus(action.signature);
+      // One that is to be given up if unsent must first be past landing: a cluster may still execute a copy.
+      const giveUp = this.ownerOf(action).giveUpUnsentOnResume === true;
+      const status = giveUp ? await this.chain.settledStatus(action.wire) : await this.chain.transactionStatus(action.signature);
       if (status?.ok) {
         await this.confirmed(action, status.slot);
       } else if (status) {
         await this.rejected(action, status.err ?? "failed on-chain");
-      } else if (this.ownerOf(action).giveUpUnsentOnResume) {
+      } else if (giveUp) {
         await this.dropAndRecord(action, undefined);
       } else {
         await this.send(action).catch((error: unknown) => {

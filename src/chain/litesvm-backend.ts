@@ -289,6 +289,12 @@ export class LiteSvmBackend implements ChainBackend {
     return stored.err === undefined ? { slot: stored.slot, ok: stored.ok } : { slot: stored.slot, ok: stored.ok, err: stored.err };
   }
 
+  /** Only this process executes on the embedded chain: what it has not executed was never handed to anyone. */
+  async settledStatus(wire: Uint8Array): Promise<TransactionStatus | null> {
+    const signature = parseTransaction(wire).signatures[0];
+    return signature ? this.getTransactionStatus(base58Encode(signature)) : null;
+  }
+
   async getTransaction(signature: string): Promise<StoredTransaction | null> {
     this.check();
     const record = await this.settled(signatureKey(base58Decode(signature, 64)));

@@ -55,3 +55,26 @@ export function describeTransactionError(err: unknown): string {
   }
   return String(err);
 }
+
+function instructionErrorFromJson(err: unknown): string {
+  if (err && typeof err === "object") {
+    const [[kind, value]] = Object.entries(err) as [[string, unknown]];
+    return kind === "BorshIoError" ? `BorshIoError(${JSON.stringify(value)})` : `${kind}(${String(value)})`;
+  }
+  return String(err);
+}
+
+/**
+ * A transaction error as an RPC node sends it (`"BlockhashNotFound"`,
+ * `{"InstructionError":[0,{"Custom":2}]}`, `{"InsufficientFundsForRent":{"account_index":1}}`),
+ * spelled as above, so a cluster's outcomes read the same as the embedded chain's.
+ */
+export function describeRpcTransactionError(err: unknown): string {
+  if (!err || typeof err !== "object") return String(err);
+  const entries = Object.entries(err);
+  if (entries.length !== 1) return JSON.stringify(err);
+  const [[kind, value]] = entries as [[string, unknown]];
+  if (kind === "InstructionError" && Array.isArray(value)) return `InstructionError(${String(value[0])}, ${instructionErrorFromJson(value[1])})`;
+  if (value && typeof value === "object" && "account_index" in value) return `${kind} { account_index: ${String(value.account_index)} }`;
+  return `${kind}(${String(value)})`;
+}

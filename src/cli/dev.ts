@@ -34,6 +34,9 @@ Options:
   --new-key           Replace the dev wallet's API key; the old key stops working at once
   --model <model>     A GGUF file or hf:<user>/<repo>/<file>.gguf (default: the built-in wiring model)
   --database-url <u>  Use this PostgreSQL database instead of the embedded one
+  --chain-url <u>     Use this Solana cluster's JSON-RPC (e.g. 'svc chain serve') instead of the
+                      embedded chain; the dev wallet is funded there (SVC_CHAIN_URL sets it too)
+  --keys-dir <dir>    The service's chain keys (default <data dir>/keys; SVC_KEYS_DIR sets it too)
   --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)
   --rate-limit <r:b>  Requests a second and burst each client IP may send, e.g. 500:1000, or off
                       (default 50:100; SVC_RATE_LIMIT sets it too). 429 rate_limited above it
@@ -54,6 +57,8 @@ interface DevOptions {
   newKey: boolean;
   model: string | undefined;
   databaseUrl: string | undefined;
+  chainUrl: string | undefined;
+  keysDir: string | undefined;
   /** Undefined: the default port, or a free one when it is taken. */
   rpcPort: number | undefined;
   logFormat: LogFormat;
@@ -83,11 +88,16 @@ export async function runDev(argv: string[]): Promise<void> {
     logger,
     webhooks: { allowHttpLocalhost: true },
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
+    ...(options.keysDir ? { keysDir: options.keysDir } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
-  const chainRpc = await startChainRpc({
-    chain: service.chain, port: options.rpcPort ?? DEFAULT_RPC_PORT, orFreePort: options.rpcPort === undefined, host: options.host, faucet: true, logger,
-  });
+  // A cluster has its own RPC; the embedded chain is served here.
+  const chainRpc = options.chainUrl
+    ? undefined
+    : await startChainRpc({
+        chain: service.chain, port: options.rpcPort ?? DEFAULT_RPC_PORT, orFreePort: options.rpcPort === undefined, host: options.host, faucet: true, logger,
+      });
   let stopping = false;
   const seedWorker = new WorkerClient({
     gateway: service.origin,
@@ -103,13 +113,13 @@ export async function runDev(argv: string[]): Promise<void> {
   await seedWorker.registered();
 
   const wallet = await fundDevWallet(service, options);
-  printBanner(service, model, wallet, chainRpc.url);
+  printBanner(service, model, wallet, chainRpc?.url ?? options.chainUrl!);
 
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
-    await chainRpc.close();
+    await chainRpc?.close();
     await service.close((step, fields) => logger.info(fields ?? {}, step));
     logger.info("stopping the seed worker and unloading the model");
     await seedWorker.close();
@@ -132,6 +142,8 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
       "new-key": { type: "boolean", default: false },
       model: { type: "string" },
       "database-url": { type: "string" },
+      "chain-url": { type: "string" },
+      "keys-dir": { type: "string" },
       "log-format": { type: "string" },
       "rpc-port": { type: "string" },
       "rate-limit": { type: "string" },
@@ -157,6 +169,8 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     newKey: values["new-key"],
     model: values.model,
     databaseUrl: values["database-url"],
+    chainUrl: values["chain-url"] ?? process.env.SVC_CHAIN_URL,
+    keysDir: ((dir) => (dir === undefined ? undefined : resolve(dir)))(values["keys-dir"] ?? process.env.SVC_KEYS_DIR),
     rpcPort,
     logFormat,
     rateLimit,

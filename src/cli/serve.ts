@@ -4,8 +4,8 @@
  * plain-HTTP localhost, and its chain's JSON-RPC server has no faucet. Configuration comes from
  * flags or the environment, so a process manager can start it without arguments.
  *
- * One node for now: the chain is the embedded one under the data dir (several gateways sharing a
- * cluster over RPC are the next step).
+ * The chain is the embedded one under the data dir, or with --chain-url a Solana cluster that
+ * several gateways share (each with the same service keys, --keys-dir).
  */
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
@@ -25,8 +25,13 @@ Options (each also read from the environment variable named after it):
   --host <addr>       Address to listen on (SVC_HOST; default 127.0.0.1; 0.0.0.0 behind a TLS proxy)
   --data-dir <dir>    Where the database, chain and service keys are kept (SVC_DATA_DIR; default ./.svc)
   --database-url <u>  PostgreSQL instead of the embedded database (DATABASE_URL)
-  --rpc-port <n>      Port of the chain's read-only Solana JSON-RPC server, so anyone can check a
-                      charge with 'svc verify' (SVC_RPC_PORT; default ${DEFAULT_RPC_PORT}; 'off' serves none)
+  --chain-url <u>     A Solana cluster's JSON-RPC address instead of the embedded chain, e.g. one
+                      'svc chain serve' runs (SVC_CHAIN_URL)
+  --keys-dir <dir>    The service's chain keys (SVC_KEYS_DIR; default <data dir>/keys); gateways
+                      sharing a chain share them
+  --rpc-port <n>      Port of the embedded chain's read-only Solana JSON-RPC server, so anyone can
+                      check a charge with 'svc verify' (SVC_RPC_PORT; default ${DEFAULT_RPC_PORT}; 'off'
+                      serves none; a cluster has its own)
   --rate-limit <r:b>  Requests a second and burst each client IP may send, or off (SVC_RATE_LIMIT;
                       default 50:100)
   --log-format <f>    pretty or json (SVC_LOG_FORMAT; default json unless on a terminal)
@@ -37,6 +42,8 @@ interface ServeOptions {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  chainUrl: string | undefined;
+  keysDir: string | undefined;
   rpcPort: number | "off";
   /** Undefined: the default limit. */
   rateLimit: RateLimitOptions | false | undefined;
@@ -54,9 +61,11 @@ export async function runServe(argv: string[]): Promise<void> {
     host: options.host,
     logger,
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
+    ...(options.keysDir ? { keysDir: options.keysDir } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
-  const chainRpc = options.rpcPort === "off"
+  const chainRpc = options.rpcPort === "off" || options.chainUrl
     ? undefined
     : await startChainRpc({ chain: service.chain, port: options.rpcPort, host: options.host, faucet: false, logger });
   console.log(
@@ -64,7 +73,7 @@ export async function runServe(argv: string[]): Promise<void> {
       "",
       `Base URL: ${service.baseUrl}`,
       `App: ${service.origin}/`,
-      ...(chainRpc ? [`Solana RPC: ${chainRpc.url}`] : []),
+      ...(chainRpc || options.chainUrl ? [`Solana RPC: ${chainRpc?.url ?? options.chainUrl}`] : []),
       `Workers join with: svc worker --gateway ${service.origin} --keypair <file.json> --model <catalog-id>=<engine>`,
       "",
     ].join("\n"),
@@ -94,6 +103,8 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         host: { type: "string", default: env.SVC_HOST ?? "127.0.0.1" },
         "data-dir": { type: "string", default: env.SVC_DATA_DIR ?? ".svc" },
         "database-url": { type: "string" },
+        "chain-url": { type: "string" },
+        "keys-dir": { type: "string" },
         "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
         "rate-limit": { type: "string" },
         "log-format": { type: "string" },
@@ -114,10 +125,16 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     host: values.host!,
     dataDir: resolve(values["data-dir"]!),
     databaseUrl: values["database-url"] ?? env.DATABASE_URL,
+    chainUrl: values["chain-url"] ?? env.SVC_CHAIN_URL,
+    keysDir: optionalPath(values["keys-dir"] ?? env.SVC_KEYS_DIR),
     rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
     rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),
   };
+}
+
+function optionalPath(path: string | undefined): string | undefined {
+  return path === undefined ? undefined : resolve(path);
 }
 
 function valueOf<T>(parsed: Parsed<T>): T {
