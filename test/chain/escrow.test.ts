@@ -1,6 +1,8 @@
 /**
- * Deposits, escrow locks, settlements and refunds through the escrow program on a real (embedded,
- * in-memory) LiteSVM chain, each read back from the chain to check what the program moved.
+ * Deposits, escrow locks, settlements and refunds through the escrow program, each read back from
+ * the chain to check what the program moved: on the embedded (in-memory) LiteSVM chain, and the
+ * same tests on a cluster over RPC (`svc chain serve` in its own process), since both backends
+ * make the same promises.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -12,6 +14,7 @@ import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import { ProgramError, TIER_CODES, escrowPoolAddress, vaultAddress } from "../../src/chain/escrow-program/index.ts";
 import type { Address } from "@solana/kit";
+import { startChainServer } from "../support/chain-server.ts";
 
 /** The token transfers the program made while the transaction ran: [from, to, base units]. */
 const innerTransfers = (tx: ChainTransaction) =>
@@ -23,12 +26,25 @@ function proof(worker: Keypair, jobId: string, text = "the output") {
   return { proofHash, proofSignature: worker.sign(proofMessage(jobId, proofHash)) };
 }
 
-describe("escrow on the embedded chain", () => {
+const CHAINS: [string, () => Promise<{ chain: Chain; close(): Promise<void> }>][] = [
+  ["the embedded chain", async () => {
+    const chain = await openChain({});
+    return { chain, close: () => chain.close() };
+  }],
+  ["a cluster over RPC", async () => {
+    const server = await startChainServer();
+    const chain = await openChain({ chainUrl: server.url, keysDir: server.keysDir });
+    return { chain, close: async () => (await chain.close(), await server.close()) };
+  }],
+];
+
+for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
   let chain: Chain;
+  let close: () => Promise<void>;
   before(async () => {
-    chain = await openChain({});
+    ({ chain, close } = await open());
   });
-  after(() => chain.close());
+  after(() => close());
 
   async function fundedWallet(credits: number): Promise<string> {
     const wallet = generateKeypair().address;

@@ -77,6 +77,8 @@ export class ClusterBackend implements ChainBackend {
   private readonly options: Required<Omit<ClusterBackendOptions, "retry" | "url">>;
   /** Blockhashes this process handed out, with their last valid block height. */
   private readonly issued = new BoundedMap<bigint>(1_000);
+  /** Signatures this process saw land: sending one again answers from its status. */
+  private readonly landedHere = new BoundedMap<true>(10_000);
   private readonly inflight = new Map<string, Promise<SentTransaction>>();
   private readonly rent = new Map<number, bigint>();
   private latest: { at: number; value: Promise<RecentBlockhash> } | undefined;
@@ -138,12 +140,13 @@ export class ClusterBackend implements ChainBackend {
   }
 
   private async sendOnce(wire: Uint8Array, signature: string, blockhash: string): Promise<SentTransaction> {
-    // Signed before this process started (a resumed action): it may have landed already.
-    if (!this.issued.has(blockhash)) {
+    // Sent before (a resumed action signed before this process started, or a repeat): it may have landed.
+    if (!this.issued.has(blockhash) || this.landedHere.has(signature)) {
       const [earlier] = await this.statuses([signature]);
       if (earlier) return this.outcome(signature, earlier, true);
     }
     const status = await this.confirm(wire, signature, blockhash);
+    this.landedHere.set(signature, true);
     return this.outcome(signature, status, false);
   }
 
