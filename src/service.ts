@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
-import { type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
+import { type ActionOwnerNode, CHAIN_MIGRATIONS, type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
 import { DISPUTE_WINDOW_MS, type Logger, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
 import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
 import { httpPorts } from "./http-ports.ts";
@@ -28,6 +28,7 @@ import {
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
 import { WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool } from "./network/index.ts";
+import { NODES_MIGRATIONS, NodeLease, loadNodeId } from "./nodes/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
 import { type CreditPageOptions, WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
@@ -40,6 +41,10 @@ export interface ServiceOptions {
   dataDir?: string;
   /** Use PostgreSQL instead of PGlite. */
   databaseUrl?: string;
+  /** This gateway's id among nodes sharing a database (default: kept in the data dir, else new each start). */
+  nodeId?: string;
+  /** How long a node's lease lasts unrenewed before a survivor takes over its jobs (default 10 s). */
+  nodeLeaseMs?: number;
   /** A Solana cluster's JSON-RPC address instead of the embedded chain (OpenChainOptions.chainUrl). */
   chainUrl?: string;
   /** The service's chain keys, when not `<dataDir>/keys`: every gateway on one chain holds the same. */
@@ -82,6 +87,8 @@ export interface ServiceOptions {
 }
 
 export interface Service {
+  /** This gateway's id among the nodes sharing its database. */
+  nodeId: string;
   /** `http://host:port/v1`. */
   baseUrl: string;
   /** `http://host:port`: what `svc worker --gateway` takes. */
@@ -108,14 +115,33 @@ export interface Service {
 }
 
 // Events reference wallets, so they come after the accounts' tables.
-export const SERVICE_MIGRATIONS = [...LEDGER_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...JOBS_MIGRATIONS, ...WEB_MIGRATIONS];
+export const SERVICE_MIGRATIONS = [
+  ...LEDGER_MIGRATIONS,
+  ...ACCOUNTS_MIGRATIONS,
+  ...EVENTS_MIGRATIONS,
+  ...JOBS_MIGRATIONS,
+  ...CHAIN_MIGRATIONS,
+  ...NODES_MIGRATIONS,
+  ...WEB_MIGRATIONS,
+];
 
 /**
  * Stop the service. Jobs in flight finish on their workers before the workers are let go; the
  * HTTP server only finishes closing once the workers' upgraded sockets are gone too.
  */
 async function closeInOrder(
-  parts: { app: FastifyInstance; jobs: JobService; workers: WorkerGateway; delivery: DeliveryLoop; vocabularies: ModelVocabularies; chain: Chain; db: Db; arbitration: Arbitration; disputes: Disputes },
+  parts: {
+    app: FastifyInstance;
+    jobs: JobService;
+    workers: WorkerGateway;
+    delivery: DeliveryLoop;
+    vocabularies: ModelVocabularies;
+    chain: Chain;
+    db: Db;
+    arbitration: Arbitration;
+    disputes: Disputes;
+    lease: NodeLease;
+  },
   onStep: (step: string, fields?: Record<string, unknown>) => void,
 ): Promise<void> {
   onStep("refusing new requests; draining running jobs", { runningJobs: parts.jobs.runningJobs });
@@ -131,6 +157,8 @@ async function closeInOrder(
   onStep("stopping webhook delivery");
   await parts.delivery.stop();
   await parts.vocabularies.close();
+  // Anything still open is left to a surviving node, or to this node's next start.
+  await parts.lease.release();
   onStep("closing the chain and the database");
   await parts.chain.close();
   await parts.db.close();
@@ -153,14 +181,15 @@ function workerGateway(options: ServiceOptions, parts: { pool: WorkerPool; catal
 }
 
 /** The parts that run the service's work: one chain journal, with the jobs and deposits as owners of its actions. */
-function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Logger) {
+function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Logger, nodeId: string) {
   const catalog = options.catalog ?? defaultCatalog();
   const pool = new WorkerPool();
   for (const worker of options.seedWorkers ?? []) pool.add(worker);
   // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
   const vocabularies = new ModelVocabularies(new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
-  const journal = new ChainJournal(db, chain, logger);
+  const journal = new ChainJournal(db, chain, logger, nodeId);
   const jobs = new JobService({
+    nodeId,
     db,
     chain,
     journal,
@@ -215,6 +244,26 @@ function moneyPages(payments: WalletPayments, chain: Chain, ctx: HttpContext) {
   };
 }
 
+/**
+ * Holds this node's lease, finishes what its last run left open, and from then on takes over
+ * the work of nodes whose leases run out. Chain actions first: a job whose action finishes now
+ * is not one to return.
+ */
+async function recoverUnderLease(o: { db: Db; journal: ChainJournal; jobs: JobService; logger: Logger; nodeId: string; leaseMs?: number }): Promise<NodeLease> {
+  const finish = async (owner: ActionOwnerNode) => ({ resumedActions: await o.journal.resumeOpen(owner), refundedJobs: await o.jobs.refundInterrupted(owner) });
+  const lease = await NodeLease.acquire({
+    db: o.db,
+    nodeId: o.nodeId,
+    logger: o.logger,
+    ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}),
+    takeOver: async (deadNodeId) => void o.logger.info({ deadNodeId, ...(await finish({ nodeId: deadNodeId, orUnowned: false })) }, "finished a dead node's work"),
+  });
+  const recovered = await finish({ nodeId: o.nodeId, orUnowned: true });
+  if (recovered.resumedActions > 0 || recovered.refundedJobs > 0) o.logger.info(recovered, "recovered work left by the last run");
+  lease.start();
+  return lease;
+}
+
 function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions {
   return {
     logger,
@@ -237,11 +286,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     await migrate(db, SERVICE_MIGRATIONS);
     chain = await openChain(chainOptions(options, logger));
     const openChainHandle = chain;
-    const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, openChainHandle, logger);
+    const nodeId = await loadNodeId(options.nodeId, options.dataDir);
+    const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, openChainHandle, logger, nodeId);
     await moveCustodialCredits(db, openChainHandle, logger);
-    // Chain actions first: a job whose action finishes now is not one to return.
-    const recovered = { resumedActions: await journal.resumeOpen(), refundedJobs: await jobs.refundInterrupted() };
-    if (recovered.resumedActions > 0 || recovered.refundedJobs > 0) logger.info(recovered, "recovered work left by the last run");
+    const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, ...(options.nodeLeaseMs ? { leaseMs: options.nodeLeaseMs } : {}) });
     await arbitration.resumeOpen();
     disputes.start();
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
@@ -271,6 +319,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     if (!options.appUrl) ctx.appUrl = `http://${host}:${port}`;
     const delivery = startWebhookDelivery(webhooks);
     return {
+      nodeId,
       baseUrl: `http://${host}:${port}/v1`,
       origin: `http://${host}:${port}`,
       workers,
@@ -287,7 +336,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         ctx.web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db, arbitration, disputes }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db, arbitration, disputes, lease }, onStep),
     };
   } catch (error) {
     await chain?.close().catch(() => undefined);

@@ -60,6 +60,12 @@ export interface SentAction {
   outcome?: unknown;
 }
 
+/** Whose open actions `resumeOpen` finishes: one node's, and with `orUnowned` those recorded before nodes were named. */
+export interface ActionOwnerNode {
+  nodeId: string;
+  orUnowned: boolean;
+}
+
 export class ChainJournal {
   private readonly owners = new Map<string, ActionOwner>();
 
@@ -67,6 +73,8 @@ export class ChainJournal {
     private readonly db: Db,
     private readonly chain: Chain,
     private readonly logger: Logger,
+    /** The gateway node recording actions here (chain_actions.node_id); undefined: none named. */
+    private readonly nodeId?: string,
   ) {}
 
   /** Name the owner of a kind of action; each kind has one. */
@@ -83,12 +91,13 @@ export class ChainJournal {
 
   /** Write the intent row, in the caller's transaction `db`, before the action is sent. */
   async record(db: Db, action: ChainAction): Promise<void> {
-    await db.query("INSERT INTO chain_actions (signature, kind, subject, params, wire) VALUES ($1, $2, $3, $4, $5)", [
+    await db.query("INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ($1, $2, $3, $4, $5, $6)", [
       action.signature,
       action.kind,
       action.subject,
       JSON.stringify(action.params ?? {}),
       action.wire,
+      this.nodeId ?? null,
     ]);
   }
 
@@ -169,10 +178,15 @@ export class ChainJournal {
     return row?.state ?? "dropped";
   }
 
-  /** Finish every action left open by a crash: apply what the chain did, or send it (or give it up). Returns how many were open. */
-  async resumeOpen(): Promise<number> {
+  /**
+   * Finish every action left open by a crash (of `owner`'s node; of any node when not given):
+   * apply what the chain did, or send it (or give it up). Returns how many were open.
+   */
+  async resumeOpen(owner?: ActionOwnerNode): Promise<number> {
     const open = await this.db.query<{ signature: string; kind: string; subject: string; params: Record<string, number>; wire: Uint8Array }>(
-      "SELECT signature, kind, subject, params, wire FROM chain_actions WHERE state = 'sent' ORDER BY created_at",
+      `SELECT signature, kind, subject, params, wire FROM chain_actions
+        WHERE state = 'sent' AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL)) ORDER BY created_at`,
+      [owner?.nodeId ?? null, owner?.orUnowned ?? false],
     );
     for (const row of open) {
       const action: ChainAction = { kind: row.kind, subject: row.subject, signature: row.signature, wire: new Uint8Array(row.wire), params: row.params };

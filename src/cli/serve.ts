@@ -29,6 +29,9 @@ Options (each also read from the environment variable named after it):
                       'svc chain serve' runs (SVC_CHAIN_URL)
   --keys-dir <dir>    The service's chain keys (SVC_KEYS_DIR; default <data dir>/keys); gateways
                       sharing a chain share them
+  --node-id <id>      This gateway's name among those sharing the database (SVC_NODE_ID; default
+                      one kept in the data dir). A node's unfinished jobs are finished or refunded
+                      by the others when it stops renewing its lease (10 s)
   --rpc-port <n>      Port of the embedded chain's read-only Solana JSON-RPC server, so anyone can
                       check a charge with 'svc verify' (SVC_RPC_PORT; default ${DEFAULT_RPC_PORT}; 'off'
                       serves none; a cluster has its own)
@@ -44,6 +47,7 @@ interface ServeOptions {
   databaseUrl: string | undefined;
   chainUrl: string | undefined;
   keysDir: string | undefined;
+  nodeId: string | undefined;
   rpcPort: number | "off";
   /** Undefined: the default limit. */
   rateLimit: RateLimitOptions | false | undefined;
@@ -63,6 +67,7 @@ export async function runServe(argv: string[]): Promise<void> {
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
     ...(options.keysDir ? { keysDir: options.keysDir } : {}),
+    ...(options.nodeId ? { nodeId: options.nodeId } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
   const chainRpc = options.rpcPort === "off" || options.chainUrl
@@ -72,6 +77,7 @@ export async function runServe(argv: string[]): Promise<void> {
     [
       "",
       `Base URL: ${service.baseUrl}`,
+      `Node: ${service.nodeId}`,
       `App: ${service.origin}/`,
       ...(chainRpc || options.chainUrl ? [`Solana RPC: ${chainRpc?.url ?? options.chainUrl}`] : []),
       `Workers join with: svc worker --gateway ${service.origin} --keypair <file.json> --model <catalog-id>=<engine>`,
@@ -105,6 +111,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         "database-url": { type: "string" },
         "chain-url": { type: "string" },
         "keys-dir": { type: "string" },
+        "node-id": { type: "string" },
         "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
         "rate-limit": { type: "string" },
         "log-format": { type: "string" },
@@ -127,6 +134,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     databaseUrl: values["database-url"] ?? env.DATABASE_URL,
     chainUrl: values["chain-url"] ?? env.SVC_CHAIN_URL,
     keysDir: optionalPath(values["keys-dir"] ?? env.SVC_KEYS_DIR),
+    nodeId: values["node-id"] ?? env.SVC_NODE_ID,
     rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
     rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),

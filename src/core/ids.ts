@@ -3,7 +3,7 @@ import { monotonicFactory } from "ulidx";
 
 const ulid = monotonicFactory();
 
-export type IdPrefix = "job" | "wh" | "evt" | "pay";
+export type IdPrefix = "job" | "wh" | "evt" | "pay" | "node";
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

@@ -4,12 +4,12 @@
  * records and sends them; this module is the owner it calls when one confirms, is refused, or
  * never lands.
  */
-import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import type { Tier } from "../core/index.ts";
 import { emitJobCompleted, emitJobEnded } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
-import { jobEventFacts, type JobRecord } from "./job-record.ts";
-import { getJob, jobsWithStatus, mustMoveJob, updateJob } from "./job-repo.ts";
+import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
+import { getJob, jobsWithStatus, mustMoveJob, nodeJobsWithStatus, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
@@ -153,8 +153,9 @@ export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain):
  * Jobs that were interrupted while running (or whose settlement the chain rejected) and have no
  * chain transaction in flight: their escrow must go back to the wallet.
  */
-export async function jobsAwaitingRefund(db: Db, journal: ChainJournal): Promise<JobRecord[]> {
-  const unfinished = await jobsWithStatus(db, ["pending", "processing", "settling"]);
+export async function jobsAwaitingRefund(db: Db, journal: ChainJournal, owner?: ActionOwnerNode): Promise<JobRecord[]> {
+  const statuses: JobStatus[] = ["pending", "processing", "settling"];
+  const unfinished = owner ? await nodeJobsWithStatus(db, statuses, owner) : await jobsWithStatus(db, statuses);
   const actions = await journal.actionsAbout(unfinished.map((j) => j.id));
   const inFlight = new Set(actions.filter((a) => a.state === "sent").map((a) => a.subject));
   const settling = new Set(actions.filter((a) => a.kind === "settlement" && (a.state === "sent" || a.state === "confirmed")).map((a) => a.subject));

@@ -68,12 +68,13 @@ function toColumn<F extends keyof JobRecord>(field: F, value: JobRecord[F] | und
 }
 
 /** A new job enters the table pending (newPendingJob); every later status comes from moveJob. */
-export async function insertJob(db: Db, job: JobRecord): Promise<void> {
+/** `nodeId`: the gateway node driving the job, whose lease covers it. */
+export async function insertJob(db: Db, job: JobRecord, nodeId?: string): Promise<void> {
   if (job.status !== "pending") throw new Error(`a job is inserted pending, not ${job.status}`);
   const placeholders = FIELDS.map((_, i) => `$${i + 1}`).join(", ");
   await db.query(
-    `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}) VALUES (${placeholders})`,
-    FIELDS.map((f) => toColumn(f, job[f])),
+    `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES (${placeholders}, $${FIELDS.length + 1})`,
+    [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null],
   );
 }
 
@@ -146,6 +147,16 @@ export async function getJob(db: Db, id: string): Promise<JobRecord | undefined>
 
 export async function jobsWithStatus(db: Db, statuses: JobStatus[]): Promise<JobRecord[]> {
   const rows = await db.query(`${SELECT} WHERE status = ANY($1::text[]) ORDER BY id`, [statuses]);
+  return rows.map(fromRow);
+}
+
+/** Jobs in these states driven by one node (and with `orUnowned`, by no named node). */
+export async function nodeJobsWithStatus(db: Db, statuses: JobStatus[], owner: { nodeId: string; orUnowned: boolean }): Promise<JobRecord[]> {
+  const rows = await db.query(`${SELECT} WHERE status = ANY($1::text[]) AND (node_id = $2 OR ($3 AND node_id IS NULL)) ORDER BY id`, [
+    statuses,
+    owner.nodeId,
+    owner.orUnowned,
+  ]);
   return rows.map(fromRow);
 }
 

@@ -12,7 +12,7 @@
  */
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
-import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { ApiError, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
 import { jobSeed, type ChatRequest } from "./chat-request.ts";
 import {
@@ -79,6 +79,8 @@ export interface JobServiceOptions {
   skipProofCheck?: boolean;
   /** Told of every job this service settles (audits sample them). */
   onSettled?: (jobId: string) => void;
+  /** The gateway node driving the jobs started here (its lease covers them). */
+  nodeId?: string;
 }
 
 /** A job on its way, as its driver carries it. */
@@ -104,6 +106,7 @@ export class JobService {
   private readonly db: Db;
   private readonly chain: Chain;
   private readonly journal: ChainJournal;
+  private readonly nodeId: string | undefined;
   private readonly pool: WorkerPool;
   private readonly catalog: Catalog;
   private readonly logger: Logger;
@@ -118,6 +121,7 @@ export class JobService {
     this.db = options.db;
     this.chain = options.chain;
     this.journal = options.journal;
+    this.nodeId = options.nodeId;
     this.pool = options.pool;
     this.catalog = options.catalog;
     this.logger = options.logger;
@@ -286,7 +290,7 @@ export class JobService {
       try {
         const creditsAfterLock = await this.db.transaction(async (tx) => {
           const remaining = await money.reserve(tx, wallet, id, plan.lockCredits);
-          await insertJob(tx, job);
+          await insertJob(tx, job, this.nodeId);
           await this.journal.record(tx, escrow);
           await emitJobSubmitted(tx, { ...jobEventFacts(job), creditsRemaining: remaining });
           await money.checkCreditLow(tx, wallet, remaining, true);
@@ -475,11 +479,12 @@ export class JobService {
 
   /**
    * After a crash, once the chain journal has finished its open actions: jobs that were
-   * mid-generation (or whose settlement the chain refused) get their escrow back. Returns how many.
+   * mid-generation (or whose settlement the chain refused) get their escrow back: of `owner`'s
+   * node, or of any node when not given. Returns how many.
    */
-  async refundInterrupted(): Promise<number> {
+  async refundInterrupted(owner?: ActionOwnerNode): Promise<number> {
     let returned = 0;
-    for (const job of await jobsAwaitingRefund(this.db, this.journal)) {
+    for (const job of await jobsAwaitingRefund(this.db, this.journal, owner)) {
       const escrowLanded = job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain"));
       escrowLanded.catch(() => undefined);
       await refundJob(this.ending, job, escrowLanded, "failed", "interrupted");

@@ -79,4 +79,12 @@ export const JOBS_MIGRATIONS = [
       CREATE INDEX jobs_keeping_request ON jobs (last_token_at) WHERE request IS NOT NULL;
     `,
   },
+  {
+    id: "jobs/003_job_node",
+    sql: `
+      -- The gateway node driving the job: while its lease lives only it ends the job; once the
+      -- lease runs out a surviving node finishes or refunds it.
+      ALTER TABLE jobs ADD COLUMN node_id text;
+    `,
+  },
 ];

@@ -9,6 +9,7 @@ import { ChainJournal, openChain, type ActionOwner, type Chain, type ChainAction
 import { generateKeypair } from "../../src/core/keys.ts";
 import { silentLogger } from "../../src/core/logger.ts";
 import { JOBS_MIGRATIONS } from "../../src/jobs/schema.ts";
+import { CHAIN_MIGRATIONS } from "../../src/chain/schema.ts";
 import type { Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
@@ -34,7 +35,7 @@ describe("the chain journal", () => {
   }
 
   before(async () => {
-    db = await testDatabases()[0]!.open({ migrations: JOBS_MIGRATIONS });
+    db = await testDatabases()[0]!.open({ migrations: [...JOBS_MIGRATIONS, ...CHAIN_MIGRATIONS] });
     chain = await openChain({});
     journal = new ChainJournal(db, chain, silentLogger());
     journal.register("funding", owner);

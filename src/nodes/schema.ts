@@ -1,0 +1,17 @@
+/** The gateway nodes sharing one database, each holding a lease it renews while it lives. */
+export const NODES_MIGRATIONS = [
+  {
+    id: "nodes/001_gateway_nodes",
+    sql: `
+      CREATE TABLE gateway_nodes (
+        node_id text PRIMARY KEY,
+        -- Which run of the node holds the lease: a restart under the same id is a new incarnation.
+        incarnation text NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        lease_until timestamptz NOT NULL,
+        -- A survivor finishing a dead node's work: it holds the dead node's lease while it does.
+        taken_over_by text
+      );
+    `,
+  },
+];
