@@ -27,7 +27,8 @@ import {
 } from "./jobs/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
-import { WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool } from "./network/index.ts";
+import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool } from "./network/index.ts";
+import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, loadNodeId } from "./nodes/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
 import { type CreditPageOptions, WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
@@ -45,6 +46,10 @@ export interface ServiceOptions {
   nodeId?: string;
   /** How long a node's lease lasts unrenewed before a survivor takes over its jobs (default 10 s). */
   nodeLeaseMs?: number;
+  /** NATS, shared with the other gateway nodes: requests here can run on workers connected there. */
+  natsUrl?: string;
+  /** How often this node announces its workers on the bus (default 2 s; tests shorten it). */
+  announceMs?: number;
   /** A Solana cluster's JSON-RPC address instead of the embedded chain (OpenChainOptions.chainUrl). */
   chainUrl?: string;
   /** The service's chain keys, when not `<dataDir>/keys`: every gateway on one chain holds the same. */
@@ -141,6 +146,8 @@ async function closeInOrder(
     arbitration: Arbitration;
     disputes: Disputes;
     lease: NodeLease;
+    bridge?: NodeBridge;
+    bus?: Bus;
   },
   onStep: (step: string, fields?: Record<string, unknown>) => void,
 ): Promise<void> {
@@ -150,6 +157,8 @@ async function closeInOrder(
   parts.disputes.stop();
   // An arbitration cut short here resumes at the next start.
   await parts.arbitration.close();
+  // The other nodes stop routing here; jobs run here for them fail over or fail there.
+  parts.bridge?.close();
   onStep("closing worker connections");
   await parts.workers.close();
   await httpClosed;
@@ -159,7 +168,8 @@ async function closeInOrder(
   await parts.vocabularies.close();
   // Anything still open is left to a surviving node, or to this node's next start.
   await parts.lease.release();
-  onStep("closing the chain and the database");
+  onStep("closing the chain, the bus and the database");
+  await parts.bus?.close();
   await parts.chain.close();
   await parts.db.close();
 }
@@ -264,6 +274,25 @@ async function recoverUnderLease(o: { db: Db; journal: ChainJournal; jobs: JobSe
   return lease;
 }
 
+function openServiceDb(options: ServiceOptions): Promise<Db> {
+  return openDb({
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
+  });
+}
+
+/** With a bus, the other gateway nodes' workers join this node's pool and this node's theirs. */
+async function joinOtherNodes(options: ServiceOptions, pool: WorkerPool, nodeId: string, logger: Logger): Promise<{ bus?: Bus; bridge?: NodeBridge }> {
+  if (!options.natsUrl) return {};
+  const bus = await connectBus(options.natsUrl, logger);
+  return { bus, bridge: new NodeBridge({ bus, pool, nodeId, logger, ...(options.announceMs ? { announceMs: options.announceMs } : {}) }) };
+}
+
+function readinessProbes(db: Db, chain: Chain, pool: WorkerPool, bus: Bus | undefined): HttpContext["readiness"] {
+  return { database: () => db.query("SELECT 1"), chain: () => chain.slot(), workers: () => pool.size, ...(bus ? { bus: () => bus.connected() } : {}) };
+}
+
 function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions {
   return {
     logger,
@@ -276,11 +305,7 @@ function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions
 
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();
-  const db = options.db ?? await openDb({
-    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
-    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-    ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
-  });
+  const db = options.db ?? await openServiceDb(options);
   let chain: Chain | undefined;
   try {
     await migrate(db, SERVICE_MIGRATIONS);
@@ -289,6 +314,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
     const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, openChainHandle, logger, nodeId);
     await moveCustodialCredits(db, openChainHandle, logger);
+    const { bus, bridge } = await joinOtherNodes(options, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, ...(options.nodeLeaseMs ? { leaseMs: options.nodeLeaseMs } : {}) });
     await arbitration.resumeOpen();
     disputes.start();
@@ -302,7 +328,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       pool,
       catalog,
       logger,
-      readiness: { database: () => db.query("SELECT 1"), chain: () => openChainHandle.slot(), workers: () => pool.size },
+      readiness: readinessProbes(db, openChainHandle, pool, bus),
       appUrl: options.appUrl ?? "",
       web: { ...options.web },
       ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
@@ -311,6 +337,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const money = moneyPages(payments, openChainHandle, ctx);
     const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, ...money, appUrl: () => ctx.appUrl, options: ctx.web, checkRequest: checkParams }));
     const workers = workerGateway(options, { pool, catalog, logger, chain: openChainHandle, db });
+    bridge?.start();
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
     const address = app.server.address();
@@ -336,7 +363,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         ctx.web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db, arbitration, disputes, lease }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db, arbitration, disputes, lease, bridge, bus }, onStep),
     };
   } catch (error) {
     await chain?.close().catch(() => undefined);

@@ -37,6 +37,8 @@ Options:
   --chain-url <u>     Use this Solana cluster's JSON-RPC (e.g. 'svc chain serve') instead of the
                       embedded chain; the dev wallet is funded there (SVC_CHAIN_URL sets it too)
   --keys-dir <dir>    The service's chain keys (default <data dir>/keys; SVC_KEYS_DIR sets it too)
+  --nats-url <u>      NATS shared with other gateways ('svc serve'), so requests here can run on
+                      their workers and theirs on this one's (SVC_NATS_URL sets it too)
   --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)
   --rate-limit <r:b>  Requests a second and burst each client IP may send, e.g. 500:1000, or off
                       (default 50:100; SVC_RATE_LIMIT sets it too). 429 rate_limited above it
@@ -59,6 +61,7 @@ interface DevOptions {
   databaseUrl: string | undefined;
   chainUrl: string | undefined;
   keysDir: string | undefined;
+  natsUrl: string | undefined;
   /** Undefined: the default port, or a free one when it is taken. */
   rpcPort: number | undefined;
   logFormat: LogFormat;
@@ -90,6 +93,7 @@ export async function runDev(argv: string[]): Promise<void> {
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
     ...(options.keysDir ? { keysDir: options.keysDir } : {}),
+    ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
   // A cluster has its own RPC; the embedded chain is served here.
@@ -144,6 +148,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
       "database-url": { type: "string" },
       "chain-url": { type: "string" },
       "keys-dir": { type: "string" },
+      "nats-url": { type: "string" },
       "log-format": { type: "string" },
       "rpc-port": { type: "string" },
       "rate-limit": { type: "string" },
@@ -170,6 +175,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     model: values.model,
     databaseUrl: values["database-url"],
     chainUrl: values["chain-url"] ?? process.env.SVC_CHAIN_URL,
+    natsUrl: values["nats-url"] ?? process.env.SVC_NATS_URL,
     keysDir: ((dir) => (dir === undefined ? undefined : resolve(dir)))(values["keys-dir"] ?? process.env.SVC_KEYS_DIR),
     rpcPort,
     logFormat,

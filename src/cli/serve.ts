@@ -29,6 +29,8 @@ Options (each also read from the environment variable named after it):
                       'svc chain serve' runs (SVC_CHAIN_URL)
   --keys-dir <dir>    The service's chain keys (SVC_KEYS_DIR; default <data dir>/keys); gateways
                       sharing a chain share them
+  --nats-url <u>      NATS shared with the other gateways (SVC_NATS_URL): requests here run on
+                      workers connected to any of them
   --node-id <id>      This gateway's name among those sharing the database (SVC_NODE_ID; default
                       one kept in the data dir). A node's unfinished jobs are finished or refunded
                       by the others when it stops renewing its lease (10 s)
@@ -47,6 +49,7 @@ interface ServeOptions {
   databaseUrl: string | undefined;
   chainUrl: string | undefined;
   keysDir: string | undefined;
+  natsUrl: string | undefined;
   nodeId: string | undefined;
   rpcPort: number | "off";
   /** Undefined: the default limit. */
@@ -67,6 +70,7 @@ export async function runServe(argv: string[]): Promise<void> {
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
     ...(options.keysDir ? { keysDir: options.keysDir } : {}),
+    ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
     ...(options.nodeId ? { nodeId: options.nodeId } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
@@ -111,6 +115,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         "database-url": { type: "string" },
         "chain-url": { type: "string" },
         "keys-dir": { type: "string" },
+        "nats-url": { type: "string" },
         "node-id": { type: "string" },
         "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
         "rate-limit": { type: "string" },
@@ -135,6 +140,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     chainUrl: values["chain-url"] ?? env.SVC_CHAIN_URL,
     keysDir: optionalPath(values["keys-dir"] ?? env.SVC_KEYS_DIR),
     nodeId: values["node-id"] ?? env.SVC_NODE_ID,
+    natsUrl: values["nats-url"] ?? env.SVC_NATS_URL,
     rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
     rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),

@@ -30,3 +30,5 @@ export type { UnfitListener, WorkerLease } from "./worker-pool.ts";
 export { WorkerGateway } from "./worker-gateway.ts";
 export type { WorkerGatewayOptions } from "./worker-gateway.ts";
 export { ModelOutages } from "./model-outages.ts";
+export { DEFAULT_ANNOUNCE_MS, NodeBridge } from "./node-bridge.ts";
+export type { NodeBridgeOptions } from "./node-bridge.ts";

@@ -110,6 +110,11 @@ export class WorkerPool {
     return this.workers.get(address)?.outstanding ?? 0;
   }
 
+  /** Every worker in the pool. */
+  all(): WorkerHandle[] {
+    return [...this.workers.values()].map((w) => w.handle);
+  }
+
   hosting(model: string): WorkerHandle[] {
     return [...this.workers.values()].filter((w) => w.handle.models().includes(model)).map((w) => w.handle);
   }

@@ -2,7 +2,8 @@
  * GET /healthz (liveness) and GET /readyz (readiness) for operators and load balancers, at the
  * root, without an API key and outside the per-IP burst limit: a probe refused with 429 would
  * take a healthy node out of rotation. Liveness touches nothing; readiness checks the database,
- * the chain and that some worker is connected, at most once a second however often it is asked.
+ * the chain, the message bus (on a node that shares work with others) and that some worker is
+ * reachable, at most once a second however often it is asked.
  */
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "../../core/index.ts";
@@ -13,8 +14,10 @@ export interface ReadinessProbes {
   database(): Promise<unknown>;
   /** Resolves once the chain answered (its current slot). */
   chain(): Promise<unknown>;
-  /** Workers connected now. */
+  /** Workers reachable now (connected here, or to another node over the bus). */
   workers(): number;
+  /** Whether the message bus to the other nodes is connected; absent on a node that has none. */
+  bus?(): boolean;
 }
 
 /** A check slower than this counts as failed, so a hung dependency still gets a prompt 503. */
@@ -26,7 +29,7 @@ type CheckResult = "ok" | string;
 
 export interface Readiness {
   status: "ready" | "not_ready";
-  checks: { database: CheckResult; chain: CheckResult; workers: CheckResult };
+  checks: { database: CheckResult; chain: CheckResult; workers: CheckResult; bus?: CheckResult };
 }
 
 async function probe(name: string, check: () => Promise<unknown>, logger: Logger, timeoutMs: number): Promise<CheckResult> {
@@ -52,8 +55,9 @@ async function probe(name: string, check: () => Promise<unknown>, logger: Logger
 export async function checkReadiness(probes: ReadinessProbes, logger: Logger, timeoutMs = READINESS_TIMEOUT_MS): Promise<Readiness> {
   const [database, chain] = await Promise.all([probe("database", probes.database, logger, timeoutMs), probe("chain", probes.chain, logger, timeoutMs)]);
   const workers = probes.workers() > 0 ? "ok" : "no worker connected";
-  const ready = database === "ok" && chain === "ok" && workers === "ok";
-  return { status: ready ? "ready" : "not_ready", checks: { database, chain, workers } };
+  const bus = probes.bus === undefined ? undefined : probes.bus() ? "ok" : "disconnected";
+  const ready = database === "ok" && chain === "ok" && workers === "ok" && (bus === undefined || bus === "ok");
+  return { status: ready ? "ready" : "not_ready", checks: { database, chain, workers, ...(bus === undefined ? {} : { bus }) } };
 }
 
 const check = { type: "string" } as const;
@@ -61,7 +65,7 @@ const readinessSchema = {
   type: "object",
   properties: {
     status: { type: "string" },
-    checks: { type: "object", properties: { database: check, chain: check, workers: check } },
+    checks: { type: "object", properties: { database: check, chain: check, workers: check, bus: check } },
   },
 } as const;
 
