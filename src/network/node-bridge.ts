@@ -62,6 +62,8 @@ export class NodeBridge {
   private readonly bridged = new Map<string, Bridged>();
   /** Jobs this node runs for other nodes, by `<node>:<job id>`. */
   private readonly serving = new Map<string, AbortController>();
+  /** When each other node last announced itself. */
+  private readonly nodesSeenAt = new Map<string, number>();
   private readonly stops: (() => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly announceMs: number;
@@ -111,6 +113,7 @@ export class NodeBridge {
   private announced(a: Announcement): void {
     if (a.node === this.o.nodeId) return;
     const now = Date.now();
+    this.nodesSeenAt.set(a.node, now);
     const listed = new Set(a.workers.map((w) => w.address));
     for (const [address, b] of this.bridged) if (b.node === a.node && !listed.has(address)) this.drop(address, `it left gateway node ${a.node}`);
     for (const w of a.workers) {
@@ -145,6 +148,12 @@ export class NodeBridge {
   private forgetSilentNodes(): void {
     const cutoff = Date.now() - 3 * this.announceMs;
     for (const [address, b] of this.bridged) if (b.seenAt < cutoff) this.drop(address, `its gateway node ${b.node} stopped answering`);
+    // Jobs run here for a node that is gone: nobody reads them any more (a survivor refunds them).
+    for (const [node, seenAt] of this.nodesSeenAt) {
+      if (seenAt >= cutoff) continue;
+      this.nodesSeenAt.delete(node);
+      for (const [key, controller] of this.serving) if (key.startsWith(`${node}:`)) controller.abort(`gateway node ${node} stopped answering`);
+    }
   }
 
   private answered(message: Answer & { address: string }): void {

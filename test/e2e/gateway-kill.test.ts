@@ -1,0 +1,109 @@
+/**
+ * Two `svc serve` processes sharing a PostgreSQL database, a chain (`svc chain serve`) and NATS,
+ * each with a `svc worker` of its own running a slow upstream model. kill -9 of one gateway in
+ * the middle of its streams: the survivor takes over its lease and ends those jobs refunded,
+ * charging nothing for them, well within the 120-second rule; requests to the survivor go on
+ * being served, and the chain agrees with the ledger.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import OpenAI from "openai";
+import { issueApiKey } from "../../src/accounts/accounts.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
+import * as money from "../../src/jobs/money.ts";
+import { startService } from "../../src/service.ts";
+import { openDb, type Db } from "../../src/store/index.ts";
+import { startSvc, type SvcProcess } from "../cli/svc-process.ts";
+import { startChainServer, type ChainServer } from "../support/chain-server.ts";
+import { uniqueSchemaName } from "../support/db.ts";
+import { tempDir } from "../support/service.ts";
+import { startUpstream, type UpstreamServer } from "../support/upstream-server.ts";
+import { killWorkers, spawnWorker } from "../support/worker-process.ts";
+
+const url = process.env.DATABASE_URL;
+const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+const MODEL = "Qwen/Qwen3-1.7B";
+const hi = [{ role: "user" as const, content: "Hi" }];
+
+describe("kill -9 of a gateway node mid-stream", { skip: url ? false : "DATABASE_URL is not set: the nodes share PostgreSQL" }, () => {
+  const database = uniqueSchemaName();
+  let admin: Db;
+  let dbUrl: string;
+  let chain: ChainServer;
+  let upstream: UpstreamServer;
+  let dir: Awaited<ReturnType<typeof tempDir>>;
+  const gateways: SvcProcess[] = [];
+  const origins: string[] = [];
+
+  async function startGateway(name: string): Promise<string> {
+    const run = startSvc(
+      ["serve", "--port", "0", "--rpc-port", "off", "--rate-limit", "off", "--data-dir", `${dir.path}/${name}`, "--database-url", dbUrl, "--chain-url", chain.url, "--keys-dir", chain.keysDir, "--nats-url", natsUrl],
+      { SVC_LOG_FORMAT: "json" },
+    );
+    gateways.push(run);
+    return (await run.waitFor(/^App: (http:\/\/127\.0\.0\.1:\d+)\/$/m, 60_000))[1]!;
+  }
+
+  before(async () => {
+    admin = await openDb({ databaseUrl: url! });
+    await admin.exec(`CREATE DATABASE ${database}`);
+    const u = new URL(url!);
+    u.pathname = `/${database}`;
+    dbUrl = u.toString();
+    dir = await tempDir("svc-gateway-kill-");
+    chain = await startChainServer();
+    // Long, slow streams: 200 ms per token, repeated up to max_tokens.
+    upstream = await startUpstream("vllm", { model: MODEL, loop: true, pieceDelayMs: 200, reply: [" tick"] });
+    for (const name of ["a", "b"]) origins.push(await startGateway(name));
+    for (const [i, origin] of origins.entries()) {
+      const worker = await spawnWorker({ gateway: origin, keypair: `${dir.path}/worker-${i}.json`, modelsDir: `${dir.path}/models`, models: [`${MODEL}=${upstream.baseUrl}`] });
+      await worker.waitFor(/Connected to /, { timeoutMs: 60_000 });
+    }
+  });
+  after(async () => {
+    killWorkers();
+    for (const g of gateways) g.child.kill("SIGKILL");
+    await Promise.all(gateways.map((g) => g.exited()));
+    await upstream.close();
+    await chain.close();
+    await admin.exec(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.close();
+    await dir.remove();
+  });
+
+  test("the survivor refunds the dead node's jobs; nothing is charged for them", async (t) => {
+    // A wallet funded and keyed through a third, short-lived node on the same database and chain.
+    const funder = await startService({ port: 0, databaseUrl: dbUrl, chainUrl: chain.url, keysDir: chain.keysDir });
+    const wallet = generateKeypair().address;
+    await funder.actions.deposit(wallet, 500);
+    const apiKey = await issueApiKey(funder.db, wallet);
+    await funder.close();
+    const [a, b] = origins.map((origin) => new OpenAI({ apiKey, baseURL: `${origin}/v1`, maxRetries: 0 }));
+
+    const streams = await Promise.all([1, 2, 3].map(() => a!.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 200, stream: true })));
+    const firstChunks = await Promise.all(streams.map(async (s) => (await s[Symbol.asyncIterator]().next()).value));
+    assert.ok(firstChunks.every(Boolean), "every stream started");
+    const killedAt = Date.now();
+    gateways[0]!.child.kill("SIGKILL");
+    await gateways[0]!.exited();
+
+    const db = await openDb({ databaseUrl: dbUrl });
+    try {
+      let jobs: { status: string; credits_charged: number; refund_tx: string | null }[] = [];
+      for (;;) {
+        jobs = await db.query("SELECT status, credits_charged, refund_tx FROM jobs WHERE wallet = $1", [wallet]);
+        if (jobs.length === 3 && jobs.every((j) => j.status === "failed" || j.status === "refunded")) break;
+        assert.ok(Date.now() - killedAt < 110_000, `ended within the 120 s rule: ${JSON.stringify(jobs)}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const tookMs = Date.now() - killedAt;
+      assert.ok(jobs.every((j) => j.credits_charged === 0 && j.refund_tx), JSON.stringify(jobs));
+      assert.equal(await money.availableCredits(db, wallet), 500, `nothing charged; ended ${tookMs} ms after the kill`);
+      t.diagnostic(`the dead node's jobs were refunded ${tookMs} ms after the kill`);
+    } finally {
+      await db.close();
+    }
+    const answer = await b!.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 3 });
+    assert.ok(answer.choices[0]!.message.content, "the survivor still serves");
+  });
+});
