@@ -1,0 +1,127 @@
+/**
+ * Several gateway nodes on one machine: what a cross-node hop adds to a request, and paid JSON
+ * completions per second through one gateway process against two. Two `svc serve` processes
+ * share a PostgreSQL database (a fresh one on DATABASE_URL's server), `svc chain serve` and the
+ * machine's NATS; workers are `svc worker` processes forwarding to an instant OpenAI-compatible
+ * upstream (the test upstream, vLLM dialect).
+ *
+ * 1. Hop: one worker, connected to node A. Sequential requests to A (the worker is local) and to
+ *    B (it runs on A's worker through the bus), interleaved; p50 and p99 of each.
+ * 2. Throughput: a second worker connects to B; autocannon at 32 connections against A alone,
+ *    then 16 against each node at once, interleaved, each run followed by the settlement backlog.
+ *
+ * Run: DATABASE_URL=postgres://... node --import tsx bench/nodes.ts [seconds per run, default 8] [rounds, default 2]
+ */
+import { performance } from "node:perf_hooks";
+import autocannon from "autocannon";
+import { issueApiKey } from "../src/accounts/accounts.ts";
+import { generateKeypair } from "../src/core/keys.ts";
+import { startService } from "../src/service.ts";
+import { openDb } from "../src/store/index.ts";
+import { startSvc, type SvcProcess } from "../test/cli/svc-process.ts";
+import { startChainServer } from "../test/support/chain-server.ts";
+import { uniqueSchemaName } from "../test/support/db.ts";
+import { tempDir } from "../test/support/service.ts";
+import { startUpstream } from "../test/support/upstream-server.ts";
+import { killWorkers, spawnWorker } from "../test/support/worker-process.ts";
+import { percentile } from "./support.ts";
+
+const SECONDS = Number(process.argv[2] ?? 8);
+const ROUNDS = Number(process.argv[3] ?? 2);
+const MODEL = "Qwen/Qwen3-1.7B";
+const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
+const url = process.env.DATABASE_URL;
+if (!url) throw new Error("bench/nodes.ts needs DATABASE_URL: the nodes share PostgreSQL");
+const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+
+async function timedRequest(origin: string, apiKey: string): Promise<number> {
+  const start = performance.now();
+  const res = await fetch(`${origin}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, body });
+  if (res.status !== 200) throw new Error(`${origin}: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+  return performance.now() - start;
+}
+
+async function load(origins: string[], connections: number, apiKey: string): Promise<{ rps: number; p50: number; p99: number; failed: number }> {
+  const runs = await Promise.all(
+    origins.map((origin) =>
+      autocannon({
+        url: `${origin}/v1/chat/completions`,
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body,
+        connections: connections / origins.length,
+        duration: SECONDS,
+      }),
+    ),
+  );
+  return {
+    rps: runs.reduce((sum, r) => sum + r.requests.average, 0),
+    p50: Math.max(...runs.map((r) => r.latency.p50)),
+    p99: Math.max(...runs.map((r) => r.latency.p99)),
+    failed: runs.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0),
+  };
+}
+
+async function main(): Promise<void> {
+  const database = uniqueSchemaName();
+  const admin = await openDb({ databaseUrl: url! });
+  await admin.exec(`CREATE DATABASE ${database}`);
+  const dbUrl = Object.assign(new URL(url!), { pathname: `/${database}` }).toString();
+  const dir = await tempDir("svc-bench-nodes-");
+  const chain = await startChainServer();
+  const upstream = await startUpstream("vllm", { model: MODEL });
+  const gateways: SvcProcess[] = [];
+  try {
+    const origins: string[] = [];
+    for (const name of ["a", "b"]) {
+      const run = startSvc(["serve", "--port", "0", "--rpc-port", "off", "--rate-limit", "off", "--data-dir", `${dir.path}/${name}`, "--database-url", dbUrl, "--chain-url", chain.url, "--keys-dir", chain.keysDir, "--nats-url", natsUrl], { SVC_LOG_FORMAT: "json", LOG_LEVEL: "warn" });
+      gateways.push(run);
+      origins.push((await run.waitFor(/^App: (http:\/\/127\.0\.0\.1:\d+)\/$/m, 60_000))[1]!);
+    }
+    const funder = await startService({ port: 0, databaseUrl: dbUrl, chainUrl: chain.url, keysDir: chain.keysDir });
+    const wallet = generateKeypair().address;
+    await funder.actions.deposit(wallet, 10_000_000);
+    const apiKey = await issueApiKey(funder.db, wallet);
+    await funder.close();
+    const worker = (i: number, origin: string) =>
+      spawnWorker({ gateway: origin, keypair: `${dir.path}/worker-${i}.json`, modelsDir: `${dir.path}/models`, models: [`${MODEL}=${upstream.baseUrl}`], args: ["--concurrency", "64"] }).then((w) => w.waitFor(/Connected to /, { timeoutMs: 60_000 }));
+    await worker(0, origins[0]!);
+    await new Promise((r) => setTimeout(r, 3_000)); // B hears A's announcement
+
+    const local: number[] = [];
+    const hop: number[] = [];
+    for (let i = 0; i < 20; i++) await timedRequest(origins[i % 2]!, apiKey); // warm both paths
+    for (let i = 0; i < 300; i++) (i % 2 === 0 ? local : hop).push(await timedRequest(origins[i % 2]!, apiKey));
+    const p = (v: number[], q: number) => percentile(v, q).toFixed(2);
+    console.log(`sequential JSON requests, one worker on node A (${local.length} each, interleaved):`);
+    console.log(`  to A (worker local)          p50 ${p(local, 50)} ms  p99 ${p(local, 99)} ms`);
+    console.log(`  to B (hop to A over NATS)    p50 ${p(hop, 50)} ms  p99 ${p(hop, 99)} ms  (hop adds ${(percentile(hop, 50) - percentile(local, 50)).toFixed(2)} ms at p50)`);
+
+    await worker(1, origins[1]!);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const db = await openDb({ databaseUrl: dbUrl });
+    console.log(`\nthroughput, 32 connections, ${SECONDS} s per run, load average ${(await import("node:os")).loadavg().map((l) => l.toFixed(2)).join(" ")}:`);
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [label, targets] of [["one gateway (A)", [origins[0]!]], ["two gateways (A+B)", origins]] as const) {
+        const r = await load([...targets], 32, apiKey);
+        const settleStart = performance.now();
+        while ((await db.query("SELECT 1 FROM jobs WHERE status NOT IN ('settled', 'failed', 'refunded') LIMIT 1")).length > 0) await new Promise((res) => setTimeout(res, 100));
+        const settleMs = performance.now() - settleStart;
+        console.log(`  round ${round} ${label.padEnd(20)} ${r.rps.toFixed(0).padStart(5)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  failed ${r.failed}  backlog settled in ${settleMs.toFixed(0)} ms`);
+      }
+    }
+    await db.close();
+  } finally {
+    killWorkers();
+    for (const g of gateways) g.child.kill("SIGKILL");
+    await Promise.all(gateways.map((g) => g.exited()));
+    await upstream.close();
+    await chain.close();
+    await admin.exec(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.close();
+    await dir.remove();
+  }
+}
+
+await main();
