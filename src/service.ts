@@ -34,6 +34,8 @@ import { type Db, migrate, openDb } from "./store/index.ts";
 import { type CreditPageOptions, WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
 export const DEFAULT_PORT = 8080;
+/** A chain action open this long with nobody waiting on it was left by a send that gave up. */
+const STALE_ACTION_MS = 60_000;
 
 export interface ServiceOptions {
   /** An open database to use (the service takes it over and closes it); else one is opened. */
@@ -46,6 +48,8 @@ export interface ServiceOptions {
   nodeId?: string;
   /** How long a node's lease lasts unrenewed before a survivor takes over its jobs (default 10 s). */
   nodeLeaseMs?: number;
+  /** A chain action of this node open this long with no send waiting on it is finished as at a restart (default 60 s). */
+  staleActionMs?: number;
   /** NATS, shared with the other gateway nodes: requests here can run on workers connected there. */
   natsUrl?: string;
   /** How often this node announces its workers on the bus (default 2 s; tests shorten it). */
@@ -259,7 +263,7 @@ function moneyPages(payments: WalletPayments, chain: Chain, ctx: HttpContext) {
  * the work of nodes whose leases run out. Chain actions first: a job whose action finishes now
  * is not one to return.
  */
-async function recoverUnderLease(o: { db: Db; journal: ChainJournal; jobs: JobService; logger: Logger; nodeId: string; leaseMs?: number }): Promise<NodeLease> {
+async function recoverUnderLease(o: { db: Db; journal: ChainJournal; jobs: JobService; logger: Logger; nodeId: string; leaseMs?: number; staleActionMs?: number }): Promise<NodeLease> {
   const finish = async (owner: ActionOwnerNode) => ({ resumedActions: await o.journal.resumeOpen(owner), refundedJobs: await o.jobs.refundInterrupted(owner) });
   const lease = await NodeLease.acquire({
     db: o.db,
@@ -267,6 +271,7 @@ async function recoverUnderLease(o: { db: Db; journal: ChainJournal; jobs: JobSe
     logger: o.logger,
     ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}),
     takeOver: async (deadNodeId) => void o.logger.info({ deadNodeId, ...(await finish({ nodeId: deadNodeId, orUnowned: false })) }, "finished a dead node's work"),
+    finishStale: async () => void (await o.journal.resumeStale({ nodeId: o.nodeId, orUnowned: false }, o.staleActionMs ?? STALE_ACTION_MS)),
   });
   const recovered = await finish({ nodeId: o.nodeId, orUnowned: true });
   if (recovered.resumedActions > 0 || recovered.refundedJobs > 0) o.logger.info(recovered, "recovered work left by the last run");
@@ -315,7 +320,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, openChainHandle, logger, nodeId);
     await moveCustodialCredits(db, openChainHandle, logger);
     const { bus, bridge } = await joinOtherNodes(options, pool, nodeId, logger);
-    const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, ...(options.nodeLeaseMs ? { leaseMs: options.nodeLeaseMs } : {}) });
+    const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });
     await arbitration.resumeOpen();
     disputes.start();
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });

@@ -66,8 +66,18 @@ export interface ActionOwnerNode {
   orUnowned: boolean;
 }
 
+interface OpenRow {
+  signature: string;
+  kind: string;
+  subject: string;
+  params: Record<string, number>;
+  wire: Uint8Array;
+}
+
 export class ChainJournal {
   private readonly owners = new Map<string, ActionOwner>();
+  /** Signatures a `send` in this process is waiting on. */
+  private readonly sending = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -108,6 +118,15 @@ export class ChainJournal {
    * most `rebuilds` times, or given up when the owner has none.
    */
   async send(action: ChainAction, rebuilds = 1): Promise<SentAction> {
+    this.sending.add(action.signature);
+    try {
+      return await this.sendAndApply(action, rebuilds);
+    } finally {
+      this.sending.delete(action.signature);
+    }
+  }
+
+  private async sendAndApply(action: ChainAction, rebuilds: number): Promise<SentAction> {
     let slot: number;
     try {
       slot = (await this.chain.send(action.wire)).slot;
@@ -183,29 +202,48 @@ export class ChainJournal {
    * apply what the chain did, or send it (or give it up). Returns how many were open.
    */
   async resumeOpen(owner?: ActionOwnerNode): Promise<number> {
-    const open = await this.db.query<{ signature: string; kind: string; subject: string; params: Record<string, number>; wire: Uint8Array }>(
-      `SELECT signature, kind, subject, params, wire FROM chain_actions
-        WHERE state = 'sent' AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL)) ORDER BY created_at`,
-      [owner?.nodeId ?? null, owner?.orUnowned ?? false],
-    );
-    for (const row of open) {
-      const action: ChainAction = { kind: row.kind, subject: row.subject, signature: row.signature, wire: new Uint8Array(row.wire), params: row.params };
-      // One that is to be given up if unsent must first be past landing: a cluster may still execute a copy.
-      const giveUp = this.ownerOf(action).giveUpUnsentOnResume === true;
-      const status = giveUp ? await this.chain.settledStatus(action.wire) : await this.chain.transactionStatus(action.signature);
-      if (status?.ok) {
-        await this.confirmed(action, status.slot);
-      } else if (status) {
-        await this.rejected(action, status.err ?? "failed on-chain");
-      } else if (giveUp) {
-        await this.dropAndRecord(action, undefined);
-      } else {
-        await this.send(action).catch((error: unknown) => {
-          this.logger.error({ err: error, subject: action.subject, kind: action.kind }, "could not finish a chain action during recovery");
-        });
-      }
-    }
+    const open = await this.openRows(owner, 0);
+    for (const row of open) await this.finishOpen(row);
     return open.length;
+  }
+
+  /**
+   * While the node runs: finish its actions that have stayed open longer than `olderThanMs` and
+   * that no send in this process is waiting on (one whose confirmation failed, the chain being
+   * unreachable then), as recovery at start would. Returns how many it took up.
+   */
+  async resumeStale(owner: ActionOwnerNode, olderThanMs: number): Promise<number> {
+    const stale = (await this.openRows(owner, olderThanMs)).filter((row) => !this.sending.has(row.signature));
+    for (const row of stale) await this.finishOpen(row);
+    return stale.length;
+  }
+
+  private openRows(owner: ActionOwnerNode | undefined, olderThanMs: number): Promise<OpenRow[]> {
+    return this.db.query<OpenRow>(
+      `SELECT signature, kind, subject, params, wire FROM chain_actions
+        WHERE state = 'sent' AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL))
+          AND created_at <= now() - $3 * interval '1 millisecond'
+        ORDER BY created_at`,
+      [owner?.nodeId ?? null, owner?.orUnowned ?? false, olderThanMs],
+    );
+  }
+
+  private async finishOpen(row: OpenRow): Promise<void> {
+    const action: ChainAction = { kind: row.kind, subject: row.subject, signature: row.signature, wire: new Uint8Array(row.wire), params: row.params };
+    // One that is to be given up if unsent must first be past landing: a cluster may still execute a copy.
+    const giveUp = this.ownerOf(action).giveUpUnsentOnResume === true;
+    const status = giveUp ? await this.chain.settledStatus(action.wire) : await this.chain.transactionStatus(action.signature);
+    if (status?.ok) {
+      await this.confirmed(action, status.slot);
+    } else if (status) {
+      await this.rejected(action, status.err ?? "failed on-chain");
+    } else if (giveUp) {
+      await this.dropAndRecord(action, undefined);
+    } else {
+      await this.send(action).catch((error: unknown) => {
+        this.logger.error({ err: error, subject: action.subject, kind: action.kind }, "could not finish a chain action during recovery");
+      });
+    }
   }
 
   /** Whether any action of `kind` about `subject` was ever recorded. */

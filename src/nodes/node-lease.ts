@@ -23,6 +23,8 @@ export interface NodeLeaseOptions {
   leaseMs?: number;
   /** Finish a dead node's work (its open chain actions and unfinished jobs). */
   takeOver(deadNodeId: string): Promise<void>;
+  /** Finish this node's own work left behind while it runs (chain actions whose send gave up). */
+  finishStale?(): Promise<void>;
 }
 
 /** Another live process is renewing this node id's lease. */
@@ -44,7 +46,8 @@ export class NodeLease {
   private readonly incarnation = randomBytes(8).toString("hex");
   private readonly leaseMs: number;
   private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
+  private renewing: Promise<void> | undefined;
+  private working: Promise<void> | undefined;
 
   private constructor(private readonly o: NodeLeaseOptions) {
     this.leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
@@ -86,22 +89,26 @@ export class NodeLease {
     return rows.length > 0;
   }
 
-  /** Renew the lease, and look for dead nodes to take over, every third of the lease. */
+  /**
+   * Every third of the lease: renew it, and (apart, so that long work never delays a renewal)
+   * take over a dead node's work and finish this node's own stale work.
+   */
   start(): void {
     this.timer = setInterval(() => {
-      this.sweeping ??= this.sweep().finally(() => (this.sweeping = undefined));
+      this.renewing ??= this.renew()
+        .catch((error: unknown) => this.o.logger.error({ err: error, nodeId: this.o.nodeId }, "could not renew this node's lease; retrying"))
+        .finally(() => (this.renewing = undefined));
+      this.working ??= this.work()
+        .catch((error: unknown) => this.o.logger.error({ err: error, nodeId: this.o.nodeId }, "could not finish left-over work; retrying"))
+        .finally(() => (this.working = undefined));
     }, Math.max(10, Math.floor(this.leaseMs / 3)));
     this.timer.unref();
   }
 
-  private async sweep(): Promise<void> {
-    try {
-      await this.renew();
-      const dead = await this.takeOne();
-      if (dead !== undefined) await this.finish(dead);
-    } catch (error) {
-      this.o.logger.error({ err: error, nodeId: this.o.nodeId }, "node lease sweep failed; retrying");
-    }
+  private async work(): Promise<void> {
+    const dead = await this.takeOne();
+    if (dead !== undefined) await this.finish(dead);
+    await this.o.finishStale?.();
   }
 
   /** Our own lease, and the leases of dead nodes we are finishing. */
@@ -138,7 +145,7 @@ export class NodeLease {
   /** Stop renewing and let the lease run out now, so a survivor finishes anything left behind. */
   async release(): Promise<void> {
     clearInterval(this.timer);
-    await this.sweeping;
+    await Promise.all([this.renewing, this.working]);
     await this.o.db.query("UPDATE gateway_nodes SET lease_until = now() WHERE node_id = $1 AND incarnation = $2", [this.o.nodeId, this.incarnation]);
   }
 }

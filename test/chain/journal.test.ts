@@ -76,4 +76,30 @@ describe("the chain journal", () => {
     assert.deepEqual((await journal.actionsAbout([orphan.subject])).map((a) => a.state), ["sent"], "its row stays open, unapplied");
     await db.query("DELETE FROM chain_actions WHERE signature = $1", [orphan.signature]);
   });
+
+  test("while the node runs, an action left open by a send that gave up is finished; one being sent is left alone", async () => {
+    heard.length = 0;
+    const mine = new ChainJournal(db, chain, silentLogger(), "node_a");
+    mine.register("funding", owner);
+    const abandoned = await funding(2);
+    await mine.record(db, abandoned);
+    // Another node's open action is not this node's to finish.
+    const theirs = await funding(4);
+    await new ChainJournal(db, chain, silentLogger(), "node_b").record(db, theirs);
+    assert.equal(await mine.resumeStale({ nodeId: "node_a", orUnowned: false }, 60_000), 0, "not stale yet");
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(await mine.resumeStale({ nodeId: "node_a", orUnowned: false }, 20), 1);
+    assert.deepEqual(heard, [`confirmed ${abandoned.subject} at a slot`]);
+    assert.deepEqual((await journal.actionsAbout([theirs.subject])).map((a) => a.state), ["sent"]);
+
+    heard.length = 0;
+    const inFlight = await funding(1);
+    await mine.record(db, inFlight);
+    await new Promise((r) => setTimeout(r, 30));
+    const sending = mine.send(inFlight);
+    assert.equal(await mine.resumeStale({ nodeId: "node_a", orUnowned: false }, 20), 0, "its sender is still waiting on it");
+    await sending;
+    assert.equal(heard.length, 1, "applied once");
+    await db.query("DELETE FROM chain_actions WHERE signature = $1", [theirs.signature]);
+  });
 });
