@@ -58,6 +58,8 @@ export interface ServiceOptions {
   chainUrl?: string;
   /** The service's chain keys, when not `<dataDir>/keys`: every gateway on one chain holds the same. */
   keysDir?: string;
+  /** OpenChainOptions.priorityFeeMicroLamports. */
+  priorityFeeMicroLamports?: bigint;
   /** PostgreSQL schema to work in (tests isolate themselves this way). */
   databaseSchema?: string;
   host?: string;
@@ -304,6 +306,7 @@ function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
     ...(options.keysDir ? { keysDir: options.keysDir } : {}),
+    ...(options.priorityFeeMicroLamports ? { priorityFeeMicroLamports: options.priorityFeeMicroLamports } : {}),
     ...(options.escrowRules ? { escrowRules: options.escrowRules } : {}),
   };
 }

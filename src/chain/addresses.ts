@@ -9,6 +9,7 @@ export const ASSOCIATED_TOKEN_PROGRAM = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJ
 /** The memo program LiteSVM loads; @solana-program/memo defaults to a newer one it does not. */
 export const MEMO_PROGRAM = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr" as Address;
 export const ED25519_PROGRAM = "Ed25519SigVerify111111111111111111111111111" as Address;
+export const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111" as Address;
 
 /** Size of an SPL token account; its balance is the u64 at byte 64. */
 export const TOKEN_ACCOUNT_SIZE = 165;

@@ -128,6 +128,8 @@ export class Chain {
     private readonly keys: ServiceKeys,
     private readonly tokenAccounts: AssociatedTokenAddresses,
     treasuryAccount: Address,
+    /** Micro-lamports per compute unit offered on each transaction the service signs (0: none). */
+    private readonly priorityFeeMicroLamports = 0n,
   ) {
     this.feePayer = keys.feePayer.address;
     this.mint = keys.mint.address;
@@ -174,7 +176,9 @@ export class Chain {
   private async sign(instructions: Instruction[], authoritySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
     const { bytes, lastValidBlockHeight } = await this.backend.latestBlockhash();
     const signers = authoritySigns ? [this.keys.custody, ...extra] : extra;
-    return { ...buildTransaction(this.keys.feePayer, instructions, bytes, signers), lastValidBlockHeight: Number(lastValidBlockHeight) };
+    // Last, so instruction indexes the program checks (the Ed25519 proof comes first) stay as they are.
+    const priced = this.priorityFeeMicroLamports > 0n ? [...instructions, ix.setComputeUnitPrice(this.priorityFeeMicroLamports)] : instructions;
+    return { ...buildTransaction(this.keys.feePayer, priced, bytes, signers), lastValidBlockHeight: Number(lastValidBlockHeight) };
   }
 
   /** Development funding: mints USDC base units for `credits` into the wallet's vault. */
@@ -560,6 +564,8 @@ export interface OpenChainOptions {
   chainUrl?: string;
   /** The service's keys (default `<dataDir>/keys`); a shared chain needs every gateway to hold the same ones. */
   keysDir?: string;
+  /** A priority fee on every transaction the service signs, in micro-lamports per compute unit: for a busy cluster. */
+  priorityFeeMicroLamports?: bigint;
   /** Length of an embedded-chain slot in ms (default 400). */
   slotMs?: number;
   /** Where setup says what it found and did (the escrow program's id, its config). */
@@ -580,7 +586,7 @@ export async function openChain(options: OpenChainOptions = {}): Promise<Chain> 
     const keys = await loadServiceKeys(keysDir);
     const tokenAccounts = new AssociatedTokenAddresses(keys.mint.address);
     const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts, options.logger ?? silentLogger(), options.escrowRules);
-    return new Chain(backend, keys, tokenAccounts, treasuryAccount);
+    return new Chain(backend, keys, tokenAccounts, treasuryAccount, options.priorityFeeMicroLamports);
   } catch (err) {
     await backend.close();
     throw err;

@@ -6,6 +6,7 @@
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
 import {
   ASSOCIATED_TOKEN_PROGRAM,
+  COMPUTE_BUDGET_PROGRAM,
   ED25519_PROGRAM,
   MEMO_PROGRAM,
   SYSTEM_PROGRAM,
@@ -176,4 +177,12 @@ export function ed25519Verify(args: { publicKey: Uint8Array; signature: Uint8Arr
   data.set(args.signature, sigAt);
   data.set(args.message, msgAt);
   return { programAddress: ED25519_PROGRAM, accounts: [], data };
+}
+
+/**
+ * Compute Budget `SetComputeUnitPrice` (index 3): the priority fee, in micro-lamports per compute
+ * unit, that a cluster's leaders weigh when blocks are full.
+ */
+export function setComputeUnitPrice(microLamports: bigint): Instruction {
+  return { programAddress: COMPUTE_BUDGET_PROGRAM, accounts: [], data: concat([Uint8Array.of(3), u64(microLamports)]) };
 }

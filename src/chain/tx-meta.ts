@@ -6,8 +6,8 @@
  * `getTransaction` for any transaction, including ones made before a restart.
  */
 import type { LiteSvm as NativeSvm, TransactionMetadata } from "litesvm/dist/internal.js";
-import { ED25519_PROGRAM, MINT_SIZE, TOKEN_ACCOUNT_SIZE, TOKEN_PROGRAM, addressBytes } from "./addresses.ts";
-import { base58Encode } from "../core/index.ts";
+import { COMPUTE_BUDGET_PROGRAM, ED25519_PROGRAM, MINT_SIZE, TOKEN_ACCOUNT_SIZE, TOKEN_PROGRAM, addressBytes } from "./addresses.ts";
+import { base58Decode, base58Encode } from "../core/index.ts";
 import { signatureKey } from "./sigindex.ts";
 import { isWritable, type ParsedTransaction } from "./wire.ts";
 
@@ -48,15 +48,52 @@ interface Balances {
 
 const TOKEN_PROGRAM_BYTES = signatureKey(addressBytes(TOKEN_PROGRAM));
 const ED25519_PROGRAM_BYTES = signatureKey(addressBytes(ED25519_PROGRAM));
+const COMPUTE_BUDGET_PROGRAM_BYTES = signatureKey(addressBytes(COMPUTE_BUDGET_PROGRAM));
 
-/** Signatures the fee is charged for: the transaction's own and those its Ed25519 instructions verify. */
+/**
+ * Compute units a transaction may use when it sets no limit, as the runtime counts them: 200,000
+ * per instruction, 3,000 for one of a builtin program (system, compute budget, the loaders...),
+ * at most 1.4 million. The priority fee is charged on this limit, not on the units used.
+ */
+const DEFAULT_UNITS_PER_INSTRUCTION = 200_000n;
+const UNITS_PER_BUILTIN_INSTRUCTION = 3_000n;
+const MAX_COMPUTE_UNITS = 1_400_000n;
+const BUILTIN_PROGRAMS = new Set(
+  [
+    "11111111111111111111111111111111",
+    "ComputeBudget111111111111111111111111111111",
+    "Vote111111111111111111111111111111111111111",
+    "Stake11111111111111111111111111111111111111",
+    "Config1111111111111111111111111111111111111",
+    "BPFLoader1111111111111111111111111111111111",
+    "BPFLoader2111111111111111111111111111111111",
+    "BPFLoaderUpgradeab1e11111111111111111111111",
+    "LoaderV411111111111111111111111111111111111",
+    "AddressLookupTab1e1111111111111111111111111",
+  ].map((address) => signatureKey(base58Decode(address, 32))),
+);
+
+/**
+ * The fee: 5,000 lamports for each signature (the transaction's own and those its Ed25519
+ * instructions verify), plus the priority fee its Compute Budget instructions ask for (unit price
+ * in micro-lamports times the unit limit, rounded up).
+ */
 export function transactionFee(tx: ParsedTransaction): bigint {
   let signatures = BigInt(tx.numSigners);
+  let unitPrice = 0n;
+  let unitLimit: bigint | undefined;
+  let defaultUnits = 0n;
   for (const ix of tx.instructions) {
     const program = tx.accountKeys[ix.programIndex];
-    if (program && signatureKey(program) === ED25519_PROGRAM_BYTES) signatures += BigInt(ix.data[0] ?? 0);
+    const key = program ? signatureKey(program) : "";
+    if (key === ED25519_PROGRAM_BYTES) signatures += BigInt(ix.data[0] ?? 0);
+    defaultUnits += BUILTIN_PROGRAMS.has(key) ? UNITS_PER_BUILTIN_INSTRUCTION : DEFAULT_UNITS_PER_INSTRUCTION;
+    if (key !== COMPUTE_BUDGET_PROGRAM_BYTES) continue;
+    if (ix.data[0] === 2 && ix.data.length >= 5) unitLimit = BigInt(Buffer.from(ix.data).readUInt32LE(1));
+    if (ix.data[0] === 3 && ix.data.length >= 9) unitPrice = Buffer.from(ix.data).readBigUInt64LE(1);
   }
-  return signatures * LAMPORTS_PER_SIGNATURE;
+  const units = unitLimit ?? (defaultUnits < MAX_COMPUTE_UNITS ? defaultUnits : MAX_COMPUTE_UNITS);
+  return signatures * LAMPORTS_PER_SIGNATURE + (unitPrice * units + 999_999n) / 1_000_000n;
 }
 
 /**

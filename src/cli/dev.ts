@@ -16,7 +16,7 @@ import { DEFAULT_PORT, startService, type Service } from "../service.ts";
 import { DEFAULT_MAX_SEQUENCES, ModelSourceError } from "../inference/index.ts";
 import { WorkerClient } from "../worker/index.ts";
 import { loadModelEngine } from "./model-engine.ts";
-import { logFormatOption, portOption, rateLimitOption, type Parsed } from "./options.ts";
+import { logFormatOption, portOption, priorityFeeOption, rateLimitOption, type Parsed } from "./options.ts";
 import { endProgressLine } from "./progress-bar.ts";
 
 const DEFAULT_CREDITS = 10_000;
@@ -37,6 +37,8 @@ Options:
   --chain-url <u>     Use this Solana cluster's JSON-RPC (e.g. 'svc chain serve') instead of the
                       embedded chain; the dev wallet is funded there (SVC_CHAIN_URL sets it too)
   --keys-dir <dir>    The service's chain keys (default <data dir>/keys; SVC_KEYS_DIR sets it too)
+  --priority-fee <n>  Micro-lamports per compute unit offered on each chain transaction (default 0;
+                      SVC_PRIORITY_FEE sets it too)
   --nats-url <u>      NATS shared with other gateways ('svc serve'), so requests here can run on
                       their workers and theirs on this one's (SVC_NATS_URL sets it too)
   --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)
@@ -62,6 +64,7 @@ interface DevOptions {
   chainUrl: string | undefined;
   keysDir: string | undefined;
   natsUrl: string | undefined;
+  priorityFee: bigint | undefined;
   /** Undefined: the default port, or a free one when it is taken. */
   rpcPort: number | undefined;
   logFormat: LogFormat;
@@ -94,6 +97,7 @@ export async function runDev(argv: string[]): Promise<void> {
     ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
     ...(options.keysDir ? { keysDir: options.keysDir } : {}),
     ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
+    ...(options.priorityFee ? { priorityFeeMicroLamports: options.priorityFee } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
   // A cluster has its own RPC; the embedded chain is served here.
@@ -149,6 +153,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
       "chain-url": { type: "string" },
       "keys-dir": { type: "string" },
       "nats-url": { type: "string" },
+      "priority-fee": { type: "string" },
       "log-format": { type: "string" },
       "rpc-port": { type: "string" },
       "rate-limit": { type: "string" },
@@ -176,6 +181,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     databaseUrl: values["database-url"],
     chainUrl: values["chain-url"] ?? process.env.SVC_CHAIN_URL,
     natsUrl: values["nats-url"] ?? process.env.SVC_NATS_URL,
+    priorityFee: valueOf(priorityFeeOption(values["priority-fee"])),
     keysDir: ((dir) => (dir === undefined ? undefined : resolve(dir)))(values["keys-dir"] ?? process.env.SVC_KEYS_DIR),
     rpcPort,
     logFormat,

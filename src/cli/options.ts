@@ -26,3 +26,10 @@ export function logFormatOption(text: string | undefined): Parsed<LogFormat> {
   const format = text ?? defaultLogFormat();
   return LOG_FORMATS.includes(format as LogFormat) ? { ok: true, value: format as LogFormat } : { ok: false, message: `--log-format is pretty or json, got '${format}'` };
 }
+
+/** --priority-fee, else SVC_PRIORITY_FEE: whole micro-lamports per compute unit; undefined for none. */
+export function priorityFeeOption(text: string | undefined): Parsed<bigint | undefined> {
+  const given = text ?? process.env.SVC_PRIORITY_FEE;
+  if (given === undefined || given === "") return { ok: true, value: undefined };
+  return /^\d{1,12}$/.test(given) ? { ok: true, value: BigInt(given) } : { ok: false, message: `--priority-fee is a whole number of micro-lamports per compute unit, got '${given}'` };
+}

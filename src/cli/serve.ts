@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
 import { createLogger, type LogFormat, type RateLimitOptions } from "../core/index.ts";
 import { DEFAULT_PORT, startService } from "../service.ts";
-import { logFormatOption, portOption, rateLimitOption, type Parsed } from "./options.ts";
+import { logFormatOption, portOption, priorityFeeOption, rateLimitOption, type Parsed } from "./options.ts";
 
 const HELP = `Usage: svc serve [options]
 
@@ -29,6 +29,8 @@ Options (each also read from the environment variable named after it):
                       'svc chain serve' runs (SVC_CHAIN_URL)
   --keys-dir <dir>    The service's chain keys (SVC_KEYS_DIR; default <data dir>/keys); gateways
                       sharing a chain share them
+  --priority-fee <n>  Micro-lamports per compute unit offered on each transaction, for a busy
+                      cluster (SVC_PRIORITY_FEE; default 0)
   --nats-url <u>      NATS shared with the other gateways (SVC_NATS_URL): requests here run on
                       workers connected to any of them
   --node-id <id>      This gateway's name among those sharing the database (SVC_NODE_ID; default
@@ -50,6 +52,7 @@ interface ServeOptions {
   chainUrl: string | undefined;
   keysDir: string | undefined;
   natsUrl: string | undefined;
+  priorityFee: bigint | undefined;
   nodeId: string | undefined;
   rpcPort: number | "off";
   /** Undefined: the default limit. */
@@ -71,6 +74,7 @@ export async function runServe(argv: string[]): Promise<void> {
     ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
     ...(options.keysDir ? { keysDir: options.keysDir } : {}),
     ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
+    ...(options.priorityFee ? { priorityFeeMicroLamports: options.priorityFee } : {}),
     ...(options.nodeId ? { nodeId: options.nodeId } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
@@ -116,6 +120,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         "chain-url": { type: "string" },
         "keys-dir": { type: "string" },
         "nats-url": { type: "string" },
+        "priority-fee": { type: "string" },
         "node-id": { type: "string" },
         "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
         "rate-limit": { type: "string" },
@@ -141,6 +146,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     keysDir: optionalPath(values["keys-dir"] ?? env.SVC_KEYS_DIR),
     nodeId: values["node-id"] ?? env.SVC_NODE_ID,
     natsUrl: values["nats-url"] ?? env.SVC_NATS_URL,
+    priorityFee: valueOf(priorityFeeOption(values["priority-fee"])),
     rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
     rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),

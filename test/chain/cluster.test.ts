@@ -124,4 +124,21 @@ describe("the cluster backend through a faulty RPC", () => {
     }
     assert.deepEqual(outcomes.slice(0, 3).map((o) => o.status), ["fulfilled", "fulfilled", "fulfilled"], "executed before the kill: confirmed after the restart");
   });
+
+  test("a priority fee is offered on each transaction, charged, and reported as charged", async () => {
+    const priced = await openChain({ chainUrl: server.url, keysDir: server.keysDir, priorityFeeMicroLamports: 1_000n });
+    try {
+      const wallet = generateKeypair().address;
+      await priced.deposit({ wallet, credits: 1 }); // opens the vault (its rent would blur the fee)
+      const second = await priced.deposit({ wallet, credits: 1 });
+      const stored = await priced.backend.getTransaction(second.signature);
+      // Two signatures (fee payer, mint authority), and 1,000 micro-lamports on the default unit limit:
+      // 200,000 each for mintTo and the memo, 3,000 for the Compute Budget instruction (a builtin).
+      assert.equal(stored?.meta?.fee, String(2n * 5_000n + 403n));
+      assert.equal(BigInt(stored!.meta!.preBalances[0]!) - BigInt(stored!.meta!.postBalances[0]!), 10_403n, "the fee payer paid exactly that");
+      assert.equal(await priced.creditBalance(wallet), creditsToBaseUnits(2));
+    } finally {
+      await priced.close();
+    }
+  });
 });

@@ -50,4 +50,7 @@ test("a flag it does not know, or a bad port, exits 2 with the usage", async () 
   const port = startSvc(["serve"], { SVC_PORT: "http" });
   assert.equal((await port.exited()).code, 2);
   assert.match(port.stderr(), /--port must be a port number, got 'http'/);
+  const fee = startSvc(["serve", "--priority-fee", "0.5"]);
+  assert.equal((await fee.exited()).code, 2);
+  assert.match(fee.stderr(), /--priority-fee is a whole number of micro-lamports per compute unit, got '0.5'/);
 });
