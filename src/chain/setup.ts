@@ -9,7 +9,7 @@ import { getInitializeMint2Instruction } from "@solana-program/token";
 import { type Keypair, type Logger, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, loadOrCreateKeypair } from "../core/index.ts";
 import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
-import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, escrowInstructions, type EscrowRules } from "./escrow-program/index.ts";
+import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, decodeConfig, escrowInstructions, type EscrowRules } from "./escrow-program/index.ts";
 import { createAssociatedTokenIdempotent } from "./instructions.ts";
 import { buildTransaction } from "./wire.ts";
 
@@ -104,6 +104,23 @@ async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, trea
   logger.info({ programId: ESCROW_PROGRAM, config: configAddress().address }, "escrow program deployed and its config initialized");
 }
 
+/**
+ * A chain whose escrow program is already configured serves one service authority and one USDC
+ * mint: other keys (a gateway given its own instead of the chain's shared ones) could lock
+ * nothing, and would only litter the chain with mints of their own.
+ */
+async function checkKeysFitConfig(backend: ChainBackend, keys: ServiceKeys): Promise<void> {
+  const account = await backend.getAccount(configAddress().address);
+  if (!account) return;
+  const config = decodeConfig(account.data);
+  if (config.serviceAuthority !== keys.custody.address || config.usdcMint !== keys.mint.address) {
+    throw new Error(
+      `this chain's escrow program is set up for other service keys (authority ${config.serviceAuthority}, mint ${config.usdcMint}): ` +
+        "give this gateway the keys the chain was set up with (--keys-dir; `svc chain serve` keeps them in <its data dir>/keys)",
+    );
+  }
+}
+
 export async function ensureOnChainSetup(
   backend: ChainBackend,
   keys: ServiceKeys,
@@ -113,6 +130,7 @@ export async function ensureOnChainSetup(
   rules: Partial<EscrowRules> = {},
 ): Promise<{ treasuryAccount: Address }> {
   const { feePayer, mint, mintAuthority, treasury } = keys;
+  await checkKeysFitConfig(backend, keys);
   const payer = await backend.getAccount(feePayer.address);
   if ((payer?.lamports ?? 0n) < FEE_PAYER_MINIMUM) await backend.requestAirdrop(feePayer.address, FEE_PAYER_TOP_UP);
 

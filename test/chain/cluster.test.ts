@@ -10,9 +10,11 @@ import { ChainTxError, openChain, type Chain } from "../../src/chain/index.ts";
 import { ClusterBackend } from "../../src/chain/cluster/index.ts";
 import { transactionErrorJson } from "../../src/chain/rpc/encoding.ts";
 import { describeRpcTransactionError } from "../../src/chain/svm-errors.ts";
+import { loadServiceKeys } from "../../src/chain/setup.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { startChainServer, type ChainServer } from "../support/chain-server.ts";
+import { tempDir } from "../support/service.ts";
 import { startFaultyRpcProxy, type FaultyRpcProxy } from "../support/faulty-rpc-proxy.ts";
 
 test("a cluster's transaction errors read as the embedded chain spells them", () => {
@@ -139,6 +141,18 @@ describe("the cluster backend through a faulty RPC", () => {
       assert.equal(await priced.creditBalance(wallet), creditsToBaseUnits(2));
     } finally {
       await priced.close();
+    }
+  });
+
+  test("a gateway with other keys than the chain was set up with is refused, leaving nothing behind", async () => {
+    const strange = await tempDir("svc-other-keys-");
+    try {
+      await assert.rejects(openChain({ chainUrl: server.url, keysDir: strange.path }), /set up for other service keys.*--keys-dir/);
+      const keys = await loadServiceKeys(strange.path);
+      assert.equal(await chain.backend.getAccount(keys.mint.address), null, "it created no mint of its own");
+      assert.equal(await chain.backend.getAccount(keys.feePayer.address), null, "nor funded its fee payer");
+    } finally {
+      await strange.remove();
     }
   });
 });
