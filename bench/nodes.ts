@@ -12,6 +12,8 @@
  *
  * Run: DATABASE_URL=postgres://... node --import tsx bench/nodes.ts [seconds per run, default 8] [rounds, default 2]
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
 import { issueApiKey } from "../src/accounts/accounts.ts";
@@ -33,6 +35,33 @@ const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: 
 const url = process.env.DATABASE_URL;
 if (!url) throw new Error("bench/nodes.ts needs DATABASE_URL: the nodes share PostgreSQL");
 const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+
+/** CPU time (user + system) a process has used, in ms; 0 once it is gone. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in 1/100 s ticks
+  } catch {
+    return 0;
+  }
+}
+
+function postgresPids(): number[] {
+  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres";
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Where the machine's CPU goes during a run: ms of CPU per process group. */
+function cpuSnapshot(groups: Record<string, () => number[]>): Record<string, number> {
+  const out: Record<string, number> = { "bench (autocannon, upstream)": (process.cpuUsage().user + process.cpuUsage().system) / 1000 };
+  for (const [name, pids] of Object.entries(groups)) out[name] = pids().reduce((sum, pid) => sum + cpuMs(pid), 0);
+  return out;
+}
 
 async function timedRequest(origin: string, apiKey: string): Promise<number> {
   const start = performance.now();
@@ -84,8 +113,19 @@ async function main(): Promise<void> {
     await funder.actions.deposit(wallet, 10_000_000);
     const apiKey = await issueApiKey(funder.db, wallet);
     await funder.close();
-    const worker = (i: number, origin: string) =>
-      spawnWorker({ gateway: origin, keypair: `${dir.path}/worker-${i}.json`, modelsDir: `${dir.path}/models`, models: [`${MODEL}=${upstream.baseUrl}`], args: ["--concurrency", "64"] }).then((w) => w.waitFor(/Connected to /, { timeoutMs: 60_000 }));
+    const workerPids: number[] = [];
+    const worker = async (i: number, origin: string) => {
+      const w = await spawnWorker({ gateway: origin, keypair: `${dir.path}/worker-${i}.json`, modelsDir: `${dir.path}/models`, models: [`${MODEL}=${upstream.baseUrl}`], args: ["--concurrency", "64"] });
+      workerPids.push(w.child.pid!);
+      await w.waitFor(/Connected to /, { timeoutMs: 60_000 });
+    };
+    const groups = {
+      "gateway A": () => [gateways[0]!.child.pid!],
+      "gateway B": () => [gateways[1]!.child.pid!],
+      "chain server": () => [chain.pid()],
+      workers: () => workerPids,
+      postgres: postgresPids,
+    };
     await worker(0, origins[0]!);
     await new Promise((r) => setTimeout(r, 3_000)); // B hears A's announcement
 
@@ -101,14 +141,20 @@ async function main(): Promise<void> {
     await worker(1, origins[1]!);
     await new Promise((r) => setTimeout(r, 3_000));
     const db = await openDb({ databaseUrl: dbUrl });
-    console.log(`\nthroughput, 32 connections, ${SECONDS} s per run, load average ${(await import("node:os")).loadavg().map((l) => l.toFixed(2)).join(" ")}:`);
+    console.log(`\nthroughput, 32 connections, ${SECONDS} s per run, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}:`);
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [label, targets] of [["one gateway (A)", [origins[0]!]], ["two gateways (A+B)", origins]] as const) {
+        const cpuBefore = cpuSnapshot(groups);
         const r = await load([...targets], 32, apiKey);
+        const cpuAfter = cpuSnapshot(groups);
+        const requests = r.rps * SECONDS;
+        const perRequest = Object.entries(cpuAfter).map(([name, ms]) => `${name} ${((ms - cpuBefore[name]!) / requests).toFixed(1)}`);
+        const busy = Object.entries(cpuAfter).reduce((sum, [name, ms]) => sum + ms - cpuBefore[name]!, 0) / (SECONDS * 1000);
         const settleStart = performance.now();
         while ((await db.query("SELECT 1 FROM jobs WHERE status NOT IN ('settled', 'failed', 'refunded') LIMIT 1")).length > 0) await new Promise((res) => setTimeout(res, 100));
         const settleMs = performance.now() - settleStart;
         console.log(`  round ${round} ${label.padEnd(20)} ${r.rps.toFixed(0).padStart(5)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  failed ${r.failed}  backlog settled in ${settleMs.toFixed(0)} ms`);
+        console.log(`    CPU ms per request: ${perRequest.join(", ")}; cores busy ${busy.toFixed(2)} of 2`);
       }
     }
     await db.close();

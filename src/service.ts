@@ -4,6 +4,7 @@
  * server. `svc dev` and the tests both start it through `startService`.
  */
 import { tmpdir } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS } from "./accounts/index.ts";
@@ -34,6 +35,8 @@ import { type Db, migrate, openDb } from "./store/index.ts";
 import { type CreditPageOptions, WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
 export const DEFAULT_PORT = 8080;
+/** How long a shutdown lets HTTP connections end by themselves once every job is done. */
+const CLOSE_GRACE_MS = 2_000;
 /** A chain action open this long with nobody waiting on it was left by a send that gave up. */
 const STALE_ACTION_MS = 60_000;
 
@@ -167,6 +170,9 @@ async function closeInOrder(
   parts.bridge?.close();
   onStep("closing worker connections");
   await parts.workers.close();
+  // Every job is done; what is left is connections with no request in flight, some with none
+  // ever sent (Node keeps those until its header timeout, a minute): a shutdown does not wait.
+  if ((await Promise.race([httpClosed.then(() => true), sleep(CLOSE_GRACE_MS).then(() => false)])) === false) parts.app.server.closeAllConnections();
   await httpClosed;
   await parts.jobs.drain();
   onStep("stopping webhook delivery");
@@ -174,7 +180,7 @@ async function closeInOrder(
   await parts.vocabularies.close();
   // Anything still open is left to a surviving node, or to this node's next start.
   await parts.lease.release();
-  onStep("closing the chain, the bus and the database");
+  onStep(parts.bus ? "closing the bus, the chain and the database" : "closing the chain and the database");
   await parts.bus?.close();
   await parts.chain.close();
   await parts.db.close();

@@ -8,6 +8,8 @@ import { tempDir } from "./service.ts";
 
 export interface ChainServer {
   url: string;
+  /** The server process's id (it changes with a restart). */
+  pid(): number;
   keysDir: string;
   /** kill -9: whatever the chain had not made durable is gone. */
   kill(): Promise<void>;
@@ -36,6 +38,7 @@ export async function startChainServer(options: { slotMs?: number } = {}): Promi
   };
   return {
     url,
+    pid: () => current.run.child.pid!,
     keysDir: join(dir.path, "keys"),
     kill,
     restart: async () => {
