@@ -237,7 +237,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     slashShareBps: options.disputes?.slashShareBps ?? DEFAULT_SLASH_SHARE_BPS,
     auditShare: options.disputes?.auditShare ?? DEFAULT_AUDIT_SHARE,
   });
-  const disputes = new Disputes({ db, chain, journal, logger, windowMs: options.disputes?.windowMs ?? DISPUTE_WINDOW_MS }, (jobId) => arbitration.arbitrate(jobId));
+  const disputes = new Disputes({ db, chain, journal, logger, nodeId, windowMs: options.disputes?.windowMs ?? DISPUTE_WINDOW_MS }, (jobId) => arbitration.arbitrate(jobId));
   return { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments };
 }
 
@@ -273,12 +273,16 @@ function moneyPages(payments: WalletPayments, chain: Chain, ctx: HttpContext) {
  */
 async function recoverUnderLease(o: { db: Db; journal: ChainJournal; jobs: JobService; logger: Logger; nodeId: string; leaseMs?: number; staleActionMs?: number }): Promise<NodeLease> {
   const finish = async (owner: ActionOwnerNode) => ({ resumedActions: await o.journal.resumeOpen(owner), refundedJobs: await o.jobs.refundInterrupted(owner) });
+  const takeOver = async (deadNodeId: string) => {
+    const finished = await finish({ nodeId: deadNodeId, orUnowned: false });
+    o.logger.info({ deadNodeId, ...finished, adoptedJobs: await o.jobs.adoptJobsOf(deadNodeId) }, "finished a dead node's work");
+  };
   const lease = await NodeLease.acquire({
     db: o.db,
     nodeId: o.nodeId,
     logger: o.logger,
     ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}),
-    takeOver: async (deadNodeId) => void o.logger.info({ deadNodeId, ...(await finish({ nodeId: deadNodeId, orUnowned: false })) }, "finished a dead node's work"),
+    takeOver,
     finishStale: async () => void (await o.journal.resumeStale({ nodeId: o.nodeId, orUnowned: false }, o.staleActionMs ?? STALE_ACTION_MS)),
   });
   const recovered = await finish({ nodeId: o.nodeId, orUnowned: true });

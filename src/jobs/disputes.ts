@@ -24,6 +24,8 @@ export interface DisputeDeps {
   logger: Logger;
   /** From the final output token (as the service recorded it) to the end of the filing window. */
   windowMs: number;
+  /** This gateway node: it closes the escrow records of its own jobs, so nodes never race to close one. */
+  nodeId?: string;
 }
 
 /** The answer of the dispute endpoint. */
@@ -104,7 +106,7 @@ export class Disputes {
   private async closeEscrows(): Promise<void> {
     const { chain, db } = this.deps;
     const windowS = await chain.disputeWindowSeconds();
-    const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), 20);
+    const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), 20, this.deps.nodeId);
     const closable: string[] = [];
     const gone: string[] = [];
     const nowS = BigInt(Math.floor(Date.now() / 1000));

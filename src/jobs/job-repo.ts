@@ -128,12 +128,20 @@ export async function forgetRequests(db: Db, before: Date): Promise<void> {
 }
 
 /** Ended jobs, oldest first, whose escrow record may be closed: ended before `before` and not disputed now. */
-export async function jobsWithEscrowToClose(db: Db, before: Date, limit: number): Promise<string[]> {
+/** Ended jobs whose escrow record may be closed; with `nodeId`, only that node's (and unowned) ones. */
+export async function jobsWithEscrowToClose(db: Db, before: Date, limit: number, nodeId?: string): Promise<string[]> {
   const rows = await db.query<{ id: string }>(
-    `SELECT id FROM jobs WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded') AND coalesce(completed_at, created_at) < $1 ORDER BY id LIMIT $2`,
-    [before, limit],
+    `SELECT id FROM jobs WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded') AND coalesce(completed_at, created_at) < $1
+        AND ($3::text IS NULL OR node_id = $3 OR node_id IS NULL)
+      ORDER BY id LIMIT $2`,
+    [before, limit, nodeId ?? null],
   );
   return rows.map((r) => r.id);
+}
+
+/** A dead node's jobs become `to`'s, whose sweeps (closing escrow records) then cover them. */
+export async function adoptJobs(db: Db, from: string, to: string): Promise<number> {
+  return (await db.query("UPDATE jobs SET node_id = $2 WHERE node_id = $1 RETURNING id", [from, to])).length;
 }
 
 export async function markEscrowsClosed(db: Db, ids: readonly string[]): Promise<void> {

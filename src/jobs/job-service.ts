@@ -32,7 +32,7 @@ import type { Db } from "../store/index.ts";
 import { jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
 import { conclude, refundJob, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { jobEventFacts, newPendingJob, type JobRecord } from "./job-record.ts";
-import { getJob, insertJob, mustMoveJob, updateJob } from "./job-repo.ts";
+import { adoptJobs, getJob, insertJob, mustMoveJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type { JobEvent };
@@ -491,6 +491,11 @@ export class JobService {
       returned++;
     }
     return returned;
+  }
+
+  /** After finishing a dead node's work: its jobs become this node's, for the sweeps that follow their end. */
+  async adoptJobsOf(deadNodeId: string): Promise<number> {
+    return this.nodeId === undefined ? 0 : adoptJobs(this.db, deadNodeId, this.nodeId);
   }
 
   /** Jobs this process is driving that have not reached a final state yet. */

@@ -96,6 +96,8 @@ describe("nodes sharing PostgreSQL and a chain", { skip: url ? false : "DATABASE
     await assertChainAgrees(survivor, wallet);
     assert.deepEqual(await checkInvariants(survivor.db), []);
     assert.deepEqual(await survivor.db.query("SELECT signature FROM chain_actions WHERE state = 'sent'"), []);
+    const owners = await survivor.db.query<{ node_id: string }>("SELECT DISTINCT node_id FROM jobs WHERE id = ANY($1::text[])", [[interrupted.id, settling.id]]);
+    assert.deepEqual(owners.map((o) => o.node_id), [survivor.nodeId], "its jobs are the survivor's now (it closes their escrow records later)");
   });
 
   test("a second process under a live node's id refuses to start", async () => {
