@@ -16,16 +16,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
-import { issueApiKey } from "../src/accounts/accounts.ts";
-import { generateKeypair } from "../src/core/keys.ts";
-import { startService } from "../src/service.ts";
 import { openDb } from "../src/store/index.ts";
-import { startSvc, type SvcProcess } from "../test/cli/svc-process.ts";
-import { startChainServer } from "../test/support/chain-server.ts";
-import { uniqueSchemaName } from "../test/support/db.ts";
-import { tempDir } from "../test/support/service.ts";
+import { startGatewayProcesses } from "../test/support/gateway-processes.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
-import { killWorkers, spawnWorker } from "../test/support/worker-process.ts";
 import { percentile } from "./support.ts";
 
 const SECONDS = Number(process.argv[2] ?? 8);
@@ -93,32 +86,13 @@ async function load(origins: string[], connections: number, apiKey: string): Pro
 }
 
 async function main(): Promise<void> {
-  const database = uniqueSchemaName();
-  const admin = await openDb({ databaseUrl: url! });
-  await admin.exec(`CREATE DATABASE ${database}`);
-  const dbUrl = Object.assign(new URL(url!), { pathname: `/${database}` }).toString();
-  const dir = await tempDir("svc-bench-nodes-");
-  const chain = await startChainServer();
+  const nodes = await startGatewayProcesses({ databaseUrl: url!, natsUrl, env: { LOG_LEVEL: "warn" } });
   const upstream = await startUpstream("vllm", { model: MODEL });
-  const gateways: SvcProcess[] = [];
   try {
-    const origins: string[] = [];
-    for (const name of ["a", "b"]) {
-      const run = startSvc(["serve", "--port", "0", "--rpc-port", "off", "--rate-limit", "off", "--data-dir", `${dir.path}/${name}`, "--database-url", dbUrl, "--chain-url", chain.url, "--keys-dir", chain.keysDir, "--nats-url", natsUrl], { SVC_LOG_FORMAT: "json", LOG_LEVEL: "warn" });
-      gateways.push(run);
-      origins.push((await run.waitFor(/^App: (http:\/\/127\.0\.0\.1:\d+)\/$/m, 60_000))[1]!);
-    }
-    const funder = await startService({ port: 0, databaseUrl: dbUrl, chainUrl: chain.url, keysDir: chain.keysDir });
-    const wallet = generateKeypair().address;
-    await funder.actions.deposit(wallet, 10_000_000);
-    const apiKey = await issueApiKey(funder.db, wallet);
-    await funder.close();
-    const workerPids: number[] = [];
-    const worker = async (i: number, origin: string) => {
-      const w = await spawnWorker({ gateway: origin, keypair: `${dir.path}/worker-${i}.json`, modelsDir: `${dir.path}/models`, models: [`${MODEL}=${upstream.baseUrl}`], args: ["--concurrency", "64"] });
-      workerPids.push(w.child.pid!);
-      await w.waitFor(/Connected to /, { timeoutMs: 60_000 });
-    };
+    const origins = [await nodes.startGateway("a"), await nodes.startGateway("b")];
+    const { apiKey } = await nodes.fundedKey(10_000_000);
+    const worker = (origin: string) => nodes.startWorker(origin, [`${MODEL}=${upstream.baseUrl}`], ["--concurrency", "64"]);
+    const { gateways, chain, workerPids } = nodes;
     const groups = {
       "gateway A": () => [gateways[0]!.child.pid!],
       "gateway B": () => [gateways[1]!.child.pid!],
@@ -126,7 +100,7 @@ async function main(): Promise<void> {
       workers: () => workerPids,
       postgres: postgresPids,
     };
-    await worker(0, origins[0]!);
+    await worker(origins[0]!);
     await new Promise((r) => setTimeout(r, 3_000)); // B hears A's announcement
 
     const local: number[] = [];
@@ -138,9 +112,9 @@ async function main(): Promise<void> {
     console.log(`  to A (worker local)          p50 ${p(local, 50)} ms  p99 ${p(local, 99)} ms`);
     console.log(`  to B (hop to A over NATS)    p50 ${p(hop, 50)} ms  p99 ${p(hop, 99)} ms  (hop adds ${(percentile(hop, 50) - percentile(local, 50)).toFixed(2)} ms at p50)`);
 
-    await worker(1, origins[1]!);
+    await worker(origins[1]!);
     await new Promise((r) => setTimeout(r, 3_000));
-    const db = await openDb({ databaseUrl: dbUrl });
+    const db = await openDb({ databaseUrl: nodes.dbUrl });
     console.log(`\nthroughput, 32 connections, ${SECONDS} s per run, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}:`);
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [label, targets] of [["one gateway (A)", [origins[0]!]], ["two gateways (A+B)", origins]] as const) {
@@ -159,14 +133,8 @@ async function main(): Promise<void> {
     }
     await db.close();
   } finally {
-    killWorkers();
-    for (const g of gateways) g.child.kill("SIGKILL");
-    await Promise.all(gateways.map((g) => g.exited()));
+    await nodes.close();
     await upstream.close();
-    await chain.close();
-    await admin.exec(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.close();
-    await dir.remove();
   }
 }
 

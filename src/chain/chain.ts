@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
 import { type Logger, MIN_ACTIVE_STAKE, type Signer, TIERS, silentLogger, base58Encode, creditsToBaseUnits, idBody, isId, proofMessage, verifyEd25519 } from "../core/index.ts";
 import { AssociatedTokenAddresses, TOKEN_PROGRAM, addressBytes, addressWithSeed, creditSeed, toAddress } from "./addresses.ts";
-import { ChainTxError, type ChainBackend } from "./backend.ts";
+import { ChainTxError, type ChainBackend, type TransactionStatus } from "./backend.ts";
 import { decodeInnerInstructions, decodeInstructions } from "./decode.ts";
 import {
   ESCROW_PROGRAM,
@@ -66,6 +66,12 @@ function wholeCredits(name: string, value: number, min: number): number {
 function jobIdOf(jobId: string): string {
   if (!isId("job", jobId)) throw new TypeError(`not a job id: ${jobId}`);
   return jobId;
+}
+
+/** A backend's status in the chain layer's terms (slot as a number). */
+function chainStatus(status: TransactionStatus | null): ChainStatus | null {
+  if (!status) return null;
+  return status.err === undefined ? { ok: status.ok, slot: Number(status.slot) } : { ok: status.ok, slot: Number(status.slot), err: status.err };
 }
 
 /** A signer whose signature slot stays empty: the wallet fills it (`solana:signTransaction`). */
@@ -519,9 +525,7 @@ export class Chain {
 
   /** Where and how a transaction executed; null if it is not on the chain. */
   async transactionStatus(signature: string): Promise<ChainStatus | null> {
-    const status = await this.backend.getTransactionStatus(signature);
-    if (!status) return null;
-    return status.err === undefined ? { ok: status.ok, slot: Number(status.slot) } : { ok: status.ok, slot: Number(status.slot), err: status.err };
+    return chainStatus(await this.backend.getTransactionStatus(signature));
   }
 
   /**
@@ -535,9 +539,7 @@ export class Chain {
 
   /** The status of a transaction this service may have sent before, once it can no longer change (ChainBackend.settledStatus). */
   async settledStatus(wire: Uint8Array): Promise<ChainStatus | null> {
-    const status = await this.backend.settledStatus(wire);
-    if (!status) return null;
-    return status.err === undefined ? { ok: status.ok, slot: Number(status.slot) } : { ok: status.ok, slot: Number(status.slot), err: status.err };
+    return chainStatus(await this.backend.settledStatus(wire));
   }
 
   async slot(): Promise<number> {

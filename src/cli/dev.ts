@@ -16,7 +16,7 @@ import { DEFAULT_PORT, startService, type Service } from "../service.ts";
 import { DEFAULT_MAX_SEQUENCES, ModelSourceError } from "../inference/index.ts";
 import { WorkerClient } from "../worker/index.ts";
 import { loadModelEngine } from "./model-engine.ts";
-import { logFormatOption, portOption, priorityFeeOption, rateLimitOption, type Parsed } from "./options.ts";
+import { SHARED_PARTS_FLAGS, logFormatOption, portOption, rateLimitOption, sharedPartsOption, type Parsed, type SharedPartsOptions } from "./options.ts";
 import { endProgressLine } from "./progress-bar.ts";
 
 const DEFAULT_CREDITS = 10_000;
@@ -61,10 +61,7 @@ interface DevOptions {
   newKey: boolean;
   model: string | undefined;
   databaseUrl: string | undefined;
-  chainUrl: string | undefined;
-  keysDir: string | undefined;
-  natsUrl: string | undefined;
-  priorityFee: bigint | undefined;
+  shared: SharedPartsOptions;
   /** Undefined: the default port, or a free one when it is taken. */
   rpcPort: number | undefined;
   logFormat: LogFormat;
@@ -94,14 +91,12 @@ export async function runDev(argv: string[]): Promise<void> {
     logger,
     webhooks: { allowHttpLocalhost: true },
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
-    ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
-    ...(options.keysDir ? { keysDir: options.keysDir } : {}),
-    ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
-    ...(options.priorityFee ? { priorityFeeMicroLamports: options.priorityFee } : {}),
+    ...options.shared,
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
   // A cluster has its own RPC; the embedded chain is served here.
-  const chainRpc = options.chainUrl
+  const { chainUrl } = options.shared;
+  const chainRpc = chainUrl
     ? undefined
     : await startChainRpc({
         chain: service.chain, port: options.rpcPort ?? DEFAULT_RPC_PORT, orFreePort: options.rpcPort === undefined, host: options.host, faucet: true, logger,
@@ -121,7 +116,7 @@ export async function runDev(argv: string[]): Promise<void> {
   await seedWorker.registered();
 
   const wallet = await fundDevWallet(service, options);
-  printBanner(service, model, wallet, chainRpc?.url ?? options.chainUrl!);
+  printBanner(service, model, wallet, chainRpc?.url ?? chainUrl!);
 
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -150,10 +145,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
       "new-key": { type: "boolean", default: false },
       model: { type: "string" },
       "database-url": { type: "string" },
-      "chain-url": { type: "string" },
-      "keys-dir": { type: "string" },
-      "nats-url": { type: "string" },
-      "priority-fee": { type: "string" },
+      ...SHARED_PARTS_FLAGS,
       "log-format": { type: "string" },
       "rpc-port": { type: "string" },
       "rate-limit": { type: "string" },
@@ -179,10 +171,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     newKey: values["new-key"],
     model: values.model,
     databaseUrl: values["database-url"],
-    chainUrl: values["chain-url"] ?? process.env.SVC_CHAIN_URL,
-    natsUrl: values["nats-url"] ?? process.env.SVC_NATS_URL,
-    priorityFee: valueOf(priorityFeeOption(values["priority-fee"])),
-    keysDir: ((dir) => (dir === undefined ? undefined : resolve(dir)))(values["keys-dir"] ?? process.env.SVC_KEYS_DIR),
+    shared: valueOf(sharedPartsOption(values)),
     rpcPort,
     logFormat,
     rateLimit,

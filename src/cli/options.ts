@@ -2,6 +2,7 @@
  * Option values the service's start commands (`svc dev`, `svc serve`) read alike: each returns
  * the parsed value or a message saying what is wrong, which the command prints before exiting 2.
  */
+import { resolve } from "node:path";
 import { LOG_FORMATS, type LogFormat, type RateLimitOptions, defaultLogFormat, parseRateLimit } from "../core/index.ts";
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
@@ -27,9 +28,37 @@ export function logFormatOption(text: string | undefined): Parsed<LogFormat> {
   return LOG_FORMATS.includes(format as LogFormat) ? { ok: true, value: format as LogFormat } : { ok: false, message: `--log-format is pretty or json, got '${format}'` };
 }
 
-/** --priority-fee, else SVC_PRIORITY_FEE: whole micro-lamports per compute unit; undefined for none. */
-export function priorityFeeOption(text: string | undefined): Parsed<bigint | undefined> {
-  const given = text ?? process.env.SVC_PRIORITY_FEE;
-  if (given === undefined || given === "") return { ok: true, value: undefined };
-  return /^\d{1,12}$/.test(given) ? { ok: true, value: BigInt(given) } : { ok: false, message: `--priority-fee is a whole number of micro-lamports per compute unit, got '${given}'` };
+/** Where the parts a gateway may share with others are: its chain, the chain's keys, the bus. */
+export interface SharedPartsOptions {
+  chainUrl?: string;
+  keysDir?: string;
+  natsUrl?: string;
+  priorityFeeMicroLamports?: bigint;
+}
+
+/** The flags `svc dev` and `svc serve` both take for them (parseArgs options). */
+export const SHARED_PARTS_FLAGS = {
+  "chain-url": { type: "string" },
+  "keys-dir": { type: "string" },
+  "nats-url": { type: "string" },
+  "priority-fee": { type: "string" },
+} as const;
+
+/** The shared parts from their flags, else SVC_CHAIN_URL, SVC_KEYS_DIR, SVC_NATS_URL and SVC_PRIORITY_FEE; only what is given. */
+export function sharedPartsOption(values: { [F in keyof typeof SHARED_PARTS_FLAGS]?: string | undefined }): Parsed<SharedPartsOptions> {
+  const env = process.env;
+  const chainUrl = values["chain-url"] ?? env.SVC_CHAIN_URL;
+  const keysDir = values["keys-dir"] ?? env.SVC_KEYS_DIR;
+  const natsUrl = values["nats-url"] ?? env.SVC_NATS_URL;
+  const fee = values["priority-fee"] ?? env.SVC_PRIORITY_FEE;
+  if (fee && !/^\d{1,12}$/.test(fee)) return { ok: false, message: `--priority-fee is a whole number of micro-lamports per compute unit, got '${fee}'` };
+  return {
+    ok: true,
+    value: {
+      ...(chainUrl ? { chainUrl } : {}),
+      ...(keysDir ? { keysDir: resolve(keysDir) } : {}),
+      ...(natsUrl ? { natsUrl } : {}),
+      ...(fee && BigInt(fee) > 0n ? { priorityFeeMicroLamports: BigInt(fee) } : {}),
+    },
+  };
 }

@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
 import { createLogger, type LogFormat, type RateLimitOptions } from "../core/index.ts";
 import { DEFAULT_PORT, startService } from "../service.ts";
-import { logFormatOption, portOption, priorityFeeOption, rateLimitOption, type Parsed } from "./options.ts";
+import { SHARED_PARTS_FLAGS, logFormatOption, portOption, rateLimitOption, sharedPartsOption, type Parsed, type SharedPartsOptions } from "./options.ts";
 
 const HELP = `Usage: svc serve [options]
 
@@ -49,10 +49,7 @@ interface ServeOptions {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
-  chainUrl: string | undefined;
-  keysDir: string | undefined;
-  natsUrl: string | undefined;
-  priorityFee: bigint | undefined;
+  shared: SharedPartsOptions;
   nodeId: string | undefined;
   rpcPort: number | "off";
   /** Undefined: the default limit. */
@@ -71,14 +68,12 @@ export async function runServe(argv: string[]): Promise<void> {
     host: options.host,
     logger,
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
-    ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
-    ...(options.keysDir ? { keysDir: options.keysDir } : {}),
-    ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
-    ...(options.priorityFee ? { priorityFeeMicroLamports: options.priorityFee } : {}),
+    ...options.shared,
     ...(options.nodeId ? { nodeId: options.nodeId } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
   });
-  const chainRpc = options.rpcPort === "off" || options.chainUrl
+  const { chainUrl } = options.shared;
+  const chainRpc = options.rpcPort === "off" || chainUrl
     ? undefined
     : await startChainRpc({ chain: service.chain, port: options.rpcPort, host: options.host, faucet: false, logger });
   console.log(
@@ -87,7 +82,7 @@ export async function runServe(argv: string[]): Promise<void> {
       `Base URL: ${service.baseUrl}`,
       `Node: ${service.nodeId}`,
       `App: ${service.origin}/`,
-      ...(chainRpc || options.chainUrl ? [`Solana RPC: ${chainRpc?.url ?? options.chainUrl}`] : []),
+      ...(chainRpc || chainUrl ? [`Solana RPC: ${chainRpc?.url ?? chainUrl}`] : []),
       `Workers join with: svc worker --gateway ${service.origin} --keypair <file.json> --model <catalog-id>=<engine>`,
       "",
     ].join("\n"),
@@ -117,10 +112,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         host: { type: "string", default: env.SVC_HOST ?? "127.0.0.1" },
         "data-dir": { type: "string", default: env.SVC_DATA_DIR ?? ".svc" },
         "database-url": { type: "string" },
-        "chain-url": { type: "string" },
-        "keys-dir": { type: "string" },
-        "nats-url": { type: "string" },
-        "priority-fee": { type: "string" },
+        ...SHARED_PARTS_FLAGS,
         "node-id": { type: "string" },
         "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
         "rate-limit": { type: "string" },
@@ -142,19 +134,12 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     host: values.host!,
     dataDir: resolve(values["data-dir"]!),
     databaseUrl: values["database-url"] ?? env.DATABASE_URL,
-    chainUrl: values["chain-url"] ?? env.SVC_CHAIN_URL,
-    keysDir: optionalPath(values["keys-dir"] ?? env.SVC_KEYS_DIR),
+    shared: valueOf(sharedPartsOption(values)),
     nodeId: values["node-id"] ?? env.SVC_NODE_ID,
-    natsUrl: values["nats-url"] ?? env.SVC_NATS_URL,
-    priorityFee: valueOf(priorityFeeOption(values["priority-fee"])),
     rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
     rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),
   };
-}
-
-function optionalPath(path: string | undefined): string | undefined {
-  return path === undefined ? undefined : resolve(path);
 }
 
 function valueOf<T>(parsed: Parsed<T>): T {

@@ -8,17 +8,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
-import { issueApiKey } from "../../src/accounts/accounts.ts";
-import { generateKeypair } from "../../src/core/keys.ts";
 import * as money from "../../src/jobs/money.ts";
-import { startService } from "../../src/service.ts";
-import { openDb, type Db } from "../../src/store/index.ts";
-import { startSvc, type SvcProcess } from "../cli/svc-process.ts";
-import { startChainServer, type ChainServer } from "../support/chain-server.ts";
-import { uniqueSchemaName } from "../support/db.ts";
-import { tempDir } from "../support/service.ts";
+import { openDb } from "../../src/store/index.ts";
+import { startGatewayProcesses, type GatewayProcesses } from "../support/gateway-processes.ts";
 import { startUpstream, type UpstreamServer } from "../support/upstream-server.ts";
-import { killWorkers, spawnWorker } from "../support/worker-process.ts";
 
 const url = process.env.DATABASE_URL;
 const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
@@ -26,59 +19,25 @@ const MODEL = "Qwen/Qwen3-1.7B";
 const hi = [{ role: "user" as const, content: "Hi" }];
 
 describe("kill -9 of a gateway node mid-stream", { skip: url ? false : "DATABASE_URL is not set: the nodes share PostgreSQL" }, () => {
-  const database = uniqueSchemaName();
-  let admin: Db;
-  let dbUrl: string;
-  let chain: ChainServer;
+  let nodes: GatewayProcesses;
   let upstream: UpstreamServer;
-  let dir: Awaited<ReturnType<typeof tempDir>>;
-  const gateways: SvcProcess[] = [];
-  const origins: string[] = [];
-
-  async function startGateway(name: string): Promise<string> {
-    const run = startSvc(
-      ["serve", "--port", "0", "--rpc-port", "off", "--rate-limit", "off", "--data-dir", `${dir.path}/${name}`, "--database-url", dbUrl, "--chain-url", chain.url, "--keys-dir", chain.keysDir, "--nats-url", natsUrl],
-      { SVC_LOG_FORMAT: "json" },
-    );
-    gateways.push(run);
-    return (await run.waitFor(/^App: (http:\/\/127\.0\.0\.1:\d+)\/$/m, 60_000))[1]!;
-  }
 
   before(async () => {
-    admin = await openDb({ databaseUrl: url! });
-    await admin.exec(`CREATE DATABASE ${database}`);
-    const u = new URL(url!);
-    u.pathname = `/${database}`;
-    dbUrl = u.toString();
-    dir = await tempDir("svc-gateway-kill-");
-    chain = await startChainServer();
+    nodes = await startGatewayProcesses({ databaseUrl: url!, natsUrl });
     // Long, slow streams: 200 ms per token, repeated up to max_tokens.
     upstream = await startUpstream("vllm", { model: MODEL, loop: true, pieceDelayMs: 200, reply: [" tick"] });
-    for (const name of ["a", "b", "c"]) origins.push(await startGateway(name));
-    for (const [i, origin] of origins.entries()) {
-      const worker = await spawnWorker({ gateway: origin, keypair: `${dir.path}/worker-${i}.json`, modelsDir: `${dir.path}/models`, models: [`${MODEL}=${upstream.baseUrl}`] });
-      await worker.waitFor(/Connected to /, { timeoutMs: 60_000 });
-    }
+    for (const name of ["a", "b", "c"]) await nodes.startGateway(name);
+    for (const origin of nodes.origins) await nodes.startWorker(origin, [`${MODEL}=${upstream.baseUrl}`]);
   });
   after(async () => {
-    killWorkers();
-    for (const g of gateways) g.child.kill("SIGKILL");
-    await Promise.all(gateways.map((g) => g.exited()));
+    await nodes.close();
     await upstream.close();
-    await chain.close();
-    await admin.exec(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.close();
-    await dir.remove();
   });
 
   test("the survivor refunds the dead node's jobs; nothing is charged for them", async (t) => {
-    // A wallet funded and keyed through a third, short-lived node on the same database and chain.
-    const funder = await startService({ port: 0, databaseUrl: dbUrl, chainUrl: chain.url, keysDir: chain.keysDir });
-    const wallet = generateKeypair().address;
-    await funder.actions.deposit(wallet, 500);
-    const apiKey = await issueApiKey(funder.db, wallet);
-    await funder.close();
-    const [a, b, c] = origins.map((origin) => new OpenAI({ apiKey, baseURL: `${origin}/v1`, maxRetries: 0 }));
+    // A wallet funded and keyed through a short-lived node on the same database and chain.
+    const { wallet, apiKey } = await nodes.fundedKey(500);
+    const [a, b, c] = nodes.origins.map((origin) => new OpenAI({ apiKey, baseURL: `${origin}/v1`, maxRetries: 0 }));
     // Each node hears the others' workers within a few announcements.
     const servedBy = new Set<string>();
     for (let i = 0; i < 30 && servedBy.size < 3; i++) {
@@ -92,10 +51,10 @@ describe("kill -9 of a gateway node mid-stream", { skip: url ? false : "DATABASE
     const firstChunks = await Promise.all(streams.map(async (s) => (await s.data[Symbol.asyncIterator]().next()).value));
     assert.ok(firstChunks.every(Boolean), "every stream started");
     const killedAt = Date.now();
-    gateways[0]!.child.kill("SIGKILL");
-    await gateways[0]!.exited();
+    nodes.gateways[0]!.child.kill("SIGKILL");
+    await nodes.gateways[0]!.exited();
 
-    const db = await openDb({ databaseUrl: dbUrl });
+    const db = await openDb({ databaseUrl: nodes.dbUrl });
     try {
       let jobs: { status: string; credits_charged: number; refund_tx: string | null }[] = [];
       for (;;) {

@@ -19,7 +19,6 @@ import {
   type Address,
   type Base64EncodedWireTransaction,
   type Blockhash,
-  type Commitment,
   type Rpc,
   type SolanaRpcApi,
   type Signature,
@@ -72,7 +71,6 @@ function refusalReason(err: unknown): string | undefined {
 
 export class ClusterBackend implements ChainBackend {
   private readonly rpc: Rpc<SolanaRpcApi>;
-  private readonly commitment: Commitment;
   private readonly watch: SignatureWatch;
   private readonly options: Required<Omit<ClusterBackendOptions, "retry" | "url">>;
   /** Blockhashes this process handed out, with their last valid block height. */
@@ -86,9 +84,8 @@ export class ClusterBackend implements ChainBackend {
 
   constructor(options: ClusterBackendOptions) {
     this.rpc = createSolanaRpcFromTransport(retryingTransport(options.url, options.retry ?? DEFAULT_RETRY_POLICY));
-    this.commitment = options.commitment ?? "confirmed";
     this.options = {
-      commitment: this.commitment as "confirmed" | "finalized",
+      commitment: options.commitment ?? "confirmed",
       pollMs: options.pollMs ?? 400,
       firstCheckMs: options.firstCheckMs ?? 5,
       rebroadcastMs: options.rebroadcastMs ?? 2_000,
@@ -101,7 +98,7 @@ export class ClusterBackend implements ChainBackend {
   /** Statuses at the backend's commitment or beyond; null for signatures not (yet) there. */
   private async statuses(signatures: string[]): Promise<(TransactionStatus | null)[]> {
     const { value } = await this.rpc.getSignatureStatuses(signatures as Signature[], { searchTransactionHistory: true }).send();
-    const wanted = this.commitment === "finalized" ? ["finalized"] : ["confirmed", "finalized"];
+    const wanted = this.options.commitment === "finalized" ? ["finalized"] : ["confirmed", "finalized"];
     return value.map((s) => {
       if (!s || !wanted.includes(s.confirmationStatus ?? "")) return null;
       return s.err === null ? { slot: s.slot, ok: true } : { slot: s.slot, ok: false, err: describeRpcTransactionError(s.err) };
@@ -111,7 +108,7 @@ export class ClusterBackend implements ChainBackend {
   latestBlockhash(): Promise<RecentBlockhash> {
     // Every transaction the service signs asks for one; a second-old blockhash has ~60 s to live.
     if (this.latest && Date.now() - this.latest.at < this.options.blockhashTtlMs) return this.latest.value;
-    const value = this.rpc.getLatestBlockhash({ commitment: this.commitment }).send().then(({ value: v }) => {
+    const value = this.rpc.getLatestBlockhash({ commitment: this.options.commitment }).send().then(({ value: v }) => {
       this.issued.set(v.blockhash, v.lastValidBlockHeight);
       return { blockhash: v.blockhash, bytes: base58Decode(v.blockhash, 32), lastValidBlockHeight: v.lastValidBlockHeight };
     });
@@ -194,7 +191,7 @@ export class ClusterBackend implements ChainBackend {
   /** Whether the blockhash is still valid; an unreachable node counts as "yes" until `unreachableMs`. */
   private async canStillLand(blockhash: string): Promise<boolean> {
     try {
-      const { value } = await this.rpc.isBlockhashValid(blockhash as Blockhash, { commitment: this.commitment }).send();
+      const { value } = await this.rpc.isBlockhashValid(blockhash as Blockhash, { commitment: this.options.commitment }).send();
       this.watch.lastReachedAt = Date.now();
       return value;
     } catch (err) {
@@ -227,13 +224,13 @@ export class ClusterBackend implements ChainBackend {
 
   async getTransaction(signature: string): Promise<StoredTransaction | null> {
     const found = await this.rpc
-      .getTransaction(signature as Signature, { encoding: "base64", maxSupportedTransactionVersion: 0, commitment: this.commitment })
+      .getTransaction(signature as Signature, { encoding: "base64", maxSupportedTransactionVersion: 0, commitment: this.options.commitment })
       .send();
     return found ? storedTransaction(signature, found as unknown as RpcTransactionResult) : null;
   }
 
   async getAccount(address: Address): Promise<AccountInfo | null> {
-    const { value } = await this.rpc.getAccountInfo(address, { encoding: "base64", commitment: this.commitment }).send();
+    const { value } = await this.rpc.getAccountInfo(address, { encoding: "base64", commitment: this.options.commitment }).send();
     if (!value) return null;
     return { address, lamports: value.lamports, owner: value.owner, executable: value.executable, data: Buffer.from(value.data[0], "base64") };
   }
@@ -253,18 +250,18 @@ export class ClusterBackend implements ChainBackend {
   }
 
   async requestAirdrop(address: Address, amount: bigint): Promise<void> {
-    const signature = await this.rpc.requestAirdrop(address, lamports(amount), { commitment: this.commitment }).send();
+    const signature = await this.rpc.requestAirdrop(address, lamports(amount), { commitment: this.options.commitment }).send();
     const status = await Promise.race([this.watch.wait(signature), sleep(60_000)]);
     this.watch.forget(signature);
     if (!status?.ok) throw new Error(`airdrop ${signature} to ${address} ${status ? `failed: ${status.err}` : "was not confirmed within 60 s"}`);
   }
 
   async getSlot(): Promise<bigint> {
-    return this.rpc.getSlot({ commitment: this.commitment }).send();
+    return this.rpc.getSlot({ commitment: this.options.commitment }).send();
   }
 
   async getBlockHeight(): Promise<bigint> {
-    return this.rpc.getBlockHeight({ commitment: this.commitment }).send();
+    return this.rpc.getBlockHeight({ commitment: this.options.commitment }).send();
   }
 
   async close(): Promise<void> {
