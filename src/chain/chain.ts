@@ -30,7 +30,7 @@ import {
 import * as ix from "./instructions.ts";
 import { LiteSvmBackend } from "./litesvm-backend.ts";
 import { ClusterBackend } from "./cluster/index.ts";
-import { ensureOnChainSetup, loadServiceKeys, type ServiceKeys } from "./setup.ts";
+import { ensureOnChainSetup, escrowProgramIn, loadServiceKeys, type ServiceKeys } from "./setup.ts";
 import type {
   ChainReceipt,
   ChainStatus,
@@ -136,6 +136,8 @@ export class Chain {
     treasuryAccount: Address,
     /** Micro-lamports per compute unit offered on each transaction the service signs (0: none). */
     private readonly priorityFeeMicroLamports = 0n,
+    /** Where the escrow program lives on this chain: the embedded chain's fixed id, or `svc chain init`'s on a cluster. */
+    readonly program: Address = ESCROW_PROGRAM,
   ) {
     this.feePayer = keys.feePayer.address;
     this.mint = keys.mint.address;
@@ -152,12 +154,12 @@ export class Chain {
    * moves, to a job's escrow when the service locks it or to the wallet when the wallet withdraws.
    */
   creditAccountAddress(wallet: string): Address {
-    return vaultAddress(toAddress(wallet)).address;
+    return vaultAddress(toAddress(wallet), this.program).address;
   }
 
   /** A job's escrow record in the program, derived from the job id alone. */
   escrowAddressFor(jobId: string): Address {
-    return escrowAddress(jobIdOf(jobId)).address;
+    return escrowAddress(jobIdOf(jobId), this.program).address;
   }
 
   /** The worker's USDC associated token account, where its payouts go. */
@@ -176,14 +178,13 @@ export class Chain {
       this.existingVaults.set(vault, true);
       return [];
     }
-    return [escrowInstructions.openVault({ payer: this.feePayer, wallet, usdcMint: this.mint })];
+    return [escrowInstructions.openVault({ program: this.program, payer: this.feePayer, wallet, usdcMint: this.mint })];
   }
 
   private async sign(instructions: Instruction[], authoritySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
     const { bytes, lastValidBlockHeight } = await this.backend.latestBlockhash();
     const signers = authoritySigns ? [this.keys.custody, ...extra] : extra;
-    // Last, so instruction indexes the program checks (the Ed25519 proof comes first) stay as they are.
-    const priced = this.priorityFeeMicroLamports > 0n ? [...instructions, ix.setComputeUnitPrice(this.priorityFeeMicroLamports)] : instructions;
+    const priced = ix.withPriorityFee(instructions, this.priorityFeeMicroLamports);
     return { ...buildTransaction(this.keys.feePayer, priced, bytes, signers), lastValidBlockHeight: Number(lastValidBlockHeight) };
   }
 
@@ -216,6 +217,7 @@ export class Chain {
     if (!Object.hasOwn(TIERS, input.tier)) throw new TypeError(`unknown tier: ${input.tier}`);
     const credits = wholeCredits("credits", input.credits, 1);
     const lock = escrowInstructions.lock({
+      program: this.program,
       serviceAuthority: this.serviceAuthority,
       payer: this.feePayer,
       wallet: toAddress(input.wallet),
@@ -250,6 +252,7 @@ export class Chain {
         ix.ed25519Verify({ publicKey: addressBytes(worker), signature: input.proofSignature, message: proofMessage(jobId, input.proofHash) }),
         ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: workerTokenAccount, owner: worker, mint: this.mint }),
         escrowInstructions.settle({
+      program: this.program,
           serviceAuthority: this.serviceAuthority,
           jobId,
           wallet: toAddress(input.wallet),
@@ -272,7 +275,7 @@ export class Chain {
   async prepareRefund(input: RefundInput): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
     wholeCredits("lockedCredits", input.lockedCredits, 1);
-    return this.sign([escrowInstructions.refund({ jobId, wallet: toAddress(input.wallet), caller: this.serviceAuthority })], true);
+    return this.sign([escrowInstructions.refund({ program: this.program, jobId, wallet: toAddress(input.wallet), caller: this.serviceAuthority })], true);
   }
 
   async refund(input: RefundInput): Promise<ChainReceipt> {
@@ -284,7 +287,7 @@ export class Chain {
     const jobId = jobIdOf(input.jobId);
     if (!PROOF_HASH.test(input.callerHash)) throw new TypeError(`callerHash must be sha256:<64 hex>, got ${input.callerHash}`);
     const callerHash = Buffer.from(input.callerHash.slice("sha256:".length), "hex");
-    return this.sign([escrowInstructions.dispute({ serviceAuthority: this.serviceAuthority, payer: this.feePayer, jobId, callerHash })], true);
+    return this.sign([escrowInstructions.dispute({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.feePayer, jobId, callerHash })], true);
   }
 
   /**
@@ -294,6 +297,7 @@ export class Chain {
   async prepareResolve(input: { jobId: string; wallet: string; outcome: OutcomeName }): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
     const resolve = escrowInstructions.resolve({
+      program: this.program,
       serviceAuthority: this.serviceAuthority,
       jobId,
       wallet: toAddress(input.wallet),
@@ -311,7 +315,7 @@ export class Chain {
     return this.sign(
       [
         ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: destination, owner: this.treasuryOwner, mint: this.nativeMint }),
-        escrowInstructions.slash({ serviceAuthority: this.serviceAuthority, worker: toAddress(input.worker), destination, treasury: this.treasuryAddress, amount: input.amount }),
+        escrowInstructions.slash({ program: this.program, serviceAuthority: this.serviceAuthority, worker: toAddress(input.worker), destination, treasury: this.treasuryAddress, amount: input.amount }),
       ],
       true,
     );
@@ -345,7 +349,7 @@ export class Chain {
     return this.sign(
       [
         ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: own, owner: wallet, mint: this.mint }),
-        escrowInstructions.withdraw({ wallet, destination: own, amount: creditsToBaseUnits(credits) }),
+        escrowInstructions.withdraw({ program: this.program, wallet, destination: own, amount: creditsToBaseUnits(credits) }),
       ],
       false,
       [awaitingSignature(wallet)],
@@ -362,14 +366,14 @@ export class Chain {
    * records nothing can change any more, their rent back to the fee payer.
    */
   async prepareCloseEscrows(jobIds: readonly string[]): Promise<PreparedTransaction> {
-    const closes = jobIds.map((id) => escrowInstructions.closeEscrow({ serviceAuthority: this.serviceAuthority, jobId: jobIdOf(id), destination: this.feePayer }));
+    const closes = jobIds.map((id) => escrowInstructions.closeEscrow({ program: this.program, serviceAuthority: this.serviceAuthority, jobId: jobIdOf(id), destination: this.feePayer }));
     return this.sign(closes, true);
   }
 
   /** The program's dispute window in seconds, as its config says (read once). */
   async disputeWindowSeconds(): Promise<bigint> {
     this.window ??= (async () => {
-      const account = await this.backend.getAccount(configAddress().address);
+      const account = await this.backend.getAccount(configAddress(this.program).address);
       if (!account) throw new Error("the escrow program's config is missing");
       return decodeConfig(account.data).disputeWindowSeconds;
     })();
@@ -379,7 +383,7 @@ export class Chain {
   /** A job's escrow record as the program keeps it; null when the job never locked one. */
   async escrowRecord(jobId: string): Promise<JobEscrow | null> {
     const account = await this.backend.getAccount(this.escrowAddressFor(jobId));
-    if (!account || account.owner !== ESCROW_PROGRAM) return null;
+    if (!account || account.owner !== this.program) return null;
     return decodeEscrow(account.data);
   }
 
@@ -421,7 +425,7 @@ export class Chain {
 
   /** A worker's stake record in the program: what is staked there can be slashed, and leaves only after a cooldown. */
   stakeAccountAddress(worker: string): Address {
-    return stakeAddress(toAddress(worker)).address;
+    return stakeAddress(toAddress(worker), this.program).address;
   }
 
   /** Native tokens actively staked by a worker, in base units (0 with no stake record). */
@@ -431,7 +435,7 @@ export class Chain {
 
   private async stakeRecord(worker: string): Promise<WorkerStake | null> {
     const account = await this.backend.getAccount(this.stakeAccountAddress(worker));
-    if (!account || account.owner !== ESCROW_PROGRAM) return null;
+    if (!account || account.owner !== this.program) return null;
     return decodeStake(account.data);
   }
 
@@ -471,7 +475,7 @@ export class Chain {
   async stake(input: { worker: Signer; amount: bigint }): Promise<ChainReceipt> {
     if (input.amount <= 0n) throw new RangeError("a stake must be positive");
     const worker = input.worker.address;
-    const stake = escrowInstructions.stake({ worker, payer: this.feePayer, source: this.nativeTokenAccount(worker), amount: input.amount });
+    const stake = escrowInstructions.stake({ program: this.program, worker, payer: this.feePayer, source: this.nativeTokenAccount(worker), amount: input.amount });
     return this.send((await this.sign([stake], false, [input.worker])).wire);
   }
 
@@ -516,8 +520,8 @@ export class Chain {
       ok: stored.ok,
       feePayer: toAddress(tx.accountKeys[0]!),
       logs: stored.logs,
-      instructions: decodeInstructions(tx),
-      innerInstructions: decodeInnerInstructions(tx, stored.meta),
+      instructions: decodeInstructions(tx, this.program),
+      innerInstructions: decodeInnerInstructions(tx, stored.meta, this.program),
     };
     if (stored.err !== undefined) decoded.err = stored.err;
     return decoded;
@@ -574,6 +578,19 @@ export interface OpenChainOptions {
   logger?: Logger;
   /** The escrow program's rules for a new chain (tests shorten the job timeout); DEFAULT_RULES otherwise. */
   escrowRules?: Partial<EscrowRules>;
+  /**
+   * Where the escrow program lives. By default the embedded chain's fixed ESCROW_PROGRAM; on a
+   * cluster, the key `svc chain init` deployed it at (`<keys dir>/escrow-program.json`) when the
+   * keys dir has one, else ESCROW_PROGRAM (where `svc chain serve` preloads it).
+   */
+  programId?: Address;
+}
+
+/** The escrow program's id for these options (OpenChainOptions.programId). */
+async function programIdFor(options: OpenChainOptions, backend: ChainBackend, keysDir: string | undefined): Promise<Address> {
+  if (options.programId !== undefined) return options.programId;
+  if (backend instanceof LiteSvmBackend) return ESCROW_PROGRAM;
+  return (await escrowProgramIn(keysDir)) ?? ESCROW_PROGRAM;
 }
 
 /** Opens the chain and makes sure the service's mint, fee payer, treasury and escrow program config exist on it. */
@@ -587,8 +604,11 @@ export async function openChain(options: OpenChainOptions = {}): Promise<Chain> 
   try {
     const keys = await loadServiceKeys(keysDir);
     const tokenAccounts = new AssociatedTokenAddresses(keys.mint.address);
-    const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts, options.logger ?? silentLogger(), options.escrowRules);
-    return new Chain(backend, keys, tokenAccounts, treasuryAccount, options.priorityFeeMicroLamports);
+    const program = await programIdFor(options, backend, keysDir);
+    const fee = options.priorityFeeMicroLamports;
+    const setup = { program, ...(fee === undefined ? {} : { priorityFeeMicroLamports: fee }) };
+    const { treasuryAccount } = await ensureOnChainSetup(backend, keys, tokenAccounts, options.logger ?? silentLogger(), options.escrowRules, setup);
+    return new Chain(backend, keys, tokenAccounts, treasuryAccount, fee, program);
   } catch (err) {
     await backend.close();
     throw err;

@@ -63,11 +63,11 @@ function shareOf(amount: bigint, bps: number): bigint {
  * data and the transfers the program made. Whether the worker was staked is read off what it was
  * paid, which the split check then holds to one of the two shares.
  */
-function escrowFromTransactions(f: Pick<ChargeFacts, "lock" | "settlement" | "refund" | "config" | "escrowPool">): JobEscrow | null {
+function escrowFromTransactions(f: Pick<ChargeFacts, "lock" | "settlement" | "refund" | "config" | "escrowPool">, program: Address): JobEscrow | null {
   const lock = f.lock?.instructions.find((i) => i.program === "escrow" && i.kind === "lock");
   if (!lock?.owner || lock.amount === undefined) return null;
   const wallet = lock.owner;
-  const vault = vaultAddress(wallet).address;
+  const vault = vaultAddress(wallet, program).address;
   const settle = f.settlement?.instructions.find((i) => i.program === "escrow" && i.kind === "settle");
   const paid = new Map<string, bigint>();
   for (const t of [...(f.settlement?.innerInstructions ?? []), ...(f.refund?.innerInstructions ?? [])]) {
@@ -109,7 +109,11 @@ function proofsOf(tx: ReturnType<typeof parseTransaction>, decoded: DecodedInstr
 export class ChargeReader {
   private readonly rpc;
 
-  constructor(rpcUrl: string) {
+  constructor(
+    rpcUrl: string,
+    /** Where the escrow program lives on that chain: ESCROW_PROGRAM on the embedded one, `svc chain init`'s id on a cluster. */
+    readonly program: Address = ESCROW_PROGRAM,
+  ) {
     this.rpc = createSolanaRpc(rpcUrl);
   }
 
@@ -123,7 +127,7 @@ export class ChargeReader {
     if (!found) return null;
     const tx = parseTransaction(new Uint8Array(Buffer.from(found.transaction[0], "base64")));
     const meta = { innerInstructions: (found.meta?.innerInstructions ?? []).map((g) => ({ index: Number(g.index), instructions: g.instructions.map((c) => ({ programIdIndex: Number(c.programIdIndex), accounts: c.accounts.map(Number), data: c.data, stackHeight: Number(c.stackHeight ?? 0) })) })) } as unknown as TxMeta;
-    const instructions = decodeInstructions(tx);
+    const instructions = decodeInstructions(tx, this.program);
     const err = found.meta?.err ?? null;
     return {
       signature,
@@ -131,7 +135,7 @@ export class ChargeReader {
       ok: err === null,
       err: err === null ? null : JSON.stringify(err, (_, v) => (typeof v === "bigint" ? Number(v) : v)),
       instructions,
-      innerInstructions: decodeInnerInstructions(tx, meta),
+      innerInstructions: decodeInnerInstructions(tx, meta, this.program),
       proofs: proofsOf(tx, instructions),
     };
   }
@@ -153,11 +157,12 @@ export class ChargeReader {
 
   /** Everything the chain holds about the job's charge; signatures not given are found from the escrow address. */
   async read(jobId: string, given: { lock?: string | undefined; settlement?: string | undefined } = {}): Promise<ChargeFacts> {
-    const config = await this.accountData(configAddress().address);
-    if (!config || config.owner !== ESCROW_PROGRAM) throw new Error(`no escrow program config at ${configAddress().address}: is this the service's chain?`);
-    const address = escrowAddress(jobId).address;
+    const program = this.program;
+    const config = await this.accountData(configAddress(program).address);
+    if (!config || config.owner !== program) throw new Error(`no escrow program config at ${configAddress(program).address}: is this the service's chain?`);
+    const address = escrowAddress(jobId, program).address;
     const account = await this.accountData(address);
-    const recorded = account?.owner === ESCROW_PROGRAM ? decodeEscrow(account.data) : null;
+    const recorded = account?.owner === program ? decodeEscrow(account.data) : null;
     const found = given.lock && given.settlement && recorded ? {} : await this.discover(address);
     const read = (s: string | undefined) => (s === undefined ? Promise.resolve(null) : this.transaction(s));
     const facts = {
@@ -165,14 +170,14 @@ export class ChargeReader {
       config: decodeConfig(config.data),
       escrowAddress: address,
       escrowOwner: account?.owner ?? null,
-      escrowPool: escrowPoolAddress().address,
+      escrowPool: escrowPoolAddress(program).address,
       lock: await read(given.lock ?? found.lock),
       settlement: await read(given.settlement ?? found.settlement),
       refund: await read(found.refund),
       close: await read(found.close),
     };
-    const escrow = recorded ?? (facts.close ? escrowFromTransactions(facts) : null);
-    return { ...facts, escrow, expectedVault: escrow ? vaultAddress(escrow.wallet).address : null, fromTransactions: recorded === null && escrow !== null };
+    const escrow = recorded ?? (facts.close ? escrowFromTransactions(facts, program) : null);
+    return { ...facts, escrow, expectedVault: escrow ? vaultAddress(escrow.wallet, program).address : null, fromTransactions: recorded === null && escrow !== null };
   }
 }
 

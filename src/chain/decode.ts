@@ -72,7 +72,6 @@ const PROGRAMS = new Map<string, ProgramName>([
   [ASSOCIATED_TOKEN_PROGRAM, "associatedToken"],
   [MEMO_PROGRAM, "memo"],
   [ED25519_PROGRAM, "ed25519"],
-  [ESCROW_PROGRAM, "escrow"],
 ]);
 
 const utf8 = new TextDecoder("utf-8", { fatal: false });
@@ -187,9 +186,10 @@ const DECODERS: Record<ProgramName, Decoder> = {
   escrow: decodeEscrow,
 };
 
-function decodeOne(keys: Address[], programIndex: number, accountIndexes: readonly number[], data: Uint8Array): DecodedInstruction {
+/** `escrowProgram`: where the escrow program lives on this chain (ESCROW_PROGRAM on the embedded one). */
+function decodeOne(keys: Address[], programIndex: number, accountIndexes: readonly number[], data: Uint8Array, escrowProgram: Address): DecodedInstruction {
   const programAddress = keys[programIndex]!;
-  const name = PROGRAMS.get(programAddress);
+  const name = programAddress === escrowProgram ? "escrow" : PROGRAMS.get(programAddress);
   const accounts = accountIndexes.map((i) => keys[i]!);
   if (!name) return { program: programAddress, kind: "unknown" };
   try {
@@ -201,15 +201,15 @@ function decodeOne(keys: Address[], programIndex: number, accountIndexes: readon
   }
 }
 
-export function decodeInstructions(tx: ParsedTransaction): DecodedInstruction[] {
+export function decodeInstructions(tx: ParsedTransaction, escrowProgram: Address = ESCROW_PROGRAM): DecodedInstruction[] {
   const keys = tx.accountKeys.map(addr);
-  return tx.instructions.map((ix) => decodeOne(keys, ix.programIndex, ix.accountIndexes, ix.data));
+  return tx.instructions.map((ix) => decodeOne(keys, ix.programIndex, ix.accountIndexes, ix.data, escrowProgram));
 }
 
 /** The calls programs made while the transaction ran (the escrow program's token transfers), in order. */
-export function decodeInnerInstructions(tx: ParsedTransaction, meta: TxMeta | undefined): DecodedInstruction[] {
+export function decodeInnerInstructions(tx: ParsedTransaction, meta: TxMeta | undefined, escrowProgram: Address = ESCROW_PROGRAM): DecodedInstruction[] {
   const keys = tx.accountKeys.map(addr);
   return (meta?.innerInstructions ?? []).flatMap((group) =>
-    group.instructions.map((call) => ({ ...decodeOne(keys, call.programIdIndex, call.accounts, base58Decode(call.data)), inner: true as const })),
+    group.instructions.map((call) => ({ ...decodeOne(keys, call.programIdIndex, call.accounts, base58Decode(call.data), escrowProgram), inner: true as const })),
   );
 }

@@ -186,3 +186,8 @@ export function ed25519Verify(args: { publicKey: Uint8Array; signature: Uint8Arr
 export function setComputeUnitPrice(microLamports: bigint): Instruction {
   return { programAddress: COMPUTE_BUDGET_PROGRAM, accounts: [], data: concat([Uint8Array.of(3), u64(microLamports)]) };
 }
+
+/** `instructions` offering a priority fee (none at 0); last, so the instruction indexes a program checks (the Ed25519 proof first) stay. */
+export function withPriorityFee(instructions: readonly Instruction[], microLamports: bigint | undefined): Instruction[] {
+  return microLamports !== undefined && microLamports > 0n ? [...instructions, setComputeUnitPrice(microLamports)] : [...instructions];
+}

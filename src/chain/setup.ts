@@ -3,14 +3,17 @@
  * piece is created only when the chain lacks it, so opening is idempotent and a crash during
  * setup is finished by the next open.
  */
-import { type Address, createNoopSigner } from "@solana/kit";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { type Address, type Instruction, createNoopSigner } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
 import { getInitializeMint2Instruction } from "@solana-program/token";
-import { type Keypair, type Logger, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, loadOrCreateKeypair } from "../core/index.ts";
+import { type Keypair, type Logger, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, keypairFromSecretKey, loadOrCreateKeypair } from "../core/index.ts";
 import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
-import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, decodeConfig, escrowInstructions, type EscrowRules } from "./escrow-program/index.ts";
-import { createAssociatedTokenIdempotent } from "./instructions.ts";
+import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, decodeConfig, escrowInstructions, programDataAddress, type EscrowRules } from "./escrow-program/index.ts";
+import { createAssociatedTokenIdempotent, withPriorityFee } from "./instructions.ts";
+import { decodeLoaderState } from "./loader-v3.ts";
 import { buildTransaction } from "./wire.ts";
 
 export interface ServiceKeys {
@@ -49,12 +52,49 @@ export async function loadServiceKeys(dir: string | undefined): Promise<ServiceK
   };
 }
 
-/** Create a mint unless the chain has it. */
-async function ensureMint(backend: ChainBackend, feePayer: Keypair, mint: Keypair, decimals: number, authority: Address): Promise<void> {
-  if (await backend.getAccount(mint.address)) return;
+/**
+ * A key file of the keys dir if it is there (undefined if not), never creating one: what a
+ * gateway reads `escrow-program` and `upgrade-authority` with, since a new one of either would
+ * point it at a program that does not exist, or at an authority the program does not know.
+ */
+export async function readKeypairIfPresent(dir: string, name: string): Promise<Keypair | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, `${name}.json`), "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+  return keypairFromSecretKey(Uint8Array.from(JSON.parse(text) as number[]));
+}
+
+/** The escrow program's id on a cluster set up by `svc chain init`: `<keys dir>/escrow-program.json`'s key, if there is one. */
+export async function escrowProgramIn(keysDir: string | undefined): Promise<Address | undefined> {
+  return keysDir === undefined ? undefined : (await readKeypairIfPresent(keysDir, "escrow-program"))?.address;
+}
+
+/** What setup needs beyond the service's keys on a cluster `svc chain init` sets up. */
+export interface SetupOptions {
+  /** Where the escrow program lives (default ESCROW_PROGRAM, the embedded chain's). */
+  program?: Address;
+  /** The program's upgrade authority: `initialize` needs its signature when the program has one. */
+  upgradeAuthority?: Keypair;
+  /** Offered on each transaction setup sends, in micro-lamports per compute unit. */
+  priorityFeeMicroLamports?: bigint;
+}
+
+/** Signs and sends `instructions`, paid by the fee payer, with setup's priority fee. */
+async function sendSetup(backend: ChainBackend, feePayer: Keypair, instructions: Instruction[], signers: Keypair[], options: SetupOptions): Promise<void> {
   const { bytes } = await backend.latestBlockhash();
+  await backend.sendTransaction(buildTransaction(feePayer, withPriorityFee(instructions, options.priorityFeeMicroLamports), bytes, signers).wire);
+}
+
+/** Create a mint unless the chain has it. */
+async function ensureMint(backend: ChainBackend, feePayer: Keypair, mint: Keypair, decimals: number, authority: Address, options: SetupOptions): Promise<void> {
+  if (await backend.getAccount(mint.address)) return;
   const rent = await backend.minimumBalanceForRentExemption(MINT_SIZE);
-  const tx = buildTransaction(
+  await sendSetup(
+    backend,
     feePayer,
     [
       getCreateAccountInstruction({
@@ -66,10 +106,9 @@ async function ensureMint(backend: ChainBackend, feePayer: Keypair, mint: Keypai
       }),
       getInitializeMint2Instruction({ mint: mint.address, decimals, mintAuthority: authority }),
     ],
-    bytes,
     [mint],
+    options,
   );
-  await backend.sendTransaction(tx.wire);
 }
 
 const LAMPORTS_PER_SOL = 1_000_000_000n;
@@ -78,20 +117,43 @@ const FEE_PAYER_TOP_UP = 1_000n * LAMPORTS_PER_SOL;
 const FEE_PAYER_MINIMUM = 100n * LAMPORTS_PER_SOL;
 
 /**
- * Initializes the escrow program's config under the service's rules unless the chain has it.
- * It is a transaction, so the chain's log keeps it; the program itself is loaded at every open.
- * The service keeps every credit in the program, so a chain without it cannot be used.
+ * The key `initialize` needs besides the service's: the program's upgrade authority, when its
+ * program data names one (the embedded chain's program has none). Refused here, before a
+ * transaction, when that key is not at hand.
  */
-async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, treasuryAccount: Address, logger: Logger, rules: EscrowRules): Promise<void> {
-  const program = await backend.getAccount(ESCROW_PROGRAM);
-  if (!program?.executable) {
-    throw new Error(`the escrow program ${ESCROW_PROGRAM} is not deployed on this chain: deploy program/escrow.so there first (docs/program.md)`);
+async function initializeSigners(backend: ChainBackend, program: Address, options: SetupOptions): Promise<Keypair[]> {
+  const state = decodeLoaderState((await backend.getAccount(programDataAddress(program).address))?.data ?? new Uint8Array());
+  const authority = state.kind === "programData" ? state.authority : null;
+  if (authority === null) return [];
+  if (options.upgradeAuthority?.address !== authority) {
+    throw new Error(
+      `the escrow program ${program}'s config is not initialized yet, and only its upgrade authority ${authority} may do it: ` +
+        "run `svc chain init` with the keys dir that holds upgrade-authority.json (docs/deploy.md)",
+    );
   }
-  if (await backend.getAccount(configAddress().address)) {
-    logger.info({ programId: ESCROW_PROGRAM }, "escrow program deployed, config in place");
+  return [options.upgradeAuthority];
+}
+
+/**
+ * Initializes the escrow program's config under the service's rules unless the chain has it.
+ * It is a transaction, so the chain's log keeps it. The service keeps every credit in the
+ * program, so a chain without it cannot be used: on a cluster `svc chain init` deploys it.
+ */
+async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, treasuryAccount: Address, logger: Logger, rules: EscrowRules, options: SetupOptions): Promise<void> {
+  const programId = options.program ?? ESCROW_PROGRAM;
+  const config = configAddress(programId).address;
+  const program = await backend.getAccount(programId);
+  if (!program?.executable) {
+    throw new Error(
+      `the escrow program ${programId} is not deployed on this chain: ` +
+        "deploy program/escrow.so there first with `svc chain init --chain-url <url> --keys-dir <dir>` (docs/deploy.md)",
+    );
+  }
+  if (await backend.getAccount(config)) {
+    logger.info({ programId }, "escrow program deployed, config in place");
     return;
   }
-  const { bytes } = await backend.latestBlockhash();
+  const upgradeAuthority = await initializeSigners(backend, programId, options);
   const ix = escrowInstructions.initialize({
     serviceAuthority: keys.custody.address,
     payer: keys.feePayer.address,
@@ -99,9 +161,26 @@ async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, trea
     usdcMint: keys.mint.address,
     stakeMint: keys.nativeMint.address,
     rules,
+    program: programId,
+    ...(upgradeAuthority[0] ? { upgradeAuthority: upgradeAuthority[0].address } : {}),
   });
-  await backend.sendTransaction(buildTransaction(keys.feePayer, [ix], bytes, [keys.custody]).wire);
-  logger.info({ programId: ESCROW_PROGRAM, config: configAddress().address }, "escrow program deployed and its config initialized");
+  await sendSetup(backend, keys.feePayer, [ix], [keys.custody, ...upgradeAuthority.filter((k) => k.address !== keys.custody.address && k.address !== keys.feePayer.address)], options);
+  logger.info({ programId, config }, "escrow program deployed and its config initialized");
+}
+
+/**
+ * A development chain tops the fee payer up. A cluster that gives no SOL (mainnet) is not an
+ * error while the fee payer has some: its operator funds it (`svc chain init` says how much).
+ */
+async function topUpFeePayer(backend: ChainBackend, feePayer: Address, logger: Logger): Promise<void> {
+  const held = (await backend.getAccount(feePayer))?.lamports ?? 0n;
+  if (held >= FEE_PAYER_MINIMUM) return;
+  try {
+    await backend.requestAirdrop(feePayer, FEE_PAYER_TOP_UP);
+  } catch (err) {
+    if (held === 0n) throw new Error(`the fee payer ${feePayer} holds no SOL and this chain gives none (${(err as Error).message}): send it SOL first`);
+    logger.warn({ feePayer, lamports: String(held) }, `the fee payer holds less than ${FEE_PAYER_MINIMUM / LAMPORTS_PER_SOL} SOL and the chain gives none: keep it funded`);
+  }
 }
 
 /**
@@ -109,8 +188,8 @@ async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, trea
  * mint: other keys (a gateway given its own instead of the chain's shared ones) could lock
  * nothing, and would only litter the chain with mints of their own.
  */
-async function checkKeysFitConfig(backend: ChainBackend, keys: ServiceKeys): Promise<void> {
-  const account = await backend.getAccount(configAddress().address);
+async function checkKeysFitConfig(backend: ChainBackend, keys: ServiceKeys, program: Address | undefined): Promise<void> {
+  const account = await backend.getAccount(configAddress(program).address);
   if (!account) return;
   const config = decodeConfig(account.data);
   if (config.serviceAuthority !== keys.custody.address || config.usdcMint !== keys.mint.address) {
@@ -128,21 +207,20 @@ export async function ensureOnChainSetup(
   logger: Logger,
   /** Only where the config is initialized, i.e. on a new chain: tests shorten the clocks. */
   rules: Partial<EscrowRules> = {},
+  options: SetupOptions = {},
 ): Promise<{ treasuryAccount: Address }> {
   const { feePayer, mint, mintAuthority, treasury } = keys;
-  await checkKeysFitConfig(backend, keys);
-  const payer = await backend.getAccount(feePayer.address);
-  if ((payer?.lamports ?? 0n) < FEE_PAYER_MINIMUM) await backend.requestAirdrop(feePayer.address, FEE_PAYER_TOP_UP);
+  await checkKeysFitConfig(backend, keys, options.program);
+  await topUpFeePayer(backend, feePayer.address, logger);
 
-  await ensureMint(backend, feePayer, mint, USDC_DECIMALS, mintAuthority.address);
-  await ensureMint(backend, feePayer, keys.nativeMint, NATIVE_DECIMALS, keys.nativeMintAuthority.address);
+  await ensureMint(backend, feePayer, mint, USDC_DECIMALS, mintAuthority.address, options);
+  await ensureMint(backend, feePayer, keys.nativeMint, NATIVE_DECIMALS, keys.nativeMintAuthority.address, options);
 
   const treasuryAccount = tokenAccounts.of(treasury.address);
   if (!(await backend.getAccount(treasuryAccount))) {
-    const { bytes } = await backend.latestBlockhash();
     const ix = createAssociatedTokenIdempotent({ payer: feePayer.address, ata: treasuryAccount, owner: treasury.address, mint: mint.address });
-    await backend.sendTransaction(buildTransaction(feePayer, [ix], bytes, []).wire);
+    await sendSetup(backend, feePayer, [ix], [], options);
   }
-  await ensureEscrowConfig(backend, keys, treasuryAccount, logger, { ...DEFAULT_RULES, ...rules });
+  await ensureEscrowConfig(backend, keys, treasuryAccount, logger, { ...DEFAULT_RULES, ...rules }, options);
   return { treasuryAccount };
 }

@@ -7,6 +7,7 @@ import { createSolanaRpc, type Address, type Base64EncodedWireTransaction, type 
 import { NATIVE_DECIMALS, base58Decode, type Signer } from "../core/index.ts";
 import { AssociatedTokenAddresses } from "./addresses.ts";
 import {
+  ESCROW_PROGRAM,
   ProgramError,
   configAddress,
   decodeConfig,
@@ -59,7 +60,11 @@ function refusal(error: unknown): string {
 export class StakeClient {
   private readonly rpc;
 
-  constructor(rpcUrl: string) {
+  constructor(
+    rpcUrl: string,
+    /** Where the escrow program lives on that chain (ESCROW_PROGRAM, the embedded chain's, by default). */
+    readonly program: Address = ESCROW_PROGRAM,
+  ) {
     this.rpc = createSolanaRpc(rpcUrl);
   }
 
@@ -69,13 +74,13 @@ export class StakeClient {
   }
 
   async config(): Promise<EscrowConfig> {
-    const data = await this.account(configAddress().address);
+    const data = await this.account(configAddress(this.program).address);
     if (!data) throw new Error("the escrow program's config is not on this chain: is this the service's chain?");
     return decodeConfig(data);
   }
 
   async status(worker: Address): Promise<StakeStatus> {
-    const [config, data] = await Promise.all([this.config(), this.account(stakeAddress(worker).address)]);
+    const [config, data] = await Promise.all([this.config(), this.account(stakeAddress(worker, this.program).address)]);
     const stake = data ? decodeStake(data) : undefined;
     const active = stake?.active ?? 0n;
     const unstaking = stake?.unstaking ?? 0n;
@@ -96,17 +101,17 @@ export class StakeClient {
   async stake(worker: Signer, amount: bigint): Promise<string> {
     const config = await this.config();
     const source = new AssociatedTokenAddresses(config.stakeMint).of(worker.address);
-    return this.send(worker, [escrowInstructions.stake({ worker: worker.address, payer: worker.address, source, amount })]);
+    return this.send(worker, [escrowInstructions.stake({ worker: worker.address, payer: worker.address, source, amount, program: this.program })]);
   }
 
   async requestUnstake(worker: Signer, amount: bigint): Promise<string> {
-    return this.send(worker, [escrowInstructions.requestUnstake({ worker: worker.address, amount })]);
+    return this.send(worker, [escrowInstructions.requestUnstake({ worker: worker.address, amount, program: this.program })]);
   }
 
   async withdrawStake(worker: Signer): Promise<string> {
     const config = await this.config();
     const destination = new AssociatedTokenAddresses(config.stakeMint).of(worker.address);
-    return this.send(worker, [escrowInstructions.withdrawStake({ worker: worker.address, destination })]);
+    return this.send(worker, [escrowInstructions.withdrawStake({ worker: worker.address, destination, program: this.program })]);
   }
 
   /** Signs with the worker as fee payer, sends, and waits until the chain has it; throws with the chain's error. */

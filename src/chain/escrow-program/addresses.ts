@@ -7,7 +7,11 @@ import { addressBytes, findProgramAddressAndBump, type ProgramAddress } from "..
 
 export type { ProgramAddress };
 
-/** The fixed id under which the embedded chain deploys program/escrow.so. */
+/**
+ * The fixed id under which the embedded chain deploys program/escrow.so, and every helper's
+ * default. On a cluster the program lives where `svc chain init` deployed it (the public key of
+ * `<keys dir>/escrow-program.json`), and the service passes that id to each helper.
+ */
 export const ESCROW_PROGRAM = "SvcEscrow1111111111111111111111111111111111" as Address;
 export const INSTRUCTIONS_SYSVAR = "Sysvar1nstructions1111111111111111111111111" as Address;
 /** The loader programs are deployed through on a cluster; its program data names the upgrade authority. */
@@ -28,6 +32,9 @@ export function deriveAddress(seeds: readonly Uint8Array[], program: Address = E
   }
   return found;
 }
+
+/** The upgradeable loader's program-data account of `program`: its bytes and its upgrade authority. */
+export const programDataAddress = (program: Address = ESCROW_PROGRAM) => deriveAddress([addressBytes(program)], UPGRADEABLE_LOADER);
 
 export const configAddress = (program?: Address) => deriveAddress([text("config")], program);
 /** Token authority of every vault and both pools; only the program signs for it. */

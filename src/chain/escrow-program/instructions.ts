@@ -9,12 +9,11 @@ import { SYSTEM_PROGRAM, TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
 import {
   ESCROW_PROGRAM,
   INSTRUCTIONS_SYSVAR,
-  UPGRADEABLE_LOADER,
   configAddress,
-  deriveAddress,
   disputeAddress,
   escrowAddress,
   escrowPoolAddress,
+  programDataAddress,
   stakeAddress,
   stakePoolAddress,
   vaultAddress,
@@ -130,7 +129,7 @@ export function initialize(a: {
     [TOKEN_PROGRAM, READONLY],
     [SYSTEM_PROGRAM, READONLY],
     [program, READONLY],
-    [deriveAddress([addressBytes(program)], UPGRADEABLE_LOADER).address, READONLY],
+    [programDataAddress(program).address, READONLY],
     ...extra,
   ], data, a.program);
 }
