@@ -1,4 +1,6 @@
 /**
+ * `svc chain init` (chain-init.ts) sets up a Solana cluster for the service.
+ *
  * `svc chain serve`: the embedded chain on its own, with the escrow program, the service's mints
  * and the program's config set up, served over Solana's JSON-RPC and WebSocket API (the same
  * server `svc dev` runs beside the gateway). Wallets, explorers and kit's client can use it as a
@@ -10,6 +12,7 @@ import { DEFAULT_RPC_PORT, openChain, startChainRpc } from "../chain/index.ts";
 import { createLogger, defaultLogFormat, type LogFormat } from "../core/index.ts";
 
 const HELP = `Usage: svc chain serve [--port <n>] [--host <addr>] [--data-dir <dir>] [--slot-ms <n>]
+       svc chain init --chain-url <url> --keys-dir <dir> [--priority-fee <n>]   (svc chain init --help)
 
 Runs the embedded Solana chain (LiteSVM, with the escrow program and its config) on its own and
 serves its JSON-RPC and WebSocket API. State, keys and the transaction log live in the data dir and
@@ -31,6 +34,7 @@ function usage(message: string): never {
 export async function runChain(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
   if (sub === "--help" || sub === "-h" || sub === undefined) return void console.log(HELP);
+  if (sub === "init") return (await import("./chain-init.ts")).runChainInit(rest);
   if (sub !== "serve") usage(`unknown subcommand '${sub}'`);
   let values;
   try {

@@ -10,7 +10,8 @@ Commands:
   serve     Start a gateway for production: no worker or dev wallet of its own, options from flags or env
   worker    Serve models to a gateway from this machine (and 'worker stake' / 'worker unstake')
   verify    Check a job's charge on the chain: its escrow, the worker's proof, the split
-  chain     'chain serve': the embedded chain on its own, over Solana's JSON-RPC
+  chain     'chain serve': the embedded chain on its own, over Solana's JSON-RPC;
+            'chain init': deploy the escrow program and set up a Solana cluster for the service
 
 Run 'svc <command> --help' for a command's options.`;
 

@@ -251,7 +251,11 @@ export class ClusterBackend implements ChainBackend {
 
   async requestAirdrop(address: Address, amount: bigint): Promise<void> {
     const signature = await this.rpc.requestAirdrop(address, lamports(amount), { commitment: this.options.commitment }).send();
-    const status = await Promise.race([this.watch.wait(signature), sleep(60_000)]);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<null>((resolve) => (timer = setTimeout(resolve, 60_000, null)));
+    const status = await Promise.race([this.watch.wait(signature), timeout]);
+    // Not left pending: a command that airdrops (`svc chain init`) would otherwise wait it out before exiting.
+    clearTimeout(timer);
     this.watch.forget(signature);
     if (!status?.ok) throw new Error(`airdrop ${signature} to ${address} ${status ? `failed: ${status.err}` : "was not confirmed within 60 s"}`);
   }
