@@ -107,7 +107,9 @@ export class LiteSvmBackend implements ChainBackend {
     svm.setSigverify(false);
     const store = ChainStore.open(options.dataDir, genesis, options.programs ?? [escrowProgramImage()], {
       restore: (accounts, slot) => {
-        for (const a of accounts) svm.setAccount(a.address, new Account(a.lamports, a.data, a.owner, a.executable, a.rentEpoch));
+        // A deployed program is loaded from its program data as it is set, so that goes first.
+        const ordered = [...accounts.filter((a) => !a.executable), ...accounts.filter((a) => a.executable)];
+        for (const a of ordered) svm.setAccount(a.address, new Account(a.lamports, a.data, a.owner, a.executable, a.rentEpoch));
         svm.warpToSlot(slot);
       },
       // LiteSVM deploys through the upgradeable loader with no upgrade authority: the bytes are fixed.

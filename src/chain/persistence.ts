@@ -10,8 +10,10 @@
  *
  * Opening restores the checkpoint into a fresh LiteSVM and re-executes the log's records after
  * it; each must reproduce its logged outcome, or opening fails rather than run on a diverged
- * chain. Built-in programs are loaded between the two: they are not in the log, and the
- * checkpoint leaves executable accounts out. The log is not truncated at a checkpoint: it is also the transaction history that
+ * chain. Built-in programs are loaded between the two: they are not in the log, and no
+ * transaction writes them. Programs deployed by transactions (`svc chain init` through the
+ * upgradeable loader) are accounts like any other and are checkpointed with their program data.
+ * The log is not truncated at a checkpoint: it is also the transaction history that
  * lookups by signature read, so a checkpoint only moves where replay starts.
  */
 import { mkdirSync } from "node:fs";
@@ -130,7 +132,7 @@ export class ChainStore {
       const address = new Uint8Array(Buffer.from(key, "latin1"));
       const account = this.hooks.account(address);
       if (!account) this.touched.delete(key);
-      else if (!account.executable) accounts.push({ address, ...account });
+      else accounts.push({ address, ...account });
     }
     const indexLength = this.index.persistBefore(logOffset);
     this.log.syncNow();

@@ -13,6 +13,8 @@ export interface ChainServer {
   keysDir: string;
   /** kill -9: whatever the chain had not made durable is gone. */
   kill(): Promise<void>;
+  /** Ctrl-C: the chain checkpoints everything and exits. */
+  stop(): Promise<void>;
   /** Starts it again on the same port and data dir. */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -41,6 +43,10 @@ export async function startChainServer(options: { slotMs?: number } = {}): Promi
     pid: () => current.run.child.pid!,
     keysDir: join(dir.path, "keys"),
     kill,
+    stop: async () => {
+      current.run.child.kill("SIGINT");
+      await current.run.exited();
+    },
     restart: async () => {
       current = await start(dir.path, port, slotMs);
     },
