@@ -37,8 +37,9 @@ export interface InitChainResult {
   changed: boolean;
 }
 
-const LAMPORTS_PER_SOL = 1_000_000_000;
-export const sol = (lamports: bigint) => `${(Number(lamports) / LAMPORTS_PER_SOL).toFixed(4).replace(/\.?0+$/, "")}`;
+const ONE_SOL = 1_000_000_000n;
+/** Lamports as SOL, to 4 decimals. */
+const sol = (lamports: bigint) => `${(Number(lamports) / Number(ONE_SOL)).toFixed(4).replace(/\.?0+$/, "")}`;
 
 /** A fee payer's worst case per transaction: two signatures, and the priority fee on the default 200,000 compute units. */
 function feePerTransaction(priorityFee: bigint | undefined): bigint {
@@ -86,9 +87,11 @@ async function lamportsNeeded(backend: ChainBackend, o: InitChainOptions, deploy
 async function ensureFunded(backend: ChainBackend, feePayer: Address, needed: bigint, say: (line: string) => void): Promise<void> {
   const held = (await backend.getAccount(feePayer))?.lamports ?? 0n;
   if (held >= needed) return;
+  // At least 1 SOL: a faucet may refuse amounts below an account's rent-exempt minimum.
+  const asked = needed - held > ONE_SOL ? needed - held : ONE_SOL;
   try {
-    await backend.requestAirdrop(feePayer, needed - held);
-    say(`Fee payer ${feePayer}: held ${sol(held)} SOL, airdropped ${sol(needed - held)} SOL`);
+    await backend.requestAirdrop(feePayer, asked);
+    say(`Fee payer ${feePayer}: held ${sol(held)} SOL, airdropped ${sol(asked)} SOL`);
   } catch (err) {
     throw new Error(
       `the fee payer ${feePayer} holds ${sol(held)} SOL and this run needs about ${sol(needed)} SOL (rent of the program and its accounts, and fees); ` +

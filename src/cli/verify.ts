@@ -7,10 +7,12 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { ChargeReader, DEFAULT_RPC_PORT } from "../chain/index.ts";
+import { toAddress } from "../chain/addresses.ts";
+import { ESCROW_PROGRAM } from "../chain/escrow-program/index.ts";
 import { checkCharge, formatReceipt, type ServiceClaims } from "../verify/index.ts";
 
 const HELP = `Usage: svc verify <job_id> [--base-url <url>] [--rpc <url>] [--output <file>]
-                  [--escrow-tx <signature>] [--settlement-tx <signature>]
+                  [--escrow-tx <signature>] [--settlement-tx <signature>] [--program <id>]
 
 Checks a job's charge on the chain: the program's escrow record, the lock (amount, tier, job id),
 the settlement's Ed25519 check of the worker's signature over the proof, the split between worker
@@ -23,6 +25,8 @@ Options:
   --output <file>          The text you received: its SHA-256 must be the worker's proof hash
   --escrow-tx <sig>        The lock transaction (default: found from the job's escrow address)
   --settlement-tx <sig>    The settlement transaction (likewise)
+  --program <id>           The escrow program's id on a cluster set up by 'svc chain init' (the id it
+                           printed; default: the embedded chain's fixed id)
   -h, --help               Show this help
 
 Exit status: 0 every check passed, 1 a check failed, 2 the receipt could not be checked.`;
@@ -42,6 +46,7 @@ function parse(argv: string[]) {
         output: { type: "string" },
         "escrow-tx": { type: "string" },
         "settlement-tx": { type: "string" },
+        program: { type: "string", default: ESCROW_PROGRAM },
         help: { type: "boolean", short: "h", default: false },
       },
       allowPositionals: true,
@@ -78,7 +83,7 @@ export async function runVerify(argv: string[]): Promise<void> {
   try {
     const claims = apiKey ? await claimsOf(values["base-url"]!, jobId!, apiKey) : undefined;
     const outputText = values.output === undefined ? undefined : await readFile(values.output, "utf8");
-    const facts = await new ChargeReader(values.rpc!).read(jobId!, { lock: values["escrow-tx"], settlement: values["settlement-tx"] });
+    const facts = await new ChargeReader(values.rpc!, toAddress(values.program!)).read(jobId!, { lock: values["escrow-tx"], settlement: values["settlement-tx"] });
     const checks = checkCharge(facts, { ...(claims ? { claims } : {}), ...(outputText !== undefined ? { outputText } : {}) });
     report = formatReceipt(facts, checks);
     failed = checks.filter((c) => !c.ok).length;

@@ -8,9 +8,11 @@ import { basename, dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { StakeClient, formatNative, nativeUnits, type StakeStatus } from "../chain/index.ts";
 import { DEFAULT_RPC_PORT } from "../chain/index.ts";
+import { toAddress } from "../chain/addresses.ts";
+import { ESCROW_PROGRAM } from "../chain/escrow-program/index.ts";
 import { loadOrCreateKeypair } from "../core/index.ts";
 
-const HELP = `Usage: svc worker stake [<tokens>] --keypair <file.json> [--rpc <url>]
+const HELP = `Usage: svc worker stake [<tokens>] --keypair <file.json> [--rpc <url>] [--program <id>]
        svc worker unstake <tokens> --keypair <file.json> [--rpc <url>]
        svc worker unstake --withdraw --keypair <file.json> [--rpc <url>]
 
@@ -23,6 +25,8 @@ Options:
   --keypair <file.json>  The worker's keypair (the one 'svc worker' serves with)
   --rpc <url>            The chain's JSON-RPC (default http://127.0.0.1:${DEFAULT_RPC_PORT}, as 'svc dev' serves it)
   --withdraw             With unstake: withdraw everything whose cooldown has passed
+  --program <id>         The escrow program's id on a cluster set up by 'svc chain init' (the id it
+                         printed; default: the embedded chain's fixed id)
   -h, --help             Show this help`;
 
 function describe(s: StakeStatus): string {
@@ -43,6 +47,7 @@ function parse(argv: string[], fail: (message: string) => never) {
         keypair: { type: "string" },
         rpc: { type: "string", default: `http://127.0.0.1:${DEFAULT_RPC_PORT}` },
         withdraw: { type: "boolean", default: false },
+        program: { type: "string", default: ESCROW_PROGRAM },
         help: { type: "boolean", short: "h", default: false },
       },
       allowPositionals: true,
@@ -69,7 +74,13 @@ export async function runWorkerStake(command: "stake" | "unstake", argv: string[
     fail((error as Error).message);
   }
   const worker = await loadOrCreateKeypair(dirname(values.keypair!), basename(values.keypair!, ".json"));
-  const client = new StakeClient(values.rpc!);
+  let program;
+  try {
+    program = toAddress(values.program!);
+  } catch {
+    fail(`--program is not an address: ${values.program}`);
+  }
+  const client = new StakeClient(values.rpc!, program);
   try {
     if (command === "stake" && amount !== undefined) console.log(`Staked ${formatNative(amount)}: ${await client.stake(worker, amount)}`);
     if (command === "unstake" && amount !== undefined) console.log(`Unstaking ${formatNative(amount)}: ${await client.requestUnstake(worker, amount)}`);
