@@ -11,6 +11,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { PGlite, types } from "@electric-sql/pglite";
 import type { Db } from "./db.ts";
+import { PreparedStatements } from "./pglite-statements.ts";
 import { TxHandle } from "./tx.ts";
 
 /**
@@ -52,7 +53,11 @@ const currentTransaction = new AsyncLocalStorage<OpenTransaction>();
 class PgliteDb implements Db {
   readonly kind = "pglite" as const;
 
-  constructor(private readonly pg: PGlite) {}
+  private readonly statements: PreparedStatements;
+
+  constructor(private readonly pg: PGlite) {
+    this.statements = new PreparedStatements(pg);
+  }
 
   async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
     this.#refuseInsideOwnTransaction();
@@ -70,7 +75,7 @@ class PgliteDb implements Db {
     return currentTransaction.run(state, () =>
       this.pg.transaction(async (raw) => {
         const handle = new TxHandle("pglite", {
-          query: async (sql, params) => (await raw.query(sql, params)).rows,
+          query: async (sql, params) => (await this.statements.query(sql, params)) ?? (await raw.query(sql, params)).rows,
           exec: async (sql) => {
             await raw.exec(sql);
           },

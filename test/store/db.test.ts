@@ -29,6 +29,35 @@ for (const backend of testDatabases()) {
       assert.deepEqual(row, { big, bigs: [1n, -2n, big], at, doc: { a: [1, "x"] }, dec: "1.50", i: 5, c: 1n });
     });
 
+    // On PGlite, statements inside a transaction run as prepared statements after their first run.
+    it("reads and writes every type the same inside transactions, the first time and after", async () => {
+      await db.exec("CREATE TABLE typed_tx (big bigint, bigs bigint[], at timestamptz, doc jsonb, bytes bytea, label text)");
+      const insert = "INSERT INTO typed_tx VALUES ($1, $2, $3, $4, $5, $6) RETURNING big, bigs, at, doc, bytes, label";
+      const rows = [
+        { big: 2n ** 62n + 7n, bigs: [1n, -2n], at: new Date("2026-11-21T10:00:00.123Z"), doc: { a: [1, "x"] }, bytes: new Uint8Array([0, 255, 7]), label: "first" },
+        { big: -5n, bigs: [], at: new Date("2027-01-01T00:00:00.000Z"), doc: { list: [null, true] }, bytes: new Uint8Array([]), label: "second" },
+        { big: null, bigs: null, at: null, doc: null, bytes: null, label: null },
+      ];
+      for (const row of rows) {
+        const returned = await db.transaction((tx) => tx.query<{ bytes: Uint8Array | null }>(insert, Object.values(row)));
+        // bytea comes back as a Buffer from pg, a Uint8Array from PGlite: the bytes are what count.
+        assert.deepEqual(returned.map((r) => ({ ...r, bytes: r.bytes && new Uint8Array(r.bytes) })), [row]);
+      }
+      const labels = await db.transaction((tx) => tx.query<{ label: string }>("SELECT label FROM typed_tx WHERE label = ANY($1::text[]) ORDER BY label", [["second", "first", "none"]]));
+      assert.deepEqual(labels, [{ label: "first" }, { label: "second" }]);
+    });
+
+    it("reports a failed statement inside a transaction with its SQLSTATE, the first time and after", async () => {
+      await db.query("INSERT INTO items (id) VALUES ('taken')");
+      for (let attempt = 0; attempt < 2; attempt++) {
+        await assert.rejects(
+          db.transaction((tx) => tx.query("INSERT INTO items (id) VALUES ($1)", ["taken"])),
+          (err) => sqlState(err) === "23505",
+        );
+      }
+      assert.deepEqual(await db.transaction((tx) => tx.query("SELECT id FROM items WHERE id = $1", ["taken"])), [{ id: "taken" }]);
+    });
+
     it("commits a transaction and returns its result", async () => {
       const result = await db.transaction(async (tx) => {
         await tx.query("INSERT INTO items (id) VALUES ('committed')");
