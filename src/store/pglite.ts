@@ -18,6 +18,13 @@ import { TxHandle } from "./tx.ts";
  * `image` (in memory only) starts from a data directory saved by `pgliteImage` instead of running
  * initdb, which takes seconds here; tests use it to get a fresh database quickly.
  */
+/**
+ * PostgreSQL's defaults as PGlite sets them give a 160 MB buffer cache, allocated inside the
+ * WebAssembly memory and never returned: most of an idle node's footprint. The embedded database
+ * of one node holds the working set of recent jobs; the operating system's page cache holds the rest.
+ */
+const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers=1MB", "maintenance_work_mem=16MB"];
+
 export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
   let dir: string | undefined;
   if (dataDir) {
@@ -28,6 +35,7 @@ export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
   // theory, but a number that silently rounds is not acceptable for a ledger.
   const pg = await PGlite.create(dir, {
     parsers: { [types.INT8]: (v: string) => BigInt(v) },
+    postgresqlconf: MEMORY_SETTINGS,
     ...(image && !dir ? { loadDataDir: image } : {}),
   });
   return new PgliteDb(pg);
