@@ -53,13 +53,33 @@ export async function openPostgres(url: string, options: Pick<OpenDbOptions, "sc
   return new PostgresDb(pool);
 }
 
+/** Distinct statement texts run as named statements; past this, unnamed (multi-row VALUES lists vary in length). */
+const MAX_NAMED = 1_000;
+
+/**
+ * Statements with parameters run as named prepared statements: each connection parses and plans
+ * a text once (pg keeps the names it prepared per connection) instead of on every run. Not behind
+ * a transaction-mode connection pooler (PgBouncer's), which does not keep them; docs/deploy.md.
+ */
+class StatementNames {
+  private readonly names = new Map<string, string>();
+
+  config(text: string, values: unknown[] | undefined): pg.QueryConfig {
+    if (values === undefined || values.length === 0) return { text };
+    let name = this.names.get(text);
+    if (name === undefined && this.names.size < MAX_NAMED) this.names.set(text, (name = `svc_${this.names.size + 1}`));
+    return name === undefined ? { text, values } : { name, text, values };
+  }
+}
+
 class PostgresDb implements Db {
   readonly kind = "postgres" as const;
+  private readonly statements = new StatementNames();
 
   constructor(private readonly pool: pg.Pool) {}
 
   async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
-    return (await this.pool.query(sql, params)).rows as T[];
+    return (await this.pool.query(this.statements.config(sql, params))).rows as T[];
   }
 
   async exec(sql: string): Promise<void> {
@@ -69,7 +89,7 @@ class PostgresDb implements Db {
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     const handle = new TxHandle("postgres", {
-      query: async (sql, params) => (await client.query(sql, params)).rows,
+      query: async (sql, params) => (await client.query(this.statements.config(sql, params))).rows,
       exec: async (sql) => {
         await client.query(sql);
       },
