@@ -17,7 +17,7 @@ import type { Db } from "../src/store/index.ts";
 import { TxHandle } from "../src/store/tx.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
-import { fundedClient } from "./support.ts";
+import { benchStorage, fundedClient } from "./support.ts";
 
 const JOBS = Number(process.argv[2] ?? 100);
 const MODEL = "Qwen/Qwen3-1.7B";
@@ -26,9 +26,10 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
 const upstream = await startUpstream("vllm", { model: "qwen3-1.7b", reply: ["Hello", " there", "."], contextWindow: 32_768 });
 const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: "qwen3-1.7b" });
 const dir = await mkdtemp(join(tmpdir(), "svc-statements-"));
+const storage = await benchStorage(process.env.DATABASE_URL ? "postgres" : "pglite", dir);
 const service = await startService({
   port: 0,
-  ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL, databaseSchema: `statements_${Date.now()}` } : { dataDir: dir }),
+  ...storage.options,
   seedWorkers: [new WorkerNode(generateKeypair(), new Map([[MODEL, engine]]), false)],
   rateLimit: false,
 });
@@ -77,7 +78,7 @@ const wallMs = performance.now() - started;
 await settle();
 counting = false;
 
-console.log(`${JOBS} sequential jobs; storage: ${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite on disk"}`);
+console.log(`${JOBS} sequential jobs; storage: ${storage.label}`);
 console.log("per job  ms/job  statement");
 let statements = 0;
 let awaitedMs = 0;
@@ -91,6 +92,7 @@ console.log(
     `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms per request, one at a time`,
 );
 await service.close();
+await storage.drop();
 await engine.close();
 await upstream.close();
 await rm(dir, { recursive: true, force: true });

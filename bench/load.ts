@@ -3,8 +3,9 @@
  * instant upstream, in one run: an OpenAI-compatible upstream answering at once (the test
  * upstream, vLLM dialect), a worker serving Qwen/Qwen3-1.7B through it, and autocannon driving
  * each target at 1, 32 and 256 connections, interleaved. After each gateway run it waits for every
- * job to settle and reports how long the backlog took. The service runs on svc dev's defaults
- * (PGlite on disk, the embedded chain), or on PostgreSQL when DATABASE_URL is set.
+ * job to settle and reports how long the backlog took and how many jobs settled a second. The
+ * service runs on svc dev's defaults (PGlite on disk, the embedded chain on disk), and then again
+ * on PostgreSQL when DATABASE_URL is set.
  *
  * Run: npm run bench:load [-- <seconds per run, default 5>]
  */
@@ -18,7 +19,7 @@ import { OpenAiEngine } from "../src/inference/openai-engine.ts";
 import { startService, type Service } from "../src/service.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
-import { fundedClient } from "./support.ts";
+import { type BenchStorage, benchStorage, fundedClient } from "./support.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const MODEL = "Qwen/Qwen3-1.7B";
@@ -48,6 +49,7 @@ interface Row {
   errors: number;
   timeouts: number;
   settleMs?: number;
+  settledPerSecond?: number;
 }
 
 async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string): Promise<Row> {
@@ -67,41 +69,57 @@ async function settled(service: Service): Promise<number> {
 
 const upstream = await startUpstream("vllm", { model: UPSTREAM_MODEL, reply: ["Hello", " there", "."], contextWindow: 32_768 });
 const proxy = await startProxy(new URL(upstream.baseUrl));
+const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
 const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: UPSTREAM_MODEL });
-const service = await startService({
-  port: 0,
-  ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL, databaseSchema: `load_${Date.now()}` } : { dataDir: dir }),
-  seedWorkers: [new WorkerNode(generateKeypair(), new Map([[MODEL, engine]]), false)],
-  // No per-IP limit: one load generator is one client. (Written as a huge limit, not `false`,
-  // so the same bench runs on commits from before the limit could be turned off.)
-  rateLimit: { ratePerSecond: 1e9, burst: 1e9 },
-});
-const client = await fundedClient(service, 10_000_000);
-const auth = { authorization: `Bearer ${client.apiKey}` };
-const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
+
+const settledJobs = async (service: Service) =>
+  (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
+
+/** The proxy and one gateway in turn at each concurrency; then every job of the run settled. */
+async function driveService(storage: BenchStorage, rows: Row[]): Promise<number> {
+  const service = await startService({
+    port: 0,
+    ...storage.options,
+    seedWorkers: [new WorkerNode(generateKeypair(), new Map([[MODEL, engine]]), false)],
+    // No per-IP limit: one load generator is one client. (Written as a huge limit, not `false`,
+    // so the same bench runs on commits from before the limit could be turned off.)
+    rateLimit: { ratePerSecond: 1e9, burst: 1e9 },
+  });
+  const client = await fundedClient(service, 10_000_000);
+  const auth = { authorization: `Bearer ${client.apiKey}` };
+  for (const connections of [1, 32, 256]) {
+    rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL));
+    const before = await settledJobs(service);
+    const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL);
+    row.settleMs = await settled(service);
+    row.settledPerSecond = (await settledJobs(service) - before) / ((SECONDS * 1000 + row.settleMs) / 1000);
+    rows.push(row);
+  }
+  const jobs = await settledJobs(service);
+  await service.close();
+  await storage.drop();
+  return jobs;
+}
 
 const rows: Row[] = [];
-for (const connections of [1, 32, 256]) {
-  rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL));
-  const row = await drive("gateway", `${service.baseUrl}/chat/completions`, connections, auth, MODEL);
-  row.settleMs = await settled(service);
-  rows.push(row);
-}
-const [jobs] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'");
+const kinds = process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const);
+let jobs = 0;
+for (const kind of kinds) jobs += await driveService(await benchStorage(kind, join(dir, kind)), rows);
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
-console.log(`${SECONDS} s per run; storage: ${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite on disk"}; ${jobs!.n} jobs settled in all`);
-console.log("target        conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  backlog settled in");
-for (const r of rows) {
-  const proxyRow = rows.find((p) => p.target === "plain proxy" && p.connections === r.connections)!;
-  const ratio = r.target === "gateway" ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
+console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  settled/s  backlog settled in");
+for (const [i, r] of rows.entries()) {
+  // The proxy row measured just before this gateway row: the baseline of the same moment.
+  const proxyRow = rows[i - 1]!;
+  const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
+  const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)}`;
   console.log(
-    `${r.target.padEnd(12)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${r.settleMs === undefined ? "" : `${r.settleMs.toFixed(0)} ms`.padStart(18)}`,
+    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${settledColumns}`,
   );
 }
-console.log(`RSS of this process (service, upstream, proxy and load generator together): ${rssMb.toFixed(0)} MB`);
-await service.close();
+console.log(`RSS of this process (services, upstream, proxy and load generator together): ${rssMb.toFixed(0)} MB`);
 await engine.close();
 proxy.close();
 await upstream.close();

@@ -5,6 +5,7 @@ import { issueApiKey } from "../src/accounts/accounts.ts";
 import { generateKeypair } from "../src/core/keys.ts";
 import type { Engine, GenerationRequest } from "../src/inference/engine.ts";
 import type { Service } from "../src/service.ts";
+import { type Db, openDb } from "../src/store/index.ts";
 
 export const BENCH_MESSAGES = [{ role: "user" as const, content: "Hello" }];
 export const BENCH_MAX_TOKENS = 16;
@@ -44,4 +45,30 @@ export function row(name: string, values: number[], width = 44): string {
 
 export function signedMs(ms: number): string {
   return `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;
+}
+
+/** Where a bench's service keeps its data: PGlite on disk, or a fresh schema of DATABASE_URL's database. */
+export interface BenchStorage {
+  label: string;
+  /** The chain and keys stay in `dataDir` either way. */
+  options: { dataDir: string; db?: Db };
+  /** Drops the schema (PostgreSQL), once the service is closed; the caller removes its own data dir. */
+  drop(): Promise<void>;
+}
+
+export async function benchStorage(kind: "pglite" | "postgres", dataDir: string): Promise<BenchStorage> {
+  if (kind === "pglite") return { label: "PGlite on disk", options: { dataDir }, drop: async () => undefined };
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error("PostgreSQL needs DATABASE_URL");
+  const schema = `bench_${process.pid}_${Date.now()}`;
+  const db = await openDb({ databaseUrl: url, schema });
+  await db.exec(`CREATE SCHEMA ${schema}`);
+  return {
+    label: "PostgreSQL",
+    options: { dataDir, db },
+    drop: async () => {
+      const admin = await openDb({ databaseUrl: url });
+      await admin.exec(`DROP SCHEMA ${schema} CASCADE`).finally(() => admin.close());
+    },
+  };
 }
