@@ -24,5 +24,7 @@ export { StakeClient, formatNative, nativeUnits } from "./stake-client.ts";
 export type { StakeStatus } from "./stake-client.ts";
 export { ChargeReader, hashText } from "./charge-reader.ts";
 export type { ChainTransactionFacts, ChargeFacts } from "./charge-reader.ts";
-export { tierOfCode } from "./escrow-program/index.ts";
+export { ESCROW_PROGRAM, tierOfCode } from "./escrow-program/index.ts";
+export { toAddress } from "./addresses.ts";
+export { initChain } from "./chain-init.ts";
 export type { EscrowConfig, JobEscrow } from "./escrow-program/index.ts";

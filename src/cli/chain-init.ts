@@ -5,7 +5,7 @@
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { initChain } from "../chain/chain-init.ts";
+import { initChain } from "../chain/index.ts";
 import { sharedPartsOption } from "./options.ts";
 
 export const INIT_HELP = `Usage: svc chain init --chain-url <url> --keys-dir <dir> [--priority-fee <n>]

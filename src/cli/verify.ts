@@ -6,9 +6,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { ChargeReader, DEFAULT_RPC_PORT } from "../chain/index.ts";
-import { toAddress } from "../chain/addresses.ts";
-import { ESCROW_PROGRAM } from "../chain/escrow-program/index.ts";
+import { ChargeReader, DEFAULT_RPC_PORT, ESCROW_PROGRAM, toAddress } from "../chain/index.ts";
 import { checkCharge, formatReceipt, type ServiceClaims } from "../verify/index.ts";
 
 const HELP = `Usage: svc verify <job_id> [--base-url <url>] [--rpc <url>] [--output <file>]

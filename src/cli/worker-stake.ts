@@ -6,10 +6,7 @@
  */
 import { basename, dirname } from "node:path";
 import { parseArgs } from "node:util";
-import { StakeClient, formatNative, nativeUnits, type StakeStatus } from "../chain/index.ts";
-import { DEFAULT_RPC_PORT } from "../chain/index.ts";
-import { toAddress } from "../chain/addresses.ts";
-import { ESCROW_PROGRAM } from "../chain/escrow-program/index.ts";
+import { DEFAULT_RPC_PORT, ESCROW_PROGRAM, StakeClient, formatNative, nativeUnits, toAddress, type StakeStatus } from "../chain/index.ts";
 import { loadOrCreateKeypair } from "../core/index.ts";
 
 const HELP = `Usage: svc worker stake [<tokens>] --keypair <file.json> [--rpc <url>] [--program <id>]
