@@ -146,9 +146,11 @@ export class WorkerClient {
     this.stopped = true;
     clearTimeout(this.reconnectTimer);
     this.send({ type: "drain" });
-    await Promise.race([Promise.allSettled([...this.running.values()].map((j) => j.finished)), delay(timeoutMs)]);
+    const finished = Promise.allSettled([...this.running.values()].map((j) => j.finished)).then(() => true);
+    const allFinished = await Promise.race([finished, delay(timeoutMs).then(() => false)]);
     this.forgetOverdueSettlements();
-    if (this.ws?.readyState === WebSocket.OPEN && this.unsettled.size > 0) {
+    // A job still running past the bound is stopped now, not after the wait for earlier jobs' notices.
+    if (allFinished && this.ws?.readyState === WebSocket.OPEN && this.unsettled.size > 0) {
       await Promise.race([new Promise<void>((resolve) => (this.onSettledChange = () => this.unsettled.size === 0 && resolve())), delay(SETTLEMENT_WAIT_MS)]);
     }
     await this.close();
