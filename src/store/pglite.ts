@@ -7,6 +7,7 @@
  * so that is refused with an error (see `insideOwnTransaction`).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { PGlite, types } from "@electric-sql/pglite";
@@ -15,29 +16,40 @@ import { PreparedStatements } from "./pglite-statements.ts";
 import { TxHandle } from "./tx.ts";
 
 /**
- * `image` (in memory only) starts from a data directory saved by `pgliteImage` instead of running
- * initdb, which takes seconds here; tests use it to get a fresh database quickly.
- */
-/**
  * PostgreSQL's defaults as PGlite sets them give a 160 MB buffer cache, allocated inside the
  * WebAssembly memory and never returned: most of an idle node's footprint. The embedded database
  * of one node holds the working set of recent jobs; the operating system's page cache holds the rest.
  */
 const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers=1MB", "maintenance_work_mem=16MB"];
 
+function createPglite(dir: string | undefined, image?: Blob): Promise<PGlite> {
+  // int8 (and int8[] through it) as bigint: money amounts exceed 2^53 in base units only in
+  // theory, but a number that silently rounds is not acceptable for a ledger.
+  return PGlite.create(dir, {
+    parsers: { [types.INT8]: (v: string) => BigInt(v) },
+    postgresqlconf: MEMORY_SETTINGS,
+    ...(image && !dir ? { loadDataDir: image } : {}),
+  });
+}
+
+/**
+ * `image` (in memory only) starts from a data directory saved by `pgliteImage` instead of running
+ * initdb, which takes seconds here; tests use it to get a fresh database quickly.
+ */
 export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
   let dir: string | undefined;
   if (dataDir) {
     dir = join(dataDir, "pgdata");
     await mkdir(dir, { recursive: true });
   }
-  // int8 (and int8[] through it) as bigint: money amounts exceed 2^53 in base units only in
-  // theory, but a number that silently rounds is not acceptable for a ledger.
-  const pg = await PGlite.create(dir, {
-    parsers: { [types.INT8]: (v: string) => BigInt(v) },
-    postgresqlconf: MEMORY_SETTINGS,
-    ...(image && !dir ? { loadDataDir: image } : {}),
-  });
+  const fresh = dir !== undefined && !existsSync(join(dir, "PG_VERSION"));
+  let pg = await createPglite(dir, image);
+  if (fresh) {
+    // initdb grows the instance's WebAssembly memory to over half a gigabyte, which it never
+    // gives back; an instance opened on the initialized directory starts small (~0.5 s, once).
+    await pg.close();
+    pg = await createPglite(dir);
+  }
   return new PgliteDb(pg);
 }
 
