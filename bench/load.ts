@@ -7,9 +7,11 @@
  * service runs on svc dev's defaults (PGlite on disk, the embedded chain on disk), and then again
  * on PostgreSQL when DATABASE_URL is set.
  *
- * Run: npm run bench:load [-- <seconds per run, default 5>]
+ * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes a CPU
+ * profile of the PGlite gateway's 32-connection run.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +24,8 @@ import { startUpstream } from "../test/support/upstream-server.ts";
 import { type BenchStorage, benchStorage, fundedClient } from "./support.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
+/** PROFILE=<file>: a CPU profile of this process over the first gateway run at 32 connections only. */
+const PROFILE = process.env.PROFILE;
 const MODEL = "Qwen/Qwen3-1.7B";
 const UPSTREAM_MODEL = "qwen3-1.7b";
 /** The same request: the gateway's catalog id, the upstream's own name for the proxy. */
@@ -76,6 +80,21 @@ const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: UP
 const settledJobs = async (service: Service) =>
   (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
 
+/** The inspector's profiler, saved where Chrome's DevTools can open it. */
+async function startProfile(): Promise<{ save(path: string): Promise<void> }> {
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+  return {
+    async save(path) {
+      const { profile } = await session.post("Profiler.stop");
+      await writeFile(path, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
 /** The proxy and one gateway in turn at each concurrency; then every job of the run settled. */
 async function driveService(storage: BenchStorage, rows: Row[]): Promise<number> {
   const service = await startService({
@@ -91,7 +110,9 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   for (const connections of [1, 32, 256]) {
     rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL));
     const before = await settledJobs(service);
+    const profiling = PROFILE !== undefined && connections === 32 && rows.length === 3 ? await startProfile() : undefined;
     const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL);
+    if (profiling) await profiling.save(PROFILE!);
     row.settleMs = await settled(service);
     row.settledPerSecond = (await settledJobs(service) - before) / ((SECONDS * 1000 + row.settleMs) / 1000);
     rows.push(row);
