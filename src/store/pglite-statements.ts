@@ -5,8 +5,8 @@
  * against the plan PostgreSQL keeps for it. Values are serialized and results parsed exactly as
  * `PGlite.query` does, with the instance's own serializers and parsers.
  *
- * Callers must hold PGlite's transaction (the statements run on its one connection); runs take its
- * query lock, as `PGlite`'s own transaction handle does.
+ * A statement inside a transaction runs on the connection the caller's transaction holds; every
+ * run takes PGlite's query lock, as its own transaction handle does.
  */
 import { type PGlite, parse, protocol } from "@electric-sql/pglite";
 
@@ -28,8 +28,18 @@ export class PreparedStatements {
 
   constructor(private readonly pg: PGlite) {}
 
-  /** Rows of `sql` run with `params`, inside the caller's transaction. */
-  async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[] | undefined> {
+  /**
+   * Rows of `sql` run with `params`, or undefined when the text is not kept prepared: inside the
+   * caller's transaction, or (`alone`) as a statement of its own, waiting like `PGlite.query` for
+   * any open transaction to end (PGlite's lock between the two; the method is public though named
+   * as internal, in the version this project pins).
+   */
+  async query<T>(sql: string, params: readonly unknown[] = [], alone = false): Promise<T[] | undefined> {
+    if (!alone) return this.run<T>(sql, params, false);
+    return this.pg._runExclusiveTransaction(() => this.run<T>(sql, params, true));
+  }
+
+  private async run<T>(sql: string, params: readonly unknown[], syncToFs: boolean): Promise<T[] | undefined> {
     const statement = this.prepared.get(sql) ?? (this.prepared.size < MAX_PREPARED ? await this.prepare(sql) : undefined);
     if (statement === undefined) return undefined;
     const values = params.map((value, i) => this.serialized(value, statement.parameterTypes[i]!));
@@ -39,7 +49,7 @@ export class PreparedStatements {
       serialize.execute({}),
       serialize.sync(),
     ]);
-    const { messages } = await this.pg.runExclusive(() => this.pg.execProtocol(message, { syncToFs: false }));
+    const { messages } = await this.pg.runExclusive(() => this.pg.execProtocol(message, { syncToFs }));
     return parse.parseResults(messages, this.pg.parsers)[0]?.rows as T[];
   }
 

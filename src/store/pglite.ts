@@ -81,7 +81,7 @@ class PgliteDb implements Db {
 
   async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
     this.#refuseInsideOwnTransaction();
-    return (await this.pg.query<T>(sql, params)).rows;
+    return (await this.statements.query<T>(sql, params ?? [], true)) ?? (await this.pg.query<T>(sql, params)).rows;
   }
 
   async exec(sql: string): Promise<void> {
