@@ -42,7 +42,7 @@ import type {
   SettleInput,
 } from "./types.ts";
 import { buildTransaction, parseTransaction } from "./wire.ts";
-import { BoundedMap } from "./bounded-map.ts";
+import { BoundedMap } from "../core/index.ts";
 
 export type {
   ChainReceipt,

@@ -1,5 +1,6 @@
 /** The core part's public surface: what other parts import from it. */
 export { base58Decode, base58Encode } from "./base58.ts";
+export { BoundedMap } from "./bounded-map.ts";
 export { Channel } from "./channel.ts";
 export { ApiError, ERROR_CODES, insufficientCredits } from "./errors.ts";
 export { idBody, isId, newId } from "./ids.ts";

@@ -7,6 +7,7 @@ import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { Address } from "@solana/kit";
 import { base58Decode, base58Encode } from "./base58.ts";
+import { BoundedMap } from "./bounded-map.ts";
 
 export interface Signer {
   readonly address: Address;
@@ -33,15 +34,34 @@ export function publicKeyOf(address: string): Uint8Array | undefined {
   }
 }
 
+/**
+ * Public keys by address, as OpenSSL takes them (null: not a key). Making one costs about as much
+ * as the verification itself, and the gateway verifies the same few workers' proofs again and again.
+ */
+const verifyingKeys = new BoundedMap<KeyObject | null>(10_000);
+
+function verifyingKey(address: string): KeyObject | null {
+  let key = verifyingKeys.get(address);
+  if (key === undefined) {
+    const raw = publicKeyOf(address);
+    try {
+      key = raw === undefined ? null : createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: "der", type: "spki" });
+    } catch {
+      // A 32-byte string that is not a point on the curve.
+      key = null;
+    }
+    verifyingKeys.set(address, key);
+  }
+  return key;
+}
+
 /** Whether `signature` is the Ed25519 signature of `message` by the key of `address`. */
 export function verifyEd25519(address: string, message: Uint8Array, signature: Uint8Array): boolean {
-  const raw = publicKeyOf(address);
-  if (raw === undefined || signature.length !== 64) return false;
+  const key = verifyingKey(address);
+  if (key === null || signature.length !== 64) return false;
   try {
-    const key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: "der", type: "spki" });
     return verify(null, message, key, signature);
   } catch {
-    // A 32-byte string that is not a point on the curve.
     return false;
   }
 }

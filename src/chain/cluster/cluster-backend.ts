@@ -26,7 +26,7 @@ import {
 import { base58Decode, base58Encode } from "../../core/index.ts";
 import { TOKEN_ACCOUNT_SIZE, TOKEN_PROGRAM } from "../addresses.ts";
 import { ChainTxError, type AccountInfo, type ChainBackend, type RecentBlockhash, type SentTransaction, type StoredTransaction, type TransactionStatus } from "../backend.ts";
-import { BoundedMap } from "../bounded-map.ts";
+import { BoundedMap } from "../../core/index.ts";
 import { describeRpcTransactionError } from "../svm-errors.ts";
 import { parseTransaction } from "../wire.ts";
 import { storedTransaction, type RpcTransactionResult } from "./stored-transaction.ts";
