@@ -29,7 +29,8 @@ const dir = await tempDir("svc-api-");
 let smallEngine: LlamaEngine | undefined;
 
 before(async () => {
-  gateway = await startTestGateway({ db: await migratedTestDb(), workers: [await testWorker(), await testWorker()], credits: 1000 });
+  // No random audits: one re-runs a job on the other worker and so takes its turn (1 in 100 jobs).
+  gateway = await startTestGateway({ db: await migratedTestDb(), workers: [await testWorker(), await testWorker()], credits: 1000, disputes: { auditShare: 0 } });
 });
 after(async () => {
   for (const client of clients) await client.close();
