@@ -3,7 +3,8 @@
  * instant upstream, in one run: an OpenAI-compatible upstream answering at once (the test
  * upstream, vLLM dialect), a worker serving Qwen/Qwen3-1.7B through it, and autocannon driving
  * each target at 1, 32 and 256 connections, interleaved. After each gateway run it waits for every
- * job to settle and reports how long the backlog took and how many jobs settled a second. The
+ * job to settle and reports how long the backlog took and how many jobs settled a second. Before
+ * the load, it times sequential requests straight to the upstream and through the gateway. The
  * service runs on svc dev's defaults (PGlite on disk, the embedded chain on disk), and then again
  * on PostgreSQL when DATABASE_URL is set.
  *
@@ -21,6 +22,7 @@ import { OpenAiEngine } from "../src/inference/openai-engine.ts";
 import { startService, type Service } from "../src/service.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
+import { latencyLine, measureLatency } from "./latency.ts";
 import { type BenchStorage, benchStorage, fundedClient } from "./support.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
@@ -107,6 +109,14 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   });
   const client = await fundedClient(service, 10_000_000);
   const auth = { authorization: `Bearer ${client.apiKey}` };
+  const [direct, through] = await measureLatency(
+    { url: `${upstream.baseUrl}/chat/completions`, headers: {}, model: UPSTREAM_MODEL },
+    { url: `${service.baseUrl}/chat/completions`, headers: auth, model: MODEL },
+  );
+  latencyLines.push(
+    latencyLine(`JSON request, ${storage.label}`, direct.jsonMs, through.jsonMs),
+    latencyLine(`first token, ${storage.label}`, direct.firstTokenMs, through.firstTokenMs),
+  );
   for (const connections of [1, 32, 256]) {
     rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL));
     const before = await settledJobs(service);
@@ -124,6 +134,7 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
 }
 
 const rows: Row[] = [];
+const latencyLines: string[] = [];
 const kinds = process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const);
 let jobs = 0;
 for (const kind of kinds) jobs += await driveService(await benchStorage(kind, join(dir, kind)), rows);
@@ -140,6 +151,8 @@ for (const [i, r] of rows.entries()) {
     `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${settledColumns}`,
   );
 }
+console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");
+for (const line of latencyLines) console.log(line);
 console.log(`RSS of this process (services, upstream, proxy and load generator together): ${rssMb.toFixed(0)} MB`);
 await engine.close();
 proxy.close();
