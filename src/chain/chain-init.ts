@@ -9,13 +9,13 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Address } from "@solana/kit";
-import { type Keypair, loadOrCreateKeypair, silentLogger } from "../core/index.ts";
+import { type Keypair, loadOrCreateKeypair, readKeypair, silentLogger } from "../core/index.ts";
 import { AssociatedTokenAddresses, MINT_SIZE, TOKEN_ACCOUNT_SIZE } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
 import { ClusterBackend } from "./cluster/index.ts";
 import { type DeployEvent, chunkSize, deployProgram, deployRent, holdsElf, programOnChain } from "./deploy.ts";
 import { CONFIG_SIZE, configAddress, escrowProgramImage } from "./escrow-program/index.ts";
-import { ensureOnChainSetup, loadServiceKeys, readKeypairIfPresent, type ServiceKeys } from "./setup.ts";
+import { LAMPORTS_PER_SOL, ensureOnChainSetup, loadServiceKeys, type ServiceKeys } from "./setup.ts";
 
 export interface InitChainOptions {
   chainUrl: string;
@@ -37,9 +37,8 @@ export interface InitChainResult {
   changed: boolean;
 }
 
-const ONE_SOL = 1_000_000_000n;
 /** Lamports as SOL, to 4 decimals. */
-const sol = (lamports: bigint) => `${(Number(lamports) / Number(ONE_SOL)).toFixed(4).replace(/\.?0+$/, "")}`;
+const sol = (lamports: bigint) => `${(Number(lamports) / Number(LAMPORTS_PER_SOL)).toFixed(4).replace(/\.?0+$/, "")}`;
 
 /** A fee payer's worst case per transaction: two signatures, and the priority fee on the default 200,000 compute units. */
 function feePerTransaction(priorityFee: bigint | undefined): bigint {
@@ -88,7 +87,7 @@ async function ensureFunded(backend: ChainBackend, feePayer: Address, needed: bi
   const held = (await backend.getAccount(feePayer))?.lamports ?? 0n;
   if (held >= needed) return;
   // At least 1 SOL: a faucet may refuse amounts below an account's rent-exempt minimum.
-  const asked = needed - held > ONE_SOL ? needed - held : ONE_SOL;
+  const asked = needed - held > LAMPORTS_PER_SOL ? needed - held : LAMPORTS_PER_SOL;
   try {
     await backend.requestAirdrop(feePayer, asked);
     say(`Fee payer ${feePayer}: held ${sol(held)} SOL, airdropped ${sol(asked)} SOL`);
@@ -127,7 +126,7 @@ export async function initChain(o: InitChainOptions): Promise<InitChainResult> {
       say(`Nothing to do: the program, mints, treasury and config (${config}) are in place for the keys in ${o.keysDir}`);
       return { program, config, upgradeAuthority: onChain.authority, changed: false };
     }
-    const authority = onChain.kind === "absent" ? await loadOrCreateKeypair(o.keysDir, "upgrade-authority") : await readKeypairIfPresent(o.keysDir, "upgrade-authority");
+    const authority = onChain.kind === "absent" ? await loadOrCreateKeypair(o.keysDir, "upgrade-authority") : await readKeypair(o.keysDir, "upgrade-authority");
     const deployKeys = onChain.kind === "absent" ? { feePayer: keys.feePayer, program: programKey, buffer: await loadOrCreateKeypair(o.keysDir, "escrow-program-buffer"), authority: authority! } : null;
     const bufferExists = deployKeys !== null && (await backend.getAccount(deployKeys.buffer.address)) !== null;
     await ensureFunded(backend, keys.feePayer.address, await lamportsNeeded(backend, o, deployKeys && { keys: deployKeys, bufferExists }, setup), say);

@@ -3,12 +3,10 @@
  * piece is created only when the chain lacks it, so opening is idempotent and a crash during
  * setup is finished by the next open.
  */
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { type Address, type Instruction, createNoopSigner } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
 import { getInitializeMint2Instruction } from "@solana-program/token";
-import { type Keypair, type Logger, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, keypairFromSecretKey, loadOrCreateKeypair } from "../core/index.ts";
+import { type Keypair, type Logger, NATIVE_DECIMALS, USDC_DECIMALS, generateKeypair, loadOrCreateKeypair, readKeypair } from "../core/index.ts";
 import { MINT_SIZE, TOKEN_PROGRAM, type AssociatedTokenAddresses } from "./addresses.ts";
 import type { ChainBackend } from "./backend.ts";
 import { DEFAULT_RULES, ESCROW_PROGRAM, configAddress, decodeConfig, escrowInstructions, programDataAddress, type EscrowRules } from "./escrow-program/index.ts";
@@ -53,24 +51,11 @@ export async function loadServiceKeys(dir: string | undefined): Promise<ServiceK
 }
 
 /**
- * A key file of the keys dir if it is there (undefined if not), never creating one: what a
- * gateway reads `escrow-program` and `upgrade-authority` with, since a new one of either would
- * point it at a program that does not exist, or at an authority the program does not know.
+ * The escrow program's id on a cluster set up by `svc chain init`: `<keys dir>/escrow-program.json`'s
+ * key, if there is one. Read, never created: a new key would name a program that does not exist.
  */
-export async function readKeypairIfPresent(dir: string, name: string): Promise<Keypair | undefined> {
-  let text: string;
-  try {
-    text = await readFile(join(dir, `${name}.json`), "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
-  return keypairFromSecretKey(Uint8Array.from(JSON.parse(text) as number[]));
-}
-
-/** The escrow program's id on a cluster set up by `svc chain init`: `<keys dir>/escrow-program.json`'s key, if there is one. */
 export async function escrowProgramIn(keysDir: string | undefined): Promise<Address | undefined> {
-  return keysDir === undefined ? undefined : (await readKeypairIfPresent(keysDir, "escrow-program"))?.address;
+  return keysDir === undefined ? undefined : (await readKeypair(keysDir, "escrow-program"))?.address;
 }
 
 /** What setup needs beyond the service's keys on a cluster `svc chain init` sets up. */
@@ -111,7 +96,7 @@ async function ensureMint(backend: ChainBackend, feePayer: Keypair, mint: Keypai
   );
 }
 
-const LAMPORTS_PER_SOL = 1_000_000_000n;
+export const LAMPORTS_PER_SOL = 1_000_000_000n;
 /** Fees are 5,000 lamports per signature and rent ~0.002 SOL per token account: this lasts millions of jobs. */
 const FEE_PAYER_TOP_UP = 1_000n * LAMPORTS_PER_SOL;
 const FEE_PAYER_MINIMUM = 100n * LAMPORTS_PER_SOL;

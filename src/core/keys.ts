@@ -98,18 +98,26 @@ export function keypairFromSecretKey(secretKey: Uint8Array): Keypair {
   return kp;
 }
 
+/** Reads `<dir>/<name>.json`; undefined when there is no such file, never creating one. */
+export async function readKeypair(dir: string, name: string): Promise<Keypair | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, `${name}.json`), "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+  return keypairFromSecretKey(Uint8Array.from(JSON.parse(text) as number[]));
+}
+
 /**
  * Reads `<dir>/<name>.json`, or creates it. A new key is written to a temporary file, synced and
  * renamed, so a crash never leaves a truncated key that would strand the funds it controls.
  */
 export async function loadOrCreateKeypair(dir: string, name: string): Promise<Keypair> {
+  const existing = await readKeypair(dir, name);
+  if (existing) return existing;
   const path = join(dir, `${name}.json`);
-  try {
-    const bytes = JSON.parse(await readFile(path, "utf8")) as number[];
-    return keypairFromSecretKey(Uint8Array.from(bytes));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-  }
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const kp = generateKeypair();
   const tmp = `${path}.tmp`;
