@@ -23,7 +23,7 @@ const JOBS = Number(process.argv[2] ?? 100);
 const MODEL = "Qwen/Qwen3-1.7B";
 const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
 
-const upstream = await startUpstream("vllm", { model: "qwen3-1.7b", reply: ["Hello", " there", "."], contextWindow: 32_768 });
+const upstream = await startUpstream("vllm", { model: "qwen3-1.7b", reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });
 const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: "qwen3-1.7b" });
 const dir = await mkdtemp(join(tmpdir(), "svc-statements-"));
 const storage = await benchStorage(process.env.DATABASE_URL ? "postgres" : "pglite", dir);

@@ -9,11 +9,12 @@
  * on PostgreSQL when DATABASE_URL is set.
  *
  * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes a CPU
- * profile of the PGlite gateway's 32-connection run.
+ * profile of each gateway's 32-connection run.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
+import { performance } from "node:perf_hooks";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -26,7 +27,7 @@ import { latencyLine, measureLatency } from "./latency.ts";
 import { type BenchStorage, benchStorage, fundedClient } from "./support.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
-/** PROFILE=<file>: a CPU profile of this process over the first gateway run at 32 connections only. */
+/** PROFILE=<file>: a CPU profile of this process over each gateway's run at 32 connections (<file>-pglite.cpuprofile, <file>-postgres.cpuprofile). */
 const PROFILE = process.env.PROFILE;
 const MODEL = "Qwen/Qwen3-1.7B";
 const UPSTREAM_MODEL = "qwen3-1.7b";
@@ -56,11 +57,14 @@ interface Row {
   timeouts: number;
   settleMs?: number;
   settledPerSecond?: number;
+  /** The share of the run this process's main thread was busy (event-loop utilization). */
+  busy: number;
 }
 
 async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string): Promise<Row> {
+  const idleBefore = performance.eventLoopUtilization();
   const r = await autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: SECONDS, timeout: 30 });
-  return { target, connections, requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts };
+  return { target, connections, requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, busy: performance.eventLoopUtilization(idleBefore).utilization };
 }
 
 /** Milliseconds until no job of the service is still open. */
@@ -73,7 +77,7 @@ async function settled(service: Service): Promise<number> {
   }
 }
 
-const upstream = await startUpstream("vllm", { model: UPSTREAM_MODEL, reply: ["Hello", " there", "."], contextWindow: 32_768 });
+const upstream = await startUpstream("vllm", { model: UPSTREAM_MODEL, reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });
 const proxy = await startProxy(new URL(upstream.baseUrl));
 const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
@@ -120,9 +124,9 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   for (const connections of [1, 32, 256]) {
     rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL));
     const before = await settledJobs(service);
-    const profiling = PROFILE !== undefined && connections === 32 && rows.length === 3 ? await startProfile() : undefined;
+    const profiling = PROFILE !== undefined && connections === 32 ? await startProfile() : undefined;
     const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL);
-    if (profiling) await profiling.save(PROFILE!);
+    if (profiling) await profiling.save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
     row.settleMs = await settled(service);
     row.settledPerSecond = (await settledJobs(service) - before) / ((SECONDS * 1000 + row.settleMs) / 1000);
     rows.push(row);
@@ -141,14 +145,14 @@ for (const kind of kinds) jobs += await driveService(await benchStorage(kind, jo
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
-console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  settled/s  backlog settled in");
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  settled/s  backlog settled in");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
   const proxyRow = rows[i - 1]!;
   const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
   const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)}`;
   console.log(
-    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${settledColumns}`,
+    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${settledColumns}`,
   );
 }
 console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");

@@ -49,6 +49,7 @@ export function signedMs(ms: number): string {
 
 /** Where a bench's service keeps its data: PGlite on disk, or a fresh schema of DATABASE_URL's database. */
 export interface BenchStorage {
+  kind: "pglite" | "postgres";
   label: string;
   /** The chain and keys stay in `dataDir` either way. */
   options: { dataDir: string; db?: Db };
@@ -57,13 +58,14 @@ export interface BenchStorage {
 }
 
 export async function benchStorage(kind: "pglite" | "postgres", dataDir: string): Promise<BenchStorage> {
-  if (kind === "pglite") return { label: "PGlite on disk", options: { dataDir }, drop: async () => undefined };
+  if (kind === "pglite") return { kind, label: "PGlite on disk", options: { dataDir }, drop: async () => undefined };
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error("PostgreSQL needs DATABASE_URL");
   const schema = `bench_${process.pid}_${Date.now()}`;
   const db = await openDb({ databaseUrl: url, schema });
   await db.exec(`CREATE SCHEMA ${schema}`);
   return {
+    kind,
     label: "PostgreSQL",
     options: { dataDir, db },
     drop: async () => {
