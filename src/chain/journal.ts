@@ -14,8 +14,10 @@
  * chain part.
  */
 import type { Logger } from "../core/index.ts";
-import type { Db } from "../store/index.ts";
+import { GroupCommit, valuesList, type Db } from "../store/index.ts";
 import type { Chain } from "./chain.ts";
+
+const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
 
 export interface ChainAction {
   kind: string;
@@ -44,6 +46,12 @@ export interface ActionOwner {
   dropped(tx: Db, action: ChainAction, fresh: ChainAction | undefined): Promise<void>;
   /** At start-up, one that the chain never saw is given up (dropped without a copy) instead of sent again. */
   giveUpUnsentOnResume?: boolean;
+  /**
+   * Its `confirmed` locks only rows of its own subject, so confirmations of several such actions
+   * may share a transaction on PostgreSQL: two nodes' groups cannot then deadlock on rows they
+   * both need (a shared account, say). On PGlite, with one connection, every kind is grouped.
+   */
+  confirmsWithoutSharedRows?: boolean;
 }
 
 /** The chain refused the transaction itself (as opposed to the chain being unreachable). */
@@ -78,6 +86,8 @@ export class ChainJournal {
   private readonly owners = new Map<string, ActionOwner>();
   /** Signatures a `send` in this process is waiting on. */
   private readonly sending = new Set<string>();
+  /** Confirmations are applied in groups: one transaction for those that land together. */
+  private readonly confirmations: GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }>;
 
   constructor(
     private readonly db: Db,
@@ -85,7 +95,9 @@ export class ChainJournal {
     private readonly logger: Logger,
     /** The gateway node recording actions here (chain_actions.node_id); undefined: none named. */
     private readonly nodeId?: string,
-  ) {}
+  ) {
+    this.confirmations = new GroupCommit(db, (tx, confirmed) => this.applyConfirmed(tx, confirmed));
+  }
 
   /** Name the owner of a kind of action; each kind has one. */
   register(kind: string, owner: ActionOwner): void {
@@ -101,14 +113,16 @@ export class ChainJournal {
 
   /** Write the intent row, in the caller's transaction `db`, before the action is sent. */
   async record(db: Db, action: ChainAction): Promise<void> {
-    await db.query("INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ($1, $2, $3, $4, $5, $6)", [
-      action.signature,
-      action.kind,
-      action.subject,
-      JSON.stringify(action.params ?? {}),
-      action.wire,
-      this.nodeId ?? null,
-    ]);
+    await this.recordAll(db, [action]);
+  }
+
+  /** `record` for several actions in one statement. */
+  async recordAll(db: Db, actions: readonly ChainAction[]): Promise<void> {
+    if (actions.length === 0) return;
+    await db.query(
+      `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ${valuesList(actions.length, ACTION_TYPES)}`,
+      actions.flatMap((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), action.wire, this.nodeId ?? null]),
+    );
   }
 
   /**
@@ -143,12 +157,26 @@ export class ChainJournal {
     return { slot, ...(await this.confirmed(action, slot)) };
   }
 
-  private async confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
-    return this.db.transaction(async (tx) => {
-      // Already confirmed by a concurrent recovery: its outcome is applied, do not apply it twice.
-      if (!(await this.mark(tx, action, "confirmed", { slot }))) return {};
-      return { outcome: await this.ownerOf(action).confirmed(tx, action, slot) };
-    });
+  private confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
+    if (this.db.kind === "pglite" || this.ownerOf(action).confirmsWithoutSharedRows === true) return this.confirmations.run({ action, slot });
+    return this.db.transaction(async (tx) => (await this.applyConfirmed(tx, [{ action, slot }]))[0]!);
+  }
+
+  /** Inside `tx`: marks the actions confirmed, in one statement, and hands each to its owner. */
+  private async applyConfirmed(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<{ outcome?: unknown }[]> {
+    const marked = await tx.query<{ signature: string }>(
+      `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now()
+         FROM (VALUES ${valuesList(confirmed.length, ["text", "bigint"])}) AS c (signature, slot)
+        WHERE a.signature = c.signature AND a.state = 'sent' RETURNING a.signature`,
+      confirmed.flatMap(({ action, slot }) => [action.signature, slot]),
+    );
+    const open = new Set(marked.map((row) => row.signature));
+    const outcomes: { outcome?: unknown }[] = [];
+    for (const { action, slot } of confirmed) {
+      // Already confirmed by a concurrent recovery (or earlier in this group): its outcome is applied, do not apply it twice.
+      outcomes.push(open.delete(action.signature) ? { outcome: await this.ownerOf(action).confirmed(tx, action, slot) } : {});
+    }
+    return outcomes;
   }
 
   private async rejected(action: ChainAction, reason: string): Promise<void> {

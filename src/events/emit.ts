@@ -31,16 +31,29 @@ import type {
   WorkerRegisteredFacts,
   WorkerSlashedFacts,
 } from "./facts.ts";
-import { emitEvent } from "./outbox.ts";
+import { emitEvent, type NewEvent } from "./outbox.ts";
 
 /** The job row is committed with its reservation in `tx`. */
 export async function emitJobSubmitted(tx: Db, job: JobSubmittedFacts): Promise<void> {
-  await emitEvent(tx, { account: job.wallet, name: "job.submitted", data: jobSubmittedData(job), dedupeKey: `job.submitted:${job.jobId}` });
+  await emitEvent(tx, jobSubmittedEvent(job));
 }
 
 /** A worker was assigned and the job turned `processing` in `tx`. */
 export async function emitJobProcessing(tx: Db, job: JobProcessingFacts): Promise<void> {
-  await emitEvent(tx, { account: job.wallet, name: "job.processing", data: jobProcessingData(job), dedupeKey: `job.processing:${job.jobId}` });
+  await emitEvent(tx, jobProcessingEvent(job));
+}
+
+/** The events that emitJobSubmitted, emitJobProcessing and emitCreditLow write, for writing many at once with emitEvents. */
+export function jobSubmittedEvent(job: JobSubmittedFacts): NewEvent {
+  return { account: job.wallet, name: "job.submitted", data: jobSubmittedData(job), dedupeKey: `job.submitted:${job.jobId}` };
+}
+
+export function jobProcessingEvent(job: JobProcessingFacts): NewEvent {
+  return { account: job.wallet, name: "job.processing", data: jobProcessingData(job), dedupeKey: `job.processing:${job.jobId}` };
+}
+
+export function creditLowEvent(low: CreditLowFacts): NewEvent {
+  return { account: low.wallet, name: "credit.low", data: creditLowData(low) };
 }
 
 /** Settlement confirmed in `tx`: worker paid, charge posted, the rest of the lock released. */
@@ -64,7 +77,7 @@ export async function emitJobDisputed(tx: Db, job: JobDisputedFacts): Promise<vo
 
 /** The caller found that the change it made in `tx` took the balance below the wallet's threshold. */
 export async function emitCreditLow(tx: Db, low: CreditLowFacts): Promise<void> {
-  await emitEvent(tx, { account: low.wallet, name: "credit.low", data: creditLowData(low) });
+  await emitEvent(tx, creditLowEvent(low));
 }
 
 /** A deposit was credited in `tx`. */

@@ -106,7 +106,11 @@ export {
   emitJobSubmitted,
   emitWorkerRegistered,
   emitWorkerSlashed,
+  creditLowEvent,
+  jobProcessingEvent,
+  jobSubmittedEvent,
 } from "./emit.ts";
+export { emitEvents, type NewEvent } from "./outbox.ts";
 export type {
   CreditLowFacts,
   CreditTopupFacts,

@@ -6,7 +6,7 @@
  * caller commits, so they look again until it shows up (see delivery.ts).
  */
 import { newId } from "../core/index.ts";
-import type { Db } from "../store/index.ts";
+import { valuesList, type Db } from "../store/index.ts";
 import { API_VERSION, type EventName } from "./names.ts";
 
 export interface Envelope<D = Record<string, unknown>> {
@@ -50,25 +50,39 @@ export function wakeDelivery(): void {
  * already written.
  */
 export async function emitEvent(tx: Db, event: NewEvent): Promise<string | undefined> {
-  const id = newId("evt");
-  const createdAt = new Date();
-  const body = JSON.stringify(envelope(id, event.name, createdAt, event.data));
+  return (await emitEvents(tx, [event]))[0];
+}
+
+const EVENT_TYPES = ["text", "text", "text", "text", "timestamptz", "text"] as const;
+
+/**
+ * Writes several events inside `tx` in one statement, in order (their ids sort as given). Returns
+ * each one's id, or undefined where its `dedupeKey` says it was already written.
+ */
+export async function emitEvents(tx: Db, events: readonly NewEvent[]): Promise<(string | undefined)[]> {
+  if (events.length === 0) return [];
+  const params: unknown[] = [];
+  const ids = events.map((event) => {
+    const id = newId("evt");
+    const createdAt = new Date();
+    params.push(id, event.account, event.name, event.dedupeKey ?? null, createdAt, JSON.stringify(envelope(id, event.name, createdAt, event.data)));
+    return id;
+  });
   const rows = await tx.query<{ id: string; fanned_out: bigint }>(
     `WITH e AS (
        INSERT INTO events (id, account, name, dedupe_key, created_at, body)
-       VALUES ($1, $2, $3, $4, $5, $6)
+       VALUES ${valuesList(events.length, EVENT_TYPES)}
        ON CONFLICT (dedupe_key) DO NOTHING
-       RETURNING id
+       RETURNING id, account, name
      ), d AS (
        INSERT INTO webhook_deliveries (webhook_id, event_id)
-       SELECT w.id, e.id FROM e JOIN webhooks w ON w.wallet = $2 AND $3 = ANY (w.events)
-       RETURNING webhook_id
+       SELECT w.id, e.id FROM e JOIN webhooks w ON w.wallet = e.account AND e.name = ANY (w.events)
+       RETURNING event_id
      )
-     SELECT e.id, (SELECT count(*) FROM d) AS fanned_out FROM e`,
-    [id, event.account, event.name, event.dedupeKey ?? null, createdAt, body],
+     SELECT e.id, (SELECT count(*) FROM d WHERE d.event_id = e.id) AS fanned_out FROM e`,
+    params,
   );
-  const row = rows[0];
-  if (!row) return undefined;
-  if (row.fanned_out > 0n) for (const wake of wakers) wake(id);
-  return id;
+  const written = new Map(rows.map((row) => [row.id, row.fanned_out]));
+  for (const [id, fannedOut] of written) if (fannedOut > 0n) for (const wake of wakers) wake(id);
+  return ids.map((id) => (written.has(id) ? id : undefined));
 }

@@ -76,6 +76,8 @@ function escrowOwner(): ActionOwner {
     rebuild: async () => undefined,
     dropped: (tx, action) => giveUpEscrow(tx, action, "interrupted"),
     giveUpUnsentOnResume: true,
+    // Its confirmation writes only the job's row.
+    confirmsWithoutSharedRows: true,
   };
 }
 

@@ -67,14 +67,36 @@ function toColumn<F extends keyof JobRecord>(field: F, value: JobRecord[F] | und
   return field === "request" && value != null ? JSON.stringify(value) : value;
 }
 
-/** A new job enters the table pending (newPendingJob); every later status comes from moveJob. */
-/** `nodeId`: the gateway node driving the job, whose lease covers it. */
+/**
+ * A new job enters the table pending (newPendingJob); every later status comes from moveJob.
+ * `nodeId`: the gateway node driving the job, whose lease covers it.
+ */
 export async function insertJob(db: Db, job: JobRecord, nodeId?: string): Promise<void> {
   if (job.status !== "pending") throw new Error(`a job is inserted pending, not ${job.status}`);
-  const placeholders = FIELDS.map((_, i) => `$${i + 1}`).join(", ");
+  await insertRows(db, [job], nodeId);
+}
+
+/**
+ * New jobs admitted with their workers, in one statement: each enters the table already moved
+ * from pending by `worker_assigned` (the state table's move, as moveJob would apply it), so
+ * admission writes each row once. Returns the rows as written; the records passed are left as
+ * they were, for the caller to update once the transaction commits.
+ */
+export async function insertAssignedJobs(db: Db, admitted: readonly { job: JobRecord; worker: Pick<JobRecord, "workerAddress" | "workerStaked"> }[], nodeId?: string): Promise<JobRecord[]> {
+  const rows = admitted.map(({ job, worker }) => {
+    if (job.status !== "pending") throw new Error(`a job is admitted pending, not ${job.status}`);
+    return { ...job, ...worker, status: nextStatus(job.status, "worker_assigned") };
+  });
+  await insertRows(db, rows, nodeId);
+  return rows;
+}
+
+async function insertRows(db: Db, jobs: readonly JobRecord[], nodeId: string | undefined): Promise<void> {
+  const width = FIELDS.length + 1;
+  const rows = jobs.map((_, r) => `(${Array.from({ length: width }, (_, c) => `$${r * width + c + 1}`).join(", ")})`);
   await db.query(
-    `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES (${placeholders}, $${FIELDS.length + 1})`,
-    [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null],
+    `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES ${rows.join(", ")}`,
+    jobs.flatMap((job) => [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null]),
   );
 }
 

@@ -25,14 +25,14 @@ import {
   type StopReason,
   type Usage,
 } from "../inference/index.ts";
-import { emitJobProcessing, emitJobSubmitted } from "../events/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
+import { Admissions } from "./admission.ts";
 import { jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
 import { conclude, refundJob, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
-import { jobEventFacts, newPendingJob, type JobRecord } from "./job-record.ts";
-import { adoptJobs, getJob, insertJob, mustMoveJob, updateJob } from "./job-repo.ts";
+import { newPendingJob, type JobRecord } from "./job-record.ts";
+import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type { JobEvent };
@@ -114,6 +114,7 @@ export class JobService {
   private readonly firstTokenTimeoutMs: number;
   private readonly vocabularies: ModelVocabularies | undefined;
   private readonly ending: EndingDeps;
+  private readonly admissions: Admissions;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
 
@@ -137,6 +138,7 @@ export class JobService {
       skipProofCheck: options.skipProofCheck === true,
       settled: options.onSettled ?? (() => undefined),
     };
+    this.admissions = new Admissions(this.db, this.journal, this.nodeId);
     registerJobActions(this.journal, this.db, this.chain);
   }
 
@@ -260,7 +262,7 @@ export class JobService {
 
   /**
    * Reserve the escrow in the ledger and record the job, its escrow transaction and its worker,
-   * atomically (one commit: the worker is already leased).
+   * atomically (one commit, shared with the jobs admitted beside it: admission.ts).
    * The ledger's check is the authority on the balance: with max_tokens the lock is its cost
    * whatever the balance, so the balance is not read before; without it the lock is what the
    * balance allows, and a concurrent request can change that, so it is re-planned a couple of times.
@@ -288,16 +290,7 @@ export class JobService {
         request,
       });
       try {
-        const creditsAfterLock = await this.db.transaction(async (tx) => {
-          const remaining = await money.reserve(tx, wallet, id, plan.lockCredits);
-          await insertJob(tx, job, this.nodeId);
-          await this.journal.record(tx, escrow);
-          await emitJobSubmitted(tx, { ...jobEventFacts(job), creditsRemaining: remaining });
-          await money.checkCreditLow(tx, wallet, remaining, true);
-          await mustMoveJob(tx, job, "worker_assigned", { workerAddress: worker.address, workerStaked: worker.staked });
-          await emitJobProcessing(tx, jobEventFacts(job));
-          return remaining;
-        });
+        const creditsAfterLock = await this.admissions.admit({ job, escrow, worker });
         return { job, escrow, creditsAfterLock };
       } catch (error) {
         const remaining = refusedBalance(error);

@@ -7,7 +7,7 @@
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
 import { recordCreditLowSide } from "../accounts/index.ts";
-import { emitCreditLow } from "../events/index.ts";
+import { emitCreditLow, type CreditLowFacts } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/index.ts";
 import type { JobRecord } from "./job-record.ts";
@@ -66,6 +66,27 @@ export async function reserve(db: Db, wallet: string, jobId: string, credits: nu
   return availableAfter(result, wallet);
 }
 
+/**
+ * Lock several jobs' credits as one ledger operation (ledger.reserveAll): all of them, or none
+ * with the error `reserve` would throw for the wallet that cannot cover its share. Returns each
+ * job's credits available after its own lock, as if the locks were taken one by one in order.
+ */
+export async function reserveAll(db: Db, locks: readonly { wallet: string; jobId: string; credits: number }[]): Promise<number[]> {
+  const accounts = await ledger.reserveAll(
+    db,
+    locks.map((lock) => ({ id: reservationId(lock.jobId), wallet: lock.wallet, amount: creditsToBaseUnits(lock.credits), reference: lock.jobId })),
+  );
+  // Walking back from what the batch left: before a later lock of the same wallet, it had that lock's credits more.
+  const available = new Map(locks.map((lock) => [lock.wallet, availableAfter({ accounts }, lock.wallet)]));
+  const after: number[] = [];
+  for (let i = locks.length - 1; i >= 0; i--) {
+    const { wallet, credits } = locks[i]!;
+    after[i] = available.get(wallet)!;
+    available.set(wallet, after[i]! + credits);
+  }
+  return after;
+}
+
 /** Charge a settled job and pay its worker and the treasury; returns the wallet's credits available after. */
 export async function settle(db: Db, job: JobRecord): Promise<number> {
   if (job.creditsCharged === 0 || job.workerAddress === null) return refund(db, job);
@@ -97,8 +118,14 @@ export async function refund(db: Db, job: Pick<JobRecord, "id" | "wallet">): Pro
  * withdrawal) can fire it: a deposit that leaves a new wallet below the threshold has not crossed.
  */
 export async function checkCreditLow(tx: Db, wallet: string, creditsRemaining: number, fell: boolean): Promise<void> {
+  const low = await creditLowCrossed(tx, wallet, creditsRemaining, fell);
+  if (low) await emitCreditLow(tx, low);
+}
+
+/** The credit.low rule as checkCreditLow applies it, for a caller that writes the event itself: its facts when it fires. */
+export async function creditLowCrossed(tx: Db, wallet: string, creditsRemaining: number, fell: boolean): Promise<CreditLowFacts | undefined> {
   const side = await recordCreditLowSide(tx, wallet, creditsRemaining);
-  if (side?.below && fell) await emitCreditLow(tx, { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits });
+  return side?.below && fell ? { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits } : undefined;
 }
 
 /** Every job's reservation as the ledger holds it, by job id: the credits locked and whether it is pending, posted or voided. */

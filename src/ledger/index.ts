@@ -53,7 +53,7 @@ export type { Invariant, InvariantViolation } from "./invariants.ts";
 export { postPending, voidPending } from "./pending.ts";
 export type { Payout, PostPendingInput, Resolved, VoidPendingInput } from "./pending.ts";
 export { LEDGER_MIGRATIONS } from "./schema.ts";
-export { reserve, settle } from "./settle.ts";
+export { reserve, reserveAll, settle } from "./settle.ts";
 export type { ReserveInput, SettleInput } from "./settle.ts";
 export { getTransfer, listTransfers, transfer } from "./transfers.ts";
 export type { TransferFilter, TransferInput } from "./transfers.ts";

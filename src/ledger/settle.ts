@@ -15,9 +15,10 @@
  */
 import type { Db } from "../store/index.ts";
 import { escrowAccountId, walletAccountId } from "./accounts.ts";
+import { record, runOperation, type Movement } from "./apply.ts";
 import { resolvePending, type Payout, type Resolved } from "./pending.ts";
-import { transfer } from "./transfers.ts";
-import type { TransferResult } from "./types.ts";
+import { requireAmount, requireId, transfer } from "./transfers.ts";
+import type { Account, TransferResult } from "./types.ts";
 
 export interface ReserveInput {
   id: string;
@@ -27,6 +28,7 @@ export interface ReserveInput {
   reference?: string;
 }
 
+/** One job's worst-case cost, held from its wallet (see the table above). */
 export async function reserve(db: Db, input: ReserveInput): Promise<TransferResult> {
   return transfer(db, {
     id: input.id,
@@ -37,6 +39,38 @@ export async function reserve(db: Db, input: ReserveInput): Promise<TransferResu
     code: "reserve",
     ...(input.reference !== undefined ? { reference: input.reference } : {}),
   });
+}
+
+/**
+ * Several reservations as one operation: one insert and one update however many there are, so
+ * jobs admitted together cost about what one does. All or nothing: when a wallet cannot cover
+ * its share of the whole batch, nothing is recorded and ExceedsCreditsError names its account;
+ * the caller then reserves one by one to learn which fit. Returns every account touched, as the
+ * batch left them (ids are new: a reservation already recorded is a bug, not a retry).
+ */
+export async function reserveAll(db: Db, inputs: readonly ReserveInput[]): Promise<Account[]> {
+  const movements: Movement[] = inputs.map((input) => {
+    requireId(input.id);
+    requireAmount(input.amount, false);
+    const transfer = {
+      id: input.id,
+      kind: "pending" as const,
+      debitAccountId: walletAccountId(input.wallet),
+      creditAccountId: escrowAccountId(input.wallet),
+      amount: input.amount,
+      pendingId: null,
+      code: "reserve" as const,
+      reference: input.reference ?? null,
+    };
+    return { transfer, pendingAmount: 0n };
+  });
+  return runOperation(
+    db,
+    async (tx) => (await record(tx, movements)).accounts,
+    async () => {
+      throw new Error(`a reservation among ${inputs.map((i) => i.id).join(", ")} was already recorded`);
+    },
+  );
 }
 
 export interface SettleInput {

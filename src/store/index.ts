@@ -2,3 +2,6 @@ export { openDb, sqlState, violatedConstraint } from "./db.ts";
 export type { Db, DbKind, OpenDbOptions } from "./db.ts";
 export { migrate, MigrationChangedError } from "./migrate.ts";
 export type { Migration } from "./migrate.ts";
+export { valuesList } from "./sql.ts";
+export { GroupCommit } from "./group-commit.ts";
+export type { GroupCommitOptions, GroupWork } from "./group-commit.ts";

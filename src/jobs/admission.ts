@@ -1,0 +1,77 @@
+/**
+ * Admission: a job's credits reserved, its row, escrow transaction and worker recorded, and its
+ * events written, atomically, committed together with the jobs that arrived beside it.
+ *
+ * A group is all or nothing in the ledger: when a wallet cannot cover its share, the group is
+ * rolled back and each job is admitted alone (GroupCommit does that for any failure), so a
+ * refused job fails by itself with the error it would have had alone and the others go through.
+ */
+import type { ChainAction, ChainJournal } from "../chain/index.ts";
+import { creditLowEvent, emitEvents, jobProcessingEvent, jobSubmittedEvent, type NewEvent } from "../events/index.ts";
+import { GroupCommit, type Db } from "../store/index.ts";
+import { jobEventFacts, type JobRecord } from "./job-record.ts";
+import { insertAssignedJobs } from "./job-repo.ts";
+import * as money from "./money.ts";
+
+/** A job to admit: still pending, its escrow transaction signed, its worker leased. */
+export interface Admission {
+  job: JobRecord;
+  escrow: ChainAction;
+  worker: { address: string; staked: boolean };
+}
+
+/**
+ * Admits jobs in groups (store/group-commit.ts): one statement per table for a whole group, so
+ * under load a job's database work costs a fraction of what admitting it alone does.
+ */
+export class Admissions {
+  private readonly groups: GroupCommit<Admission, Admitted>;
+
+  constructor(db: Db, journal: ChainJournal, nodeId: string | undefined) {
+    this.groups = new GroupCommit(db, (tx, admissions) => admitAll(tx, admissions, journal, nodeId));
+  }
+
+  /**
+   * Reserve the job's credits and record it, its escrow transaction and its worker (the job
+   * turns `processing`), committed with the rest of its group. Resolves with the wallet's
+   * credits available after this job's lock; rejects as the ledger refused it.
+   */
+  async admit(admission: Admission): Promise<number> {
+    const { row, creditsAfterLock } = await this.groups.run(admission);
+    Object.assign(admission.job, row);
+    return creditsAfterLock;
+  }
+}
+
+/** A job as its group committed it: its row, and its wallet's credits after its lock. */
+interface Admitted {
+  row: JobRecord;
+  creditsAfterLock: number;
+}
+
+/**
+ * Inside `tx`: every job's reservation, row, escrow action and events, in arrival order; the
+ * credit.low rule is applied to each job's balance in turn, so the event follows the job.submitted
+ * of the job that crossed the threshold, as it would one job at a time.
+ */
+async function admitAll(tx: Db, admissions: readonly Admission[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
+  const creditsAfter = await money.reserveAll(
+    tx,
+    admissions.map(({ job }) => ({ wallet: job.wallet, jobId: job.id, credits: job.lockedCredits })),
+  );
+  const rows = await insertAssignedJobs(
+    tx,
+    admissions.map(({ job, worker }) => ({ job, worker: { workerAddress: worker.address, workerStaked: worker.staked } })),
+    nodeId,
+  );
+  await journal.recordAll(tx, admissions.map((a) => a.escrow));
+  const events: NewEvent[] = [];
+  for (const [i, { job }] of admissions.entries()) {
+    events.push(jobSubmittedEvent({ ...jobEventFacts(job), creditsRemaining: creditsAfter[i]! }));
+    const low = await money.creditLowCrossed(tx, job.wallet, creditsAfter[i]!, true);
+    if (low) events.push(creditLowEvent(low));
+    events.push(jobProcessingEvent(jobEventFacts(rows[i]!)));
+  }
+  await emitEvents(tx, events);
+  return rows.map((row, i) => ({ row, creditsAfterLock: creditsAfter[i]! }));
+}
