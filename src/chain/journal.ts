@@ -47,11 +47,18 @@ export interface ActionOwner {
   /** At start-up, one that the chain never saw is given up (dropped without a copy) instead of sent again. */
   giveUpUnsentOnResume?: boolean;
   /**
-   * Its `confirmed` locks only rows of its own subject, so confirmations of several such actions
-   * may share a transaction on PostgreSQL: two nodes' groups cannot then deadlock on rows they
-   * both need (a shared account, say). On PGlite, with one connection, every kind is grouped.
+   * Several confirmations of its kind at once, in the transaction marking them confirmed, with
+   * one result per action; all or nothing (an error undoes the whole group, whose actions are
+   * then confirmed one by one through `confirmed`).
    */
-  confirmsWithoutSharedRows?: boolean;
+  confirmedAll?(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<unknown[]>;
+  /**
+   * Its confirmations may share a transaction with others on PostgreSQL: any row they lock that
+   * another node's group may lock too (a shared account) they lock in one statement, in one
+   * global order, so two nodes' groups cannot deadlock. On PGlite, one connection, every kind is
+   * grouped.
+   */
+  confirmsInGroups?: boolean;
 }
 
 /** The chain refused the transaction itself (as opposed to the chain being unreachable). */
@@ -158,11 +165,11 @@ export class ChainJournal {
   }
 
   private confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
-    if (this.db.kind === "pglite" || this.ownerOf(action).confirmsWithoutSharedRows === true) return this.confirmations.run({ action, slot });
+    if (this.db.kind === "pglite" || this.ownerOf(action).confirmsInGroups === true) return this.confirmations.run({ action, slot });
     return this.db.transaction(async (tx) => (await this.applyConfirmed(tx, [{ action, slot }]))[0]!);
   }
 
-  /** Inside `tx`: marks the actions confirmed, in one statement, and hands each to its owner. */
+  /** Inside `tx`: marks the actions confirmed, in one statement, and hands them to their owners, kind by kind. */
   private async applyConfirmed(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<{ outcome?: unknown }[]> {
     const marked = await tx.query<{ signature: string }>(
       `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now()
@@ -170,11 +177,19 @@ export class ChainJournal {
         WHERE a.signature = c.signature AND a.state = 'sent' RETURNING a.signature`,
       confirmed.flatMap(({ action, slot }) => [action.signature, slot]),
     );
+    // One already confirmed by a concurrent recovery (or earlier in this group) has its outcome applied: not twice.
     const open = new Set(marked.map((row) => row.signature));
-    const outcomes: { outcome?: unknown }[] = [];
-    for (const { action, slot } of confirmed) {
-      // Already confirmed by a concurrent recovery (or earlier in this group): its outcome is applied, do not apply it twice.
-      outcomes.push(open.delete(action.signature) ? { outcome: await this.ownerOf(action).confirmed(tx, action, slot) } : {});
+    const byKind = new Map<string, number[]>();
+    confirmed.forEach(({ action }, i) => {
+      if (open.delete(action.signature)) byKind.set(action.kind, [...(byKind.get(action.kind) ?? []), i]);
+    });
+    const outcomes: { outcome?: unknown }[] = confirmed.map(() => ({}));
+    for (const [kind, indexes] of byKind) {
+      const owner = this.ownerOf(confirmed[indexes[0]!]!.action);
+      const items = indexes.map((i) => confirmed[i]!);
+      const results = owner.confirmedAll && items.length > 1 ? await owner.confirmedAll(tx, items) : await eachConfirmed(tx, owner, items);
+      if (results.length !== items.length) throw new Error(`the owner of ${kind} actions answered ${results.length} confirmations of ${items.length}`);
+      indexes.forEach((i, k) => (outcomes[i] = { outcome: results[k] }));
     }
     return outcomes;
   }
@@ -285,4 +300,10 @@ export class ChainJournal {
     if (subjects.length === 0) return [];
     return this.db.query("SELECT subject, kind, signature, state FROM chain_actions WHERE subject = ANY($1::text[]) ORDER BY created_at", [[...subjects]]);
   }
+}
+
+async function eachConfirmed(tx: Db, owner: ActionOwner, items: readonly { action: ChainAction; slot: number }[]): Promise<unknown[]> {
+  const results: unknown[] = [];
+  for (const { action, slot } of items) results.push(await owner.confirmed(tx, action, slot));
+  return results;
 }

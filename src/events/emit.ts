@@ -58,7 +58,11 @@ export function creditLowEvent(low: CreditLowFacts): NewEvent {
 
 /** Settlement confirmed in `tx`: worker paid, charge posted, the rest of the lock released. */
 export async function emitJobCompleted(tx: Db, job: JobCompletedFacts): Promise<void> {
-  await emitEvent(tx, { account: job.wallet, name: "job.completed", data: jobCompletedData(job), dedupeKey: `job.completed:${job.jobId}` });
+  await emitEvent(tx, jobCompletedEvent(job));
+}
+
+export function jobCompletedEvent(job: JobCompletedFacts): NewEvent {
+  return { account: job.wallet, name: "job.completed", data: jobCompletedData(job), dedupeKey: `job.completed:${job.jobId}` };
 }
 
 /**

@@ -107,6 +107,7 @@ export {
   emitWorkerRegistered,
   emitWorkerSlashed,
   creditLowEvent,
+  jobCompletedEvent,
   jobProcessingEvent,
   jobSubmittedEvent,
 } from "./emit.ts";

@@ -6,10 +6,10 @@
  */
 import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import type { Tier } from "../core/index.ts";
-import { emitJobCompleted, emitJobEnded } from "../events/index.ts";
+import { emitEvents, emitJobCompleted, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
-import { getJob, jobsWithStatus, mustMoveJob, nodeJobsWithStatus, updateJob } from "./job-repo.ts";
+import { getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
@@ -77,7 +77,7 @@ function escrowOwner(): ActionOwner {
     dropped: (tx, action) => giveUpEscrow(tx, action, "interrupted"),
     giveUpUnsentOnResume: true,
     // Its confirmation writes only the job's row.
-    confirmsWithoutSharedRows: true,
+    confirmsInGroups: true,
   };
 }
 
@@ -103,6 +103,9 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
       await money.checkCreditLow(tx, job.wallet, creditsRemaining, false);
       return { creditsRemaining };
     },
+    confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, chain, confirmed),
+    // Its ledger work is one operation, which locks the accounts it shares with other jobs in one statement.
+    confirmsInGroups: true,
     // The job stays `settling` with its escrow intact; its driver (or recovery) sends the escrow back.
     rejected: async () => undefined,
     rebuild: async (action) => {
@@ -113,6 +116,31 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
       if (fresh) await updateJob(tx, action.subject, { settlementTx: fresh.signature });
     },
   };
+}
+
+/**
+ * The settlement owner's `confirmed` for several jobs at once: one ledger operation charges them
+ * all, one statement moves their rows, one writes their events. A settlement only raises a
+ * balance, so the credit.low rule can only re-arm, which each wallet's last balance decides.
+ */
+async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
+  const found = await getJobs(tx, confirmed.map(({ action }) => action.subject));
+  const jobs: JobRecord[] = [];
+  for (const { action } of confirmed) {
+    const job = found.get(action.subject);
+    if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
+    jobs.push(await paidAsTheProgramPaid(tx, chain, job));
+  }
+  const creditsRemaining = await money.settleAll(tx, jobs);
+  const completedAt = new Date();
+  await mustMoveJobs(tx, jobs.map((job, i) => ({ job, changes: { slot: confirmed[i]!.slot, completedAt } })), "settlement_confirmed");
+  await emitEvents(
+    tx,
+    jobs.map((job, i) => jobCompletedEvent({ ...jobEventFacts(job), settlementTx: confirmed[i]!.action.signature, slot: confirmed[i]!.slot, creditsRemaining: creditsRemaining[i]! })),
+  );
+  const lastBalance = new Map(jobs.map((job, i) => [job.wallet, creditsRemaining[i]!]));
+  for (const [wallet, credits] of lastBalance) await money.checkCreditLow(tx, wallet, credits, false);
+  return creditsRemaining.map((credits) => ({ creditsRemaining: credits }));
 }
 
 function refundOwner(db: Db, chain: Chain): ActionOwner {

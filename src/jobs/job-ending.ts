@@ -4,14 +4,14 @@
  * through `moveJob` (the state table of job-states.ts); each chain transaction is recorded in the
  * same database transaction as the change that calls for it, then sent through the journal.
  */
-import { ChainRejectedError, type Chain, type ChainJournal } from "../chain/index.ts";
+import { ChainRejectedError, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
 import { ApiError, Channel, type Logger, TIERS, completionCost, outputHash, proofVerifies, splitPayout } from "../core/index.ts";
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
-import type { Db } from "../store/index.ts";
+import { GroupCommit, type Db } from "../store/index.ts";
 import { prepareRefund, prepareSettlement, type SettlementOutcome } from "./job-chain.ts";
 import type { JobRecord } from "./job-record.ts";
-import { moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
+import { moveJob, mustMoveJob, mustMoveJobs, type JobChanges } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type JobEvent =
@@ -41,6 +41,29 @@ export interface EndingDeps {
   skipProofCheck: boolean;
   /** Told once a job settled (JobServiceOptions.onSettled). */
   settled: (jobId: string) => void;
+  /** Records proofs and settlement transactions, committed in groups (settlementRecords below). */
+  settlementRecords: GroupCommit<SettlementRecord, JobRecord>;
+}
+
+/** A job's proof and settlement transaction, to record before the settlement is sent. */
+export interface SettlementRecord {
+  job: JobRecord;
+  changes: JobChanges;
+  settlement: ChainAction;
+}
+
+/**
+ * Records several jobs' proofs and settlement transactions in one transaction: their rows moved
+ * to `settling` in one statement, their settlements in another. Returns each job as recorded;
+ * the records passed stay as they were until the caller takes those (the group may be retried).
+ */
+export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<SettlementRecord, JobRecord> {
+  return new GroupCommit(db, async (tx, records) => {
+    const moved = records.map(({ job }) => ({ ...job }));
+    await mustMoveJobs(tx, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
+    await journal.recordAll(tx, records.map((r) => r.settlement));
+    return moved;
+  });
 }
 
 /** The driver's view of a job being ended: where its news goes, and its escrow's fate. */
@@ -144,10 +167,7 @@ async function settle(
     lastTokenAt: new Date(),
   } satisfies JobChanges;
   const settlement = await prepareSettlement(deps.chain, { ...job, ...proved });
-  await deps.db.transaction(async (tx) => {
-    await mustMoveJob(tx, job, "proof_recorded", { ...proved, settlementTx: settlement.signature });
-    await deps.journal.record(tx, settlement);
-  });
+  Object.assign(job, await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement }));
   try {
     const sent = await deps.journal.send(settlement);
     // The confirmation read the balance after the charge; only a concurrent recovery's leaves it to read here.

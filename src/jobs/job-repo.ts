@@ -1,5 +1,5 @@
 /** SQL for the jobs table. The only code that reads or writes it. */
-import type { Db } from "../store/index.ts";
+import { valuesList, type Db } from "../store/index.ts";
 import type { JobRecord, JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
 import { nextStatus, type JobTrigger } from "./job-states.ts";
@@ -49,6 +49,43 @@ const COLUMNS: Record<keyof JobRecord, string> = {
   disputeReturnedCredits: "dispute_returned_credits",
   auditOutcome: "audit_outcome",
   escrowClosed: "escrow_closed",
+};
+
+/** Each column's SQL type, for statements whose parameters PostgreSQL cannot type from a column (a VALUES list in an UPDATE). */
+const TYPES: Record<keyof JobRecord, string> = {
+  id: "text",
+  wallet: "text",
+  model: "text",
+  tier: "text",
+  status: "text",
+  lockedCredits: "integer",
+  maxTokens: "integer",
+  creditsCharged: "integer",
+  workerAddress: "text",
+  workerStaked: "boolean",
+  escrowAddress: "text",
+  escrowTx: "text",
+  settlementTx: "text",
+  refundTx: "text",
+  slot: "bigint",
+  proofHash: "text",
+  proofSignature: "text",
+  promptTokens: "integer",
+  completionTokens: "integer",
+  finishReason: "text",
+  failureReason: "text",
+  createdAt: "timestamptz",
+  completedAt: "timestamptz",
+  lastTokenAt: "timestamptz",
+  request: "text",
+  disputeHash: "text",
+  disputeTx: "text",
+  disputedAt: "timestamptz",
+  disputeOutcome: "text",
+  disputeResolveTx: "text",
+  disputeReturnedCredits: "integer",
+  auditOutcome: "text",
+  escrowClosed: "boolean",
 };
 
 const FIELDS = Object.keys(COLUMNS) as (keyof JobRecord)[];
@@ -138,6 +175,30 @@ export async function mustMoveJob(db: Db, job: JobRecord, trigger: JobTrigger, c
 }
 
 /**
+ * `mustMoveJob` for several jobs in one statement, each with its own values of the same fields.
+ * All or nothing: when any job had moved on, none is written and JobMovedError names it. On
+ * success each job takes its new status and changes.
+ */
+export async function mustMoveJobs(db: Db, moves: readonly { job: JobRecord; changes: JobChanges }[], trigger: JobTrigger): Promise<void> {
+  if (moves.length === 0) return;
+  const fields = Object.keys(moves[0]!.changes) as (keyof JobChanges)[];
+  if ((fields as string[]).includes("status")) throw new Error("moveJob takes the new status from the state table");
+  const types = ["text", "text", "text", ...fields.map((f) => TYPES[f])];
+  const tos = moves.map(({ job }) => nextStatus(job.status, trigger));
+  const moved = await db.query<{ id: string }>(
+    `UPDATE jobs j SET status = m.to_status${fields.map((f) => `, ${COLUMNS[f]} = m.${COLUMNS[f]}`).join("")}
+       FROM (VALUES ${valuesList(moves.length, types)}) AS m (id, from_status, to_status${fields.map((f) => `, ${COLUMNS[f]}`).join("")})
+      WHERE j.id = m.id AND j.status = m.from_status RETURNING j.id`,
+    moves.flatMap(({ job, changes }, i) => [job.id, job.status, tos[i], ...fields.map((f) => toColumn(f, changes[f]))]),
+  );
+  if (moved.length < moves.length) {
+    const lost = moves.find(({ job }) => !moved.some((row) => row.id === job.id))!;
+    throw new JobMovedError(lost.job.id, lost.job.status, trigger);
+  }
+  moves.forEach(({ job, changes }, i) => Object.assign(job, changes, { status: tos[i] }));
+}
+
+/**
  * Clears the kept request of every job that ended before `before` and is not disputed (a
  * disputed one keeps it for its arbitration, which clears it with the outcome).
  */
@@ -173,6 +234,12 @@ export async function markEscrowsClosed(db: Db, ids: readonly string[]): Promise
 export async function getJob(db: Db, id: string): Promise<JobRecord | undefined> {
   const rows = await db.query(`${SELECT} WHERE id = $1`, [id]);
   return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/** The jobs with these ids that exist, by id. */
+export async function getJobs(db: Db, ids: readonly string[]): Promise<Map<string, JobRecord>> {
+  const rows = await db.query(`${SELECT} WHERE id = ANY($1::text[])`, [[...ids]]);
+  return new Map(rows.map((row) => [row.id as string, fromRow(row)]));
 }
 
 export async function jobsWithStatus(db: Db, statuses: JobStatus[]): Promise<JobRecord[]> {

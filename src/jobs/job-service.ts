@@ -30,7 +30,7 @@ import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type W
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
 import { jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
-import { conclude, refundJob, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
+import { conclude, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
@@ -137,6 +137,7 @@ export class JobService {
       timeoutMs: this.timeoutMs,
       skipProofCheck: options.skipProofCheck === true,
       settled: options.onSettled ?? (() => undefined),
+      settlementRecords: settlementRecords(this.db, this.journal),
     };
     this.admissions = new Admissions(this.db, this.journal, this.nodeId);
     registerJobActions(this.journal, this.db, this.chain);

@@ -91,17 +91,49 @@ export async function reserveAll(db: Db, locks: readonly { wallet: string; jobId
 export async function settle(db: Db, job: JobRecord): Promise<number> {
   if (job.creditsCharged === 0 || job.workerAddress === null) return refund(db, job);
   await ledger.ensureWorkerAccount(db, job.workerAddress);
+  const charge = resolution(job);
+  const result = await ledger.settle(db, { id: charge.id, reservationId: charge.pendingId, charge: charge.amount!, payouts: charge.payouts });
+  return availableAfter(result, job.wallet);
+}
+
+/**
+ * `settle` for several jobs as one ledger operation (ledger.resolveAll): all of them, or none
+ * with an error, after which the caller settles them one by one. Returns each job's credits
+ * available after its own settlement, as if they were settled one by one in order.
+ */
+export async function settleAll(db: Db, jobs: readonly JobRecord[]): Promise<number[]> {
+  for (const address of new Set(jobs.map((job) => job.workerAddress))) if (address !== null) await ledger.ensureWorkerAccount(db, address);
+  const accounts = await ledger.resolveAll(db, jobs.map(resolution));
+  const available = new Map(jobs.map((job) => [job.wallet, availableAfter({ accounts }, job.wallet)]));
+  const after: number[] = [];
+  for (let i = jobs.length - 1; i >= 0; i--) {
+    const job = jobs[i]!;
+    after[i] = available.get(job.wallet)!;
+    // Before this job settled, its lock was held whole: the part not charged was not back yet.
+    available.set(job.wallet, after[i]! - (job.lockedCredits - chargedOf(job)));
+  }
+  return after;
+}
+
+/** What `settle` records for the job: the charge and its payouts, or for a job that charges nothing, the reservation voided. */
+function resolution(job: JobRecord): ledger.Resolution {
+  if (chargedOf(job) === 0) return { id: `release:${job.id}`, pendingId: reservationId(job.id), post: false, payouts: [] };
   const { worker, treasury } = splitPayout(job.creditsCharged, job.workerStaked);
-  const result = await ledger.settle(db, {
+  return {
     id: `charge:${job.id}`,
-    reservationId: reservationId(job.id),
-    charge: creditsToBaseUnits(job.creditsCharged),
+    pendingId: reservationId(job.id),
+    post: true,
+    amount: creditsToBaseUnits(job.creditsCharged),
+    code: "charge",
     payouts: [
-      { accountId: ledger.workerAccountId(job.workerAddress), amount: worker, code: "worker_payout" },
+      { accountId: ledger.workerAccountId(job.workerAddress!), amount: worker, code: "worker_payout" },
       { accountId: ledger.TREASURY_ACCOUNT, amount: treasury, code: "protocol_fee" },
     ],
-  });
-  return availableAfter(result, job.wallet);
+  };
+}
+
+function chargedOf(job: JobRecord): number {
+  return job.workerAddress === null ? 0 : job.creditsCharged;
 }
 
 /** Return a job's whole reservation to its wallet; returns the wallet's credits available after. */

@@ -50,8 +50,8 @@ export {
 } from "./errors.ts";
 export { checkInvariants } from "./invariants.ts";
 export type { Invariant, InvariantViolation } from "./invariants.ts";
-export { postPending, voidPending } from "./pending.ts";
-export type { Payout, PostPendingInput, Resolved, VoidPendingInput } from "./pending.ts";
+export { postPending, resolveAll, voidPending } from "./pending.ts";
+export type { Payout, PostPendingInput, Resolution, Resolved, VoidPendingInput } from "./pending.ts";
 export { LEDGER_MIGRATIONS } from "./schema.ts";
 export { reserve, reserveAll, settle } from "./settle.ts";
 export type { ReserveInput, SettleInput } from "./settle.ts";

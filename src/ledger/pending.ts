@@ -13,7 +13,7 @@ import {
   PendingTransferResolvedError,
   TransferIdConflictError,
 } from "./errors.ts";
-import { existingMatch, getTransfer, requireAmount, requireId } from "./transfers.ts";
+import { existingMatch, getTransfer, getTransfers, requireAmount, requireId } from "./transfers.ts";
 import type { Account, Transfer, TransferCode, TransferResult } from "./types.ts";
 
 export interface PostPendingInput {
@@ -68,30 +68,15 @@ export interface Resolved {
 
 /** Posts (with payouts, see ./settle.ts) or voids a pending transfer, atomically. */
 export async function resolvePending(db: Db, req: Resolution): Promise<Resolved> {
-  requireId(req.id);
-  if (req.amount !== undefined) requireAmount(req.amount, true);
+  requireResolution(req);
   let planned: NewTransfer[] = [];
   return runOperation<Resolved>(
     db,
     async (tx) => {
       const pending = await getTransfer(tx, req.pendingId);
-      if (!pending || pending.kind !== "pending") throw new PendingTransferNotFoundError(req.pendingId);
-      const amount = req.post ? (req.amount ?? pending.amount) : pending.amount;
-      if (amount > pending.amount) throw new ExceedsPendingAmountError(req.pendingId, pending.amount, amount);
-      const primary: NewTransfer = {
-        id: req.id,
-        kind: req.post ? "post_pending" : "void_pending",
-        debitAccountId: pending.debitAccountId,
-        creditAccountId: pending.creditAccountId,
-        amount,
-        pendingId: pending.id,
-        code: req.code ?? pending.code,
-        reference: pending.reference,
-      };
-      planned = [primary, ...payoutTransfers(req, pending, amount)];
-      if (pending.pendingState !== "pending") throw new AlreadyRecorded();
-      const movements: Movement[] = planned.map((transfer, i) => ({ transfer, pendingAmount: i === 0 ? pending.amount : 0n }));
-      const { transfers, accounts } = await record(tx, movements);
+      planned = plannedTransfers(req, pending);
+      if (pending!.pendingState !== "pending") throw new AlreadyRecorded();
+      const { transfers, accounts } = await record(tx, movementsOf(planned, pending!));
       const [transfer, ...payouts] = transfers;
       return { status: "created", transfer: transfer!, payouts, accounts };
     },
@@ -111,6 +96,61 @@ export async function resolvePending(db: Db, req: Resolution): Promise<Resolved>
       return { status: "exists", transfer: transfer!, payouts, accounts };
     },
   );
+}
+
+/**
+ * Several resolutions as one operation: one read of their pending transfers, one insert and one
+ * update for all of them. All or nothing: where resolvePending would refuse one, or find it
+ * resolved already (a retry), nothing is recorded and the error says which; the caller then
+ * resolves them one by one, each with resolvePending's own answer. Returns every account
+ * touched, as the batch left them.
+ */
+export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<Account[]> {
+  reqs.forEach(requireResolution);
+  return runOperation<Account[]>(
+    db,
+    async (tx) => {
+      const pendings = await getTransfers(tx, reqs.map((req) => req.pendingId));
+      const movements = reqs.flatMap((req) => {
+        const pending = pendings.get(req.pendingId);
+        const planned = plannedTransfers(req, pending);
+        if (pending!.pendingState !== "pending") throw new PendingTransferResolvedError(req.pendingId, pending!.pendingState ?? "posted");
+        return movementsOf(planned, pending!);
+      });
+      return (await record(tx, movements)).accounts;
+    },
+    async () => {
+      throw new Error(`a resolution among ${reqs.map((r) => r.id).join(", ")} was already recorded`);
+    },
+  );
+}
+
+function requireResolution(req: Resolution): void {
+  requireId(req.id);
+  if (req.amount !== undefined) requireAmount(req.amount, true);
+}
+
+/** The resolution's transfers (the post or void first, then the payouts), checked against its pending transfer. */
+function plannedTransfers(req: Resolution, pending: Transfer | null | undefined): NewTransfer[] {
+  if (!pending || pending.kind !== "pending") throw new PendingTransferNotFoundError(req.pendingId);
+  const amount = req.post ? (req.amount ?? pending.amount) : pending.amount;
+  if (amount > pending.amount) throw new ExceedsPendingAmountError(req.pendingId, pending.amount, amount);
+  const primary: NewTransfer = {
+    id: req.id,
+    kind: req.post ? "post_pending" : "void_pending",
+    debitAccountId: pending.debitAccountId,
+    creditAccountId: pending.creditAccountId,
+    amount,
+    pendingId: pending.id,
+    code: req.code ?? pending.code,
+    reference: pending.reference,
+  };
+  return [primary, ...payoutTransfers(req, pending, amount)];
+}
+
+/** The whole reserved amount leaves the pending totals with the first transfer, the post or void. */
+function movementsOf(planned: readonly NewTransfer[], pending: Transfer): Movement[] {
+  return planned.map((transfer, i) => ({ transfer, pendingAmount: i === 0 ? pending.amount : 0n }));
 }
 
 function payoutTransfers(req: Resolution, pending: Transfer, posted: bigint): NewTransfer[] {

@@ -50,6 +50,12 @@ export async function getTransfer(db: Db, id: string): Promise<Transfer | null> 
   return row ? toTransfer(row) : null;
 }
 
+/** The transfers with these ids that exist, by id. */
+export async function getTransfers(db: Db, ids: readonly string[]): Promise<Map<string, Transfer>> {
+  const rows = await db.query<TransferRow>(`${SELECT_TRANSFERS} WHERE t.id = ANY($1::text[])`, [[...ids]]);
+  return new Map(rows.map((row) => [row.id, toTransfer(row)]));
+}
+
 export interface TransferFilter {
   /** Transfers debiting or crediting this account. */
   accountId?: string;

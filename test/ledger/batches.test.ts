@@ -1,0 +1,116 @@
+/**
+ * Reservations and resolutions in batches (reserveAll, resolveAll), as group commit uses them:
+ * the same movements as one at a time, in one operation, all or nothing.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import {
+  ensureWorkerAccount,
+  escrowAccountId,
+  ExceedsCreditsError,
+  getTransfer,
+  LEDGER_MIGRATIONS,
+  PendingTransferResolvedError,
+  reserve,
+  reserveAll,
+  resolveAll,
+  TREASURY_ACCOUNT,
+  voidPending,
+  walletAccountId,
+  workerAccountId,
+} from "../../src/ledger/index.ts";
+import type { Db } from "../../src/store/index.ts";
+import { testDatabases } from "../support/db.ts";
+import { account, assertHealthy, fundedWallet, uniqueId } from "./fixtures.ts";
+
+for (const backend of testDatabases()) {
+  describe(`ledger batches on ${backend.name}`, () => {
+    let db: Db;
+    before(async () => {
+      db = await backend.open({ migrations: LEDGER_MIGRATIONS });
+    });
+    after(() => db.close());
+
+    it("reserves for several wallets at once, returning every account as the batch left it", async () => {
+      const [a, b] = [await fundedWallet(db, 500n), await fundedWallet(db, 300n)];
+      const ids = [uniqueId("r"), uniqueId("r"), uniqueId("r")];
+      const accounts = await reserveAll(db, [
+        { id: ids[0]!, wallet: a, amount: 100n },
+        { id: ids[1]!, wallet: b, amount: 300n },
+        { id: ids[2]!, wallet: a, amount: 150n },
+      ]);
+      const byId = new Map(accounts.map((acc) => [acc.id, acc]));
+      assert.equal(byId.get(walletAccountId(a))!.available, 250n);
+      assert.equal(byId.get(walletAccountId(b))!.available, 0n);
+      assert.equal(byId.get(escrowAccountId(a))!.creditsPending, 250n);
+      for (const id of ids) assert.equal((await getTransfer(db, id))!.pendingState, "pending");
+      await assertHealthy(db);
+    });
+
+    it("records none of a batch in which one wallet cannot cover its share", async () => {
+      const [a, b] = [await fundedWallet(db, 500n), await fundedWallet(db, 100n)];
+      const ids = [uniqueId("r"), uniqueId("r"), uniqueId("r")];
+      // b can cover each of its reservations alone, not both.
+      await assert.rejects(
+        reserveAll(db, [
+          { id: ids[0]!, wallet: a, amount: 100n },
+          { id: ids[1]!, wallet: b, amount: 60n },
+          { id: ids[2]!, wallet: b, amount: 60n },
+        ]),
+        (error: unknown) => error instanceof ExceedsCreditsError && error.accountId === walletAccountId(b),
+      );
+      for (const id of ids) assert.equal(await getTransfer(db, id), null);
+      assert.equal((await account(db, walletAccountId(a))).available, 500n);
+      await assertHealthy(db);
+    });
+
+    it("settles and voids several reservations at once, paying out exactly as one at a time", async () => {
+      const wallet = await fundedWallet(db, 1_000n);
+      const worker = uniqueId("w");
+      await ensureWorkerAccount(db, worker);
+      const [first, second] = [uniqueId("r"), uniqueId("r")];
+      await reserve(db, { id: first, wallet, amount: 400n });
+      await reserve(db, { id: second, wallet, amount: 300n });
+      const treasuryBefore = (await account(db, TREASURY_ACCOUNT)).balance;
+      const accounts = await resolveAll(db, [
+        {
+          id: `${first}:charge`,
+          pendingId: first,
+          post: true,
+          amount: 100n,
+          code: "charge",
+          payouts: [
+            { accountId: workerAccountId(worker), amount: 75n, code: "worker_payout" },
+            { accountId: TREASURY_ACCOUNT, amount: 25n, code: "protocol_fee" },
+          ],
+        },
+        { id: `${second}:void`, pendingId: second, post: false, payouts: [] },
+      ]);
+      assert.equal(accounts.find((acc) => acc.id === walletAccountId(wallet))!.available, 900n);
+      assert.equal((await account(db, workerAccountId(worker))).balance, 75n);
+      assert.equal((await account(db, TREASURY_ACCOUNT)).balance - treasuryBefore, 25n);
+      assert.equal((await account(db, escrowAccountId(wallet))).balance, 0n);
+      assert.equal((await getTransfer(db, first))!.pendingState, "posted");
+      assert.equal((await getTransfer(db, second))!.pendingState, "voided");
+      await assertHealthy(db);
+    });
+
+    it("resolves none of a batch holding a reservation resolved before", async () => {
+      const wallet = await fundedWallet(db, 1_000n);
+      const [open, done] = [uniqueId("r"), uniqueId("r")];
+      await reserve(db, { id: open, wallet, amount: 200n });
+      await reserve(db, { id: done, wallet, amount: 200n });
+      await voidPending(db, { id: `${done}:void`, pendingId: done });
+      await assert.rejects(
+        resolveAll(db, [
+          { id: `${open}:void`, pendingId: open, post: false, payouts: [] },
+          { id: `${done}:again`, pendingId: done, post: false, payouts: [] },
+        ]),
+        PendingTransferResolvedError,
+      );
+      assert.equal((await getTransfer(db, open))!.pendingState, "pending");
+      assert.equal((await account(db, walletAccountId(wallet))).available, 800n);
+      await assertHealthy(db);
+    });
+  });
+}
