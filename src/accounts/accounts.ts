@@ -1,6 +1,6 @@
 /** Wallets and their API keys: issue, replace, authenticate. Balances live in the ledger. */
 import { ApiError } from "../core/index.ts";
-import type { Db } from "../store/index.ts";
+import { valuesList, type Db } from "../store/index.ts";
 import { generateApiKey, hashApiKey, isWellFormedKey } from "./api-key.ts";
 
 export interface Wallet {
@@ -114,6 +114,38 @@ export async function recordCreditLowSide(db: Db, wallet: string, availableCredi
     [wallet, availableCredits],
   );
   return flipped && { below: !flipped.armed, thresholdCredits: flipped.threshold };
+}
+
+/**
+ * recordCreditLowSide for a run of balance changes, in order, as if recorded one by one: one
+ * read of the wallets' flags, locked as the single update's write would lock them, and one
+ * update writing each wallet's last side where it changed. Answers each change as
+ * recordCreditLowSide would have.
+ */
+export async function recordCreditLowSides(
+  db: Db,
+  changes: readonly { wallet: string; availableCredits: number }[],
+): Promise<({ below: boolean; thresholdCredits: number } | undefined)[]> {
+  const rows = await db.query<{ address: string; armed: boolean; threshold: number }>(
+    `SELECT address, credit_low_armed AS armed, credit_low_threshold AS threshold FROM wallets
+      WHERE address = ANY($1::text[]) ORDER BY address FOR NO KEY UPDATE`,
+    [[...new Set(changes.map((c) => c.wallet))]],
+  );
+  const sides = new Map(rows.map((row) => [row.address, { armed: row.armed, threshold: row.threshold, stored: row.armed }]));
+  const answers = changes.map(({ wallet, availableCredits }) => {
+    const side = sides.get(wallet);
+    if (side === undefined || side.armed === availableCredits >= side.threshold) return undefined;
+    side.armed = !side.armed;
+    return { below: !side.armed, thresholdCredits: side.threshold };
+  });
+  const flipped = [...sides].filter(([, side]) => side.armed !== side.stored);
+  if (flipped.length > 0) {
+    await db.query(
+      `UPDATE wallets w SET credit_low_armed = f.armed FROM (VALUES ${valuesList(flipped.length, ["text", "boolean"])}) AS f (address, armed) WHERE w.address = f.address`,
+      flipped.flatMap(([address, side]) => [address, side.armed]),
+    );
+  }
+  return answers;
 }
 
 /** When the wallet's live API key was made; undefined when it has none. */

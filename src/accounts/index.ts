@@ -1,5 +1,5 @@
 /** The accounts part's public surface: what other parts import from it. */
 export * as accounts from "./accounts.ts";
-export { authenticate, ensureWallet, getWallet, hasApiKey, issueApiKey, recordCreditLowSide, recordTopup } from "./accounts.ts";
+export { authenticate, ensureWallet, getWallet, hasApiKey, issueApiKey, recordCreditLowSide, recordCreditLowSides, recordTopup } from "./accounts.ts";
 export type { Wallet } from "./accounts.ts";
 export { ACCOUNTS_MIGRATIONS } from "./schema.ts";

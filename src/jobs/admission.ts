@@ -65,13 +65,12 @@ async function admitAll(tx: Db, admissions: readonly Admission[], journal: Chain
     nodeId,
   );
   await journal.recordAll(tx, admissions.map((a) => a.escrow));
-  const events: NewEvent[] = [];
-  for (const [i, { job }] of admissions.entries()) {
-    events.push(jobSubmittedEvent({ ...jobEventFacts(job), creditsRemaining: creditsAfter[i]! }));
-    const low = await money.creditLowCrossed(tx, job.wallet, creditsAfter[i]!, true);
-    if (low) events.push(creditLowEvent(low));
-    events.push(jobProcessingEvent(jobEventFacts(rows[i]!)));
-  }
+  const lows = await money.creditLowCrossings(tx, admissions.map(({ job }, i) => ({ wallet: job.wallet, creditsRemaining: creditsAfter[i]!, fell: true })));
+  const events: NewEvent[] = admissions.flatMap(({ job }, i) => {
+    const low = lows[i];
+    const submitted = jobSubmittedEvent({ ...jobEventFacts(job), creditsRemaining: creditsAfter[i]! });
+    return [submitted, ...(low ? [creditLowEvent(low)] : []), jobProcessingEvent(jobEventFacts(rows[i]!))];
+  });
   await emitEvents(tx, events);
   return rows.map((row, i) => ({ row, creditsAfterLock: creditsAfter[i]! }));
 }

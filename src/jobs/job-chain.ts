@@ -9,7 +9,7 @@ import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobCompleted, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
-import { getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob } from "./job-repo.ts";
+import { getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
@@ -71,6 +71,10 @@ async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promis
 function escrowOwner(): ActionOwner {
   return {
     confirmed: (tx, action, slot) => updateJob(tx, action.subject, { slot }),
+    confirmedAll: async (tx, confirmed) => {
+      await updateJobs(tx, confirmed.map(({ action, slot }) => ({ id: action.subject, changes: { slot } })));
+      return confirmed.map(() => undefined);
+    },
     rejected: (tx, action) => giveUpEscrow(tx, action, "escrow_failed"),
     // A fresh lock would hold credits for a job that can no longer run (its driver gave up).
     rebuild: async () => undefined,
@@ -121,7 +125,7 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
 /**
  * The settlement owner's `confirmed` for several jobs at once: one ledger operation charges them
  * all, one statement moves their rows, one writes their events. A settlement only raises a
- * balance, so the credit.low rule can only re-arm, which each wallet's last balance decides.
+ * balance, so the credit.low rule can only re-arm: it fires nothing here.
  */
 async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
   const found = await getJobs(tx, confirmed.map(({ action }) => action.subject));
@@ -138,8 +142,7 @@ async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { 
     tx,
     jobs.map((job, i) => jobCompletedEvent({ ...jobEventFacts(job), settlementTx: confirmed[i]!.action.signature, slot: confirmed[i]!.slot, creditsRemaining: creditsRemaining[i]! })),
   );
-  const lastBalance = new Map(jobs.map((job, i) => [job.wallet, creditsRemaining[i]!]));
-  for (const [wallet, credits] of lastBalance) await money.checkCreditLow(tx, wallet, credits, false);
+  await money.creditLowCrossings(tx, jobs.map((job, i) => ({ wallet: job.wallet, creditsRemaining: creditsRemaining[i]!, fell: false })));
   return creditsRemaining.map((credits) => ({ creditsRemaining: credits }));
 }
 

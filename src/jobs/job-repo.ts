@@ -146,6 +146,19 @@ export async function updateJob(db: Db, id: string, changes: JobChanges): Promis
   await db.query(`UPDATE jobs SET ${sets} WHERE id = $1`, [id, ...fields.map((f) => toColumn(f, changes[f]))]);
 }
 
+/** `updateJob` for several jobs in one statement, each with its own values of the same fields. */
+export async function updateJobs(db: Db, updates: readonly { id: string; changes: JobChanges }[]): Promise<void> {
+  if (updates.length === 0) return;
+  const fields = Object.keys(updates[0]!.changes) as (keyof JobChanges)[];
+  if ((fields as string[]).includes("status")) throw new Error("a job's status changes only through moveJob");
+  await db.query(
+    `UPDATE jobs j SET ${fields.map((f) => `${COLUMNS[f]} = u.${COLUMNS[f]}`).join(", ")}
+       FROM (VALUES ${valuesList(updates.length, ["text", ...fields.map((f) => TYPES[f])])}) AS u (id, ${fields.map((f) => COLUMNS[f]).join(", ")})
+      WHERE j.id = u.id`,
+    updates.flatMap(({ id, changes }) => [id, ...fields.map((f) => toColumn(f, changes[f]))]),
+  );
+}
+
 /**
  * Move a job along the state table (job-states.ts) from the status `job` has, writing `changes`
  * with it, only if the row still has that status. False when it no longer did (another step moved

@@ -6,7 +6,7 @@
  * crash is recognised by the ledger instead of applied twice.
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
-import { recordCreditLowSide } from "../accounts/index.ts";
+import { recordCreditLowSide, recordCreditLowSides } from "../accounts/index.ts";
 import { emitCreditLow, type CreditLowFacts } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/index.ts";
@@ -150,14 +150,24 @@ export async function refund(db: Db, job: Pick<JobRecord, "id" | "wallet">): Pro
  * withdrawal) can fire it: a deposit that leaves a new wallet below the threshold has not crossed.
  */
 export async function checkCreditLow(tx: Db, wallet: string, creditsRemaining: number, fell: boolean): Promise<void> {
-  const low = await creditLowCrossed(tx, wallet, creditsRemaining, fell);
-  if (low) await emitCreditLow(tx, low);
+  const side = await recordCreditLowSide(tx, wallet, creditsRemaining);
+  if (side?.below && fell) await emitCreditLow(tx, { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits });
 }
 
-/** The credit.low rule as checkCreditLow applies it, for a caller that writes the event itself: its facts when it fires. */
-export async function creditLowCrossed(tx: Db, wallet: string, creditsRemaining: number, fell: boolean): Promise<CreditLowFacts | undefined> {
-  const side = await recordCreditLowSide(tx, wallet, creditsRemaining);
-  return side?.below && fell ? { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits } : undefined;
+/**
+ * The credit.low rule as checkCreditLow applies it, for a run of changes in order, recorded in
+ * one go (accounts.recordCreditLowSides): for each change, the event's facts when it fires, for
+ * the caller to write after that change's own event.
+ */
+export async function creditLowCrossings(
+  tx: Db,
+  changes: readonly { wallet: string; creditsRemaining: number; fell: boolean }[],
+): Promise<(CreditLowFacts | undefined)[]> {
+  const sides = await recordCreditLowSides(tx, changes.map((c) => ({ wallet: c.wallet, availableCredits: c.creditsRemaining })));
+  return changes.map(({ wallet, creditsRemaining, fell }, i) => {
+    const side = sides[i];
+    return side?.below && fell ? { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits } : undefined;
+  });
 }
 
 /** Every job's reservation as the ledger holds it, by job id: the credits locked and whether it is pending, posted or voided. */

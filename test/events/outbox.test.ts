@@ -127,6 +127,31 @@ for (const backend of testDatabases()) {
       assert.deepEqual((await fired()).at(-1), { credits_remaining: 19, usdc_value: 0.19, threshold: 20 }, "the wallet's own threshold");
     });
 
+    test("a run of changes recorded in one go fires where the same changes one by one would", async () => {
+      const run = [
+        { creditsRemaining: 120, fell: true },
+        { creditsRemaining: 99, fell: true },
+        { creditsRemaining: 80, fell: true },
+        { creditsRemaining: 100, fell: false },
+        { creditsRemaining: 30, fell: true },
+        { creditsRemaining: 40, fell: false },
+      ];
+      const [oneByOne, inOneGo] = [await fundedWallet(db, 150), await fundedWallet(db, 150)];
+      for (const change of run) await money.checkCreditLow(db, oneByOne, change.creditsRemaining, change.fell);
+      const lows = await db.transaction((tx) => money.creditLowCrossings(tx, run.map((change) => ({ wallet: inOneGo, ...change }))));
+      assert.deepEqual(
+        lows.map((low) => low?.creditsRemaining),
+        [undefined, 99, undefined, undefined, 30, undefined],
+      );
+      const fired = (await eventsOf(db, oneByOne)).filter((e) => e.name === "credit.low").map((e) => e.envelope.data.credits_remaining);
+      assert.deepEqual(fired, [99, 30]);
+      // Both wallets are left on the same side: the next fall below fires for neither, a rise re-arms both.
+      for (const wallet of [oneByOne, inOneGo]) {
+        const [row] = await db.query<{ armed: boolean }>("SELECT credit_low_armed AS armed FROM wallets WHERE address = $1", [wallet]);
+        assert.equal(row!.armed, false);
+      }
+    });
+
     test("two changes crossing the threshold at once fire credit.low once", async () => {
       const wallet = await fundedWallet(db, 150);
       await money.checkCreditLow(db, wallet, 150, false);
