@@ -7,6 +7,8 @@ import { UpstreamError, upstreamErrorFromBody } from "./openai-errors.ts";
 
 export type CutReason = "caller" | "closed" | "timeout";
 
+const EXCHANGE_ENDED = new Error("the exchange with the upstream ended");
+
 /**
  * One request's lifetime. The idle timer runs only while the engine waits on the upstream: it is
  * paused while a delta sits with a slow consumer, so backpressure is not mistaken for a dead server.
@@ -48,7 +50,9 @@ export class Exchange {
     this.ended = true;
     clearTimeout(this.timer);
     for (const stop of this.unlisten) stop();
-    this.controller.abort();
+    // A reason made once: abort() without one builds a DOMException with its stack every time,
+    // which was 1-2% of a busy node's main thread though nothing reads it after a finished request.
+    this.controller.abort(EXCHANGE_ENDED);
   }
 
   /** What a failure during this exchange means to the engine's caller. */
