@@ -59,12 +59,19 @@ interface Row {
   settledPerSecond?: number;
   /** The share of the run this process's main thread was busy (event-loop utilization). */
   busy: number;
+  /** This process's CPU time (all threads: services, upstream, proxy, load generator) per request answered. */
+  cpuMsPerRequest: number;
 }
 
 async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string): Promise<Row> {
   const idleBefore = performance.eventLoopUtilization();
+  const cpuBefore = process.cpuUsage();
   const r = await autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: SECONDS, timeout: 30 });
-  return { target, connections, requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, busy: performance.eventLoopUtilization(idleBefore).utilization };
+  return { target, connections, requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, busy: performance.eventLoopUtilization(idleBefore).utilization, cpuMsPerRequest: cpuMs(process.cpuUsage(cpuBefore)) / Math.max(1, r.requests.total) };
+}
+
+function cpuMs(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1000;
 }
 
 /** Milliseconds until no job of the service is still open. */
@@ -145,14 +152,14 @@ for (const kind of kinds) jobs += await driveService(await benchStorage(kind, jo
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
-console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  settled/s  backlog settled in");
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req  settled/s  backlog settled in");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
   const proxyRow = rows[i - 1]!;
   const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
   const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)}`;
   console.log(
-    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${settledColumns}`,
+    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${r.cpuMsPerRequest.toFixed(2).padStart(11)} ${settledColumns}`,
   );
 }
 console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");
