@@ -17,7 +17,7 @@ import { ContextLengthExceededError } from "./context-length-error.ts";
 import type { ChatMessage, Engine, FinishReason, GenerationEvent, GenerationRequest, Usage } from "./engine.ts";
 import { discoverContextWindow, type ContextWindowSource } from "./openai-discovery.ts";
 import { contextOverflowOf, UpstreamError, upstreamErrorFromEvent } from "./openai-errors.ts";
-import { UpstreamClient, type Exchange } from "./openai-http.ts";
+import { UpstreamClient, type Exchange, type UpstreamResponse } from "./openai-http.ts";
 import { readSse } from "./openai-sse.ts";
 import { estimatePromptTokens, probeTokenizer, serverPromptTokens, serverTextTokens, type ServerTokenizer } from "./openai-tokens.ts";
 import {
@@ -119,6 +119,16 @@ export class OpenAiEngine implements Engine {
     // Every exchange in flight listens on it until it ends: dozens at once under load is normal, not a leak.
     setMaxListeners(0, closing.signal);
     const client = new UpstreamClient({ baseUrl: opts.baseUrl, apiKey: opts.apiKey, timeoutMs, closed: closing.signal });
+    try {
+      return await OpenAiEngine.discover(client, closing, opts);
+    } catch (error) {
+      await client.close();
+      throw error;
+    }
+  }
+
+  /** What the upstream says of the model: its context window, and whether it has a tokenizer. */
+  private static async discover(client: UpstreamClient, closing: AbortController, opts: { model: string; contextWindow?: number | undefined }): Promise<OpenAiEngine> {
     const discovered = await discoverContextWindow(client, opts.model);
     let contextWindow: number;
     let source: ContextWindowSource | "option";
@@ -175,7 +185,7 @@ export class OpenAiEngine implements Engine {
       throw new ContextLengthExceededError(promptTokens, request.maxTokens, this.contextWindow);
     }
 
-    let opened: { response: Response; exchange: Exchange };
+    let opened: { response: UpstreamResponse; exchange: Exchange };
     try {
       opened = await this.open(request, signal);
     } catch (error) {
@@ -185,8 +195,7 @@ export class OpenAiEngine implements Engine {
     const { response, exchange } = opened;
     const state: StreamState = { text: "", contentChunks: 0, usage: null, finish: null, sawDone: false };
     try {
-      const contentType = response.headers.get("content-type") ?? "";
-      if (contentType.includes("application/json")) {
+      if (response.contentType.includes("application/json")) {
         // The server ignored `stream: true` and sent one whole completion.
         this.takeChunk(parseChunk(await response.text(), response.status), state, response.status);
         state.sawDone = true;
@@ -215,8 +224,8 @@ export class OpenAiEngine implements Engine {
   }
 
   /** The deltas of a streamed (SSE) reply, with what its chunks say recorded in `state`. */
-  private async *streamedDeltas(response: Response, exchange: Exchange, state: StreamState, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
-    for await (const event of readSse(response.body ?? emptyBody(), () => exchange.touch())) {
+  private async *streamedDeltas(response: UpstreamResponse, exchange: Exchange, state: StreamState, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    for await (const event of readSse(response.body, () => exchange.touch())) {
       if (event.event === "error") throw upstreamErrorFromEvent(event.data, response.status);
       const data = event.data.trim();
       if (data === "[DONE]") {
@@ -282,7 +291,7 @@ export class OpenAiEngine implements Engine {
   }
 
   /** POST the request; on a 400 naming the limit field, retry once with its other name and keep that. */
-  private async open(request: GenerationRequest, signal?: AbortSignal): Promise<{ response: Response; exchange: Exchange }> {
+  private async open(request: GenerationRequest, signal?: AbortSignal): Promise<{ response: UpstreamResponse; exchange: Exchange }> {
     const url = this.client.api("/chat/completions");
     const field = this.limitField;
     try {
@@ -319,6 +328,7 @@ export class OpenAiEngine implements Engine {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort();
+    await this.client.close();
   }
 }
 
@@ -337,5 +347,3 @@ function parseChunk(data: string, status: number): Record<string, unknown> {
 function inferFinish(usage: Usage, maxTokens: number): FinishReason {
   return usage.completionTokens >= maxTokens ? "length" : "stop";
 }
-
-async function* emptyBody(): AsyncGenerator<Uint8Array> {}

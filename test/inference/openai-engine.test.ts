@@ -4,6 +4,8 @@
  * and finish_reason variants, error shapes, streams cut into awkward TCP writes, abort and close.
  */
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, describe, it } from "node:test";
 import { ContextLengthExceededError } from "../../src/inference/context-length-error.ts";
 import type { ChatMessage } from "../../src/inference/engine.ts";
@@ -122,6 +124,21 @@ describe("discovery and token counting", () => {
 
     await assert.rejects(OpenAiEngine.connect({ baseUrl: "localhost:8000", model: "m" }), TypeError);
     await assert.rejects(OpenAiEngine.connect({ baseUrl: guarded.baseUrl, model: "" }), TypeError);
+  });
+
+  it("follows a redirect, as a proxy in front of the server may answer one", async () => {
+    const server = await upstream("vllm");
+    // Sends every request on, method and body kept (307), to the real server.
+    const proxy = createServer((req, res) => {
+      res.writeHead(307, { location: new URL(req.url!, server.baseUrl).href });
+      res.end();
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((resolve) => proxy.close(() => resolve())));
+    const engine = await OpenAiEngine.connect({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`, model: server.behaviour.model });
+    cleanups.push(() => engine.close());
+    assert.equal(await engine.countPromptTokens(MESSAGES), server.promptTokens(MESSAGES));
+    assert.equal((await collect(engine, { messages: MESSAGES })).text, REPLY.join(""));
   });
 });
 
