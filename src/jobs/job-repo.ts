@@ -51,7 +51,7 @@ const COLUMNS: Record<keyof JobRecord, string> = {
   escrowClosed: "escrow_closed",
 };
 
-/** Each column's SQL type, for statements whose parameters PostgreSQL cannot type from a column (a VALUES list in an UPDATE). */
+/** Each column's SQL type, for the VALUES lists of statements that write many rows. */
 const TYPES: Record<keyof JobRecord, string> = {
   id: "text",
   wallet: "text",
@@ -129,10 +129,8 @@ export async function insertAssignedJobs(db: Db, admitted: readonly { job: JobRe
 }
 
 async function insertRows(db: Db, jobs: readonly JobRecord[], nodeId: string | undefined): Promise<void> {
-  const width = FIELDS.length + 1;
-  const rows = jobs.map((_, r) => `(${Array.from({ length: width }, (_, c) => `$${r * width + c + 1}`).join(", ")})`);
   await db.query(
-    `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES ${rows.join(", ")}`,
+    `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES ${valuesList(jobs.length, [...FIELDS.map((f) => TYPES[f]), "text"])}`,
     jobs.flatMap((job) => [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null]),
   );
 }

@@ -76,15 +76,7 @@ export async function reserveAll(db: Db, locks: readonly { wallet: string; jobId
     db,
     locks.map((lock) => ({ id: reservationId(lock.jobId), wallet: lock.wallet, amount: creditsToBaseUnits(lock.credits), reference: lock.jobId })),
   );
-  // Walking back from what the batch left: before a later lock of the same wallet, it had that lock's credits more.
-  const available = new Map(locks.map((lock) => [lock.wallet, availableAfter({ accounts }, lock.wallet)]));
-  const after: number[] = [];
-  for (let i = locks.length - 1; i >= 0; i--) {
-    const { wallet, credits } = locks[i]!;
-    after[i] = available.get(wallet)!;
-    available.set(wallet, after[i]! + credits);
-  }
-  return after;
+  return availableAfterEach(accounts, locks.map((lock) => ({ wallet: lock.wallet, change: -lock.credits })));
 }
 
 /** Charge a settled job and pay its worker and the treasury; returns the wallet's credits available after. */
@@ -104,13 +96,21 @@ export async function settle(db: Db, job: JobRecord): Promise<number> {
 export async function settleAll(db: Db, jobs: readonly JobRecord[]): Promise<number[]> {
   for (const address of new Set(jobs.map((job) => job.workerAddress))) if (address !== null) await ledger.ensureWorkerAccount(db, address);
   const accounts = await ledger.resolveAll(db, jobs.map(resolution));
-  const available = new Map(jobs.map((job) => [job.wallet, availableAfter({ accounts }, job.wallet)]));
+  // A settlement gives back the part of the lock it did not charge.
+  return availableAfterEach(accounts, jobs.map((job) => ({ wallet: job.wallet, change: job.lockedCredits - chargedOf(job) })));
+}
+
+/**
+ * Each of a batch's changes' wallet balance right after it, as if applied one by one in order:
+ * walking back from what the whole batch left, before a change the balance was `change` less.
+ */
+function availableAfterEach(accounts: ledger.Account[], changes: readonly { wallet: string; change: number }[]): number[] {
+  const available = new Map(changes.map(({ wallet }) => [wallet, availableAfter({ accounts }, wallet)]));
   const after: number[] = [];
-  for (let i = jobs.length - 1; i >= 0; i--) {
-    const job = jobs[i]!;
-    after[i] = available.get(job.wallet)!;
-    // Before this job settled, its lock was held whole: the part not charged was not back yet.
-    available.set(job.wallet, after[i]! - (job.lockedCredits - chargedOf(job)));
+  for (let i = changes.length - 1; i >= 0; i--) {
+    const { wallet, change } = changes[i]!;
+    after[i] = available.get(wallet)!;
+    available.set(wallet, after[i]! - change);
   }
   return after;
 }

@@ -17,7 +17,7 @@ import type { Db } from "../store/index.ts";
 import { escrowAccountId, walletAccountId } from "./accounts.ts";
 import { record, runOperation, type Movement } from "./apply.ts";
 import { resolvePending, type Payout, type Resolved } from "./pending.ts";
-import { requireAmount, requireId, transfer } from "./transfers.ts";
+import { plannedTransfer, transfer, type TransferInput } from "./transfers.ts";
 import type { Account, TransferResult } from "./types.ts";
 
 export interface ReserveInput {
@@ -30,15 +30,7 @@ export interface ReserveInput {
 
 /** One job's worst-case cost, held from its wallet (see the table above). */
 export async function reserve(db: Db, input: ReserveInput): Promise<TransferResult> {
-  return transfer(db, {
-    id: input.id,
-    debitAccountId: walletAccountId(input.wallet),
-    creditAccountId: escrowAccountId(input.wallet),
-    amount: input.amount,
-    pending: true,
-    code: "reserve",
-    ...(input.reference !== undefined ? { reference: input.reference } : {}),
-  });
+  return transfer(db, reservation(input));
 }
 
 /**
@@ -49,21 +41,7 @@ export async function reserve(db: Db, input: ReserveInput): Promise<TransferResu
  * batch left them (ids are new: a reservation already recorded is a bug, not a retry).
  */
 export async function reserveAll(db: Db, inputs: readonly ReserveInput[]): Promise<Account[]> {
-  const movements: Movement[] = inputs.map((input) => {
-    requireId(input.id);
-    requireAmount(input.amount, false);
-    const transfer = {
-      id: input.id,
-      kind: "pending" as const,
-      debitAccountId: walletAccountId(input.wallet),
-      creditAccountId: escrowAccountId(input.wallet),
-      amount: input.amount,
-      pendingId: null,
-      code: "reserve" as const,
-      reference: input.reference ?? null,
-    };
-    return { transfer, pendingAmount: 0n };
-  });
+  const movements: Movement[] = inputs.map((input) => ({ transfer: plannedTransfer(reservation(input)), pendingAmount: 0n }));
   return runOperation(
     db,
     async (tx) => (await record(tx, movements)).accounts,
@@ -71,6 +49,18 @@ export async function reserveAll(db: Db, inputs: readonly ReserveInput[]): Promi
       throw new Error(`a reservation among ${inputs.map((i) => i.id).join(", ")} was already recorded`);
     },
   );
+}
+
+function reservation(input: ReserveInput): TransferInput {
+  return {
+    id: input.id,
+    debitAccountId: walletAccountId(input.wallet),
+    creditAccountId: escrowAccountId(input.wallet),
+    amount: input.amount,
+    pending: true,
+    code: "reserve",
+    ...(input.reference !== undefined ? { reference: input.reference } : {}),
+  };
 }
 
 export interface SettleInput {

@@ -22,10 +22,23 @@ export interface TransferInput {
  * ExceedsCreditsError when the debit account is limited and cannot cover it.
  */
 export async function transfer(db: Db, input: TransferInput): Promise<TransferResult> {
+  const wanted = plannedTransfer(input);
+  return runOperation<TransferResult>(
+    db,
+    async (tx) => {
+      const { transfers, accounts } = await record(tx, [{ transfer: wanted, pendingAmount: 0n }]);
+      return { status: "created", transfer: transfers[0]!, accounts };
+    },
+    async () => ({ status: "exists", transfer: await existingMatch(db, wanted), accounts: await accountsNow(db, [{ transfer: wanted, pendingAmount: 0n }]) }),
+  );
+}
+
+/** The transfer `input` asks for, checked: what `transfer` records. */
+export function plannedTransfer(input: TransferInput): NewTransfer {
   requireId(input.id);
   requireAmount(input.amount, false);
   if (input.debitAccountId === input.creditAccountId) throw new InvalidTransferError("debit and credit account are the same");
-  const wanted: NewTransfer = {
+  return {
     id: input.id,
     kind: input.pending ? "pending" : "posted",
     debitAccountId: input.debitAccountId,
@@ -35,14 +48,6 @@ export async function transfer(db: Db, input: TransferInput): Promise<TransferRe
     code: input.code,
     reference: input.reference ?? null,
   };
-  return runOperation<TransferResult>(
-    db,
-    async (tx) => {
-      const { transfers, accounts } = await record(tx, [{ transfer: wanted, pendingAmount: 0n }]);
-      return { status: "created", transfer: transfers[0]!, accounts };
-    },
-    async () => ({ status: "exists", transfer: await existingMatch(db, wanted), accounts: await accountsNow(db, [{ transfer: wanted, pendingAmount: 0n }]) }),
-  );
 }
 
 export async function getTransfer(db: Db, id: string): Promise<Transfer | null> {
