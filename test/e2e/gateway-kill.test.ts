@@ -56,10 +56,12 @@ describe("kill -9 of a gateway node mid-stream", { skip: url ? false : "DATABASE
 
     const db = await openDb({ databaseUrl: nodes.dbUrl });
     try {
-      let jobs: { status: string; credits_charged: number; refund_tx: string | null }[] = [];
+      let jobs: { status: string; credits_charged: number; refund_tx: string | null; completed_at: Date | null }[] = [];
       for (;;) {
-        jobs = await db.query("SELECT status, credits_charged, refund_tx FROM jobs WHERE id = ANY($1::text[])", [streamedJobs]);
-        if (jobs.length === 3 && jobs.every((j) => j.status === "failed" || j.status === "refunded")) break;
+        jobs = await db.query("SELECT status, credits_charged, refund_tx, completed_at FROM jobs WHERE id = ANY($1::text[])", [streamedJobs]);
+        // Ended: failed or refunded, and completed, which a job is once its refund has confirmed and
+        // released its reservation (a job reads `failed` from the moment its refund is recorded).
+        if (jobs.length === 3 && jobs.every((j) => (j.status === "failed" || j.status === "refunded") && j.completed_at !== null)) break;
         assert.ok(Date.now() - killedAt < 110_000, `ended within the 120 s rule: ${JSON.stringify(jobs)}`);
         await new Promise((r) => setTimeout(r, 250));
       }
