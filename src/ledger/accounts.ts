@@ -73,6 +73,12 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
   return row ? toAccount(row) : null;
 }
 
+/** The accounts with these ids that exist, by id. */
+export async function getAccounts(db: Db, ids: readonly string[]): Promise<Map<string, Account>> {
+  const rows = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ledger_accounts WHERE id = ANY($1::text[])`, [[...ids]]);
+  return new Map(rows.map((row) => [row.id, toAccount(row)]));
+}
+
 /** Every wallet the ledger has an account for, by address. */
 export async function walletAddresses(db: Db): Promise<string[]> {
   const rows = await db.query<{ id: string }>(`SELECT id FROM ledger_accounts WHERE code = 'wallet' ORDER BY id`);

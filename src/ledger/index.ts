@@ -20,6 +20,8 @@
  *   deposit     transfer funding -> wallet:<a>, code "deposit"
  *   reserve     pending wallet:<a> -> escrow:<a>                      reserve()
  *   settle      post it + escrow:<a> -> worker:<w>, -> treasury       settle()
+ *               or: post it first (resolveAll), pay out later          payOutAll()
+ *   returned    escrow:<a> -> wallet:<a>, a posted charge not paid out  returnCharge()
  *   no output   voidPending on the reservation
  *   withdraw    pending wallet:<a> -> funding while the chain transaction is in flight,
  *               then post (confirmed) or void (failed)
@@ -31,6 +33,7 @@ export {
   escrowAccountId,
   FUNDING_ACCOUNT,
   getAccount,
+  getAccounts,
   TREASURY_ACCOUNT,
   walletAccountId,
   walletAddresses,
@@ -53,8 +56,8 @@ export type { Invariant, InvariantViolation } from "./invariants.ts";
 export { postPending, resolveAll, voidPending } from "./pending.ts";
 export type { Payout, PostPendingInput, Resolution, Resolved, VoidPendingInput } from "./pending.ts";
 export { LEDGER_MIGRATIONS } from "./schema.ts";
-export { reserve, reserveAll, settle } from "./settle.ts";
-export type { ReserveInput, SettleInput } from "./settle.ts";
-export { getTransfer, listTransfers, transfer } from "./transfers.ts";
+export { payOutAll, reserve, reserveAll, returnCharge, settle } from "./settle.ts";
+export type { PayOutInput, ReserveInput, SettleInput } from "./settle.ts";
+export { getTransfer, getTransfers, listTransfers, transfer } from "./transfers.ts";
 export type { TransferFilter, TransferInput } from "./transfers.ts";
 export type { Account, AccountCode, PendingState, Transfer, TransferCode, TransferKind, TransferResult } from "./types.ts";

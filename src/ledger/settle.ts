@@ -1,14 +1,17 @@
 /**
- * A job's money, in two steps over the account layout of ./accounts.ts:
+ * A job's money over the account layout of ./accounts.ts:
  *
  *   reserve  pending   wallet:<a> -> escrow:<a>   the job's worst-case cost, refused if not covered
- *   settle   post      wallet:<a> -> escrow:<a>   the actual charge (the rest is released)
- *            posted    escrow:<a> -> worker:<w>   the worker's share
+ *   charge   post      wallet:<a> -> escrow:<a>   the actual charge (the rest is released)
+ *   pay out  posted    escrow:<a> -> worker:<w>   the worker's share
  *            posted    escrow:<a> -> treasury     the protocol's share
  *   (a job that produced nothing: voidPending on the reservation instead)
  *
- * The settle transfers commit together or not at all, so escrow:<a> ends each job where it
- * started. Escrow is per wallet, not one shared account, because on PostgreSQL a transaction holds
+ * `settle` charges and pays out in one step. A caller may also charge first (resolveAll with no
+ * payouts) and pay out later (payOutAll), as the chain does: the charge then waits in
+ * escrow:<a>, as the credits wait in the job's escrow account on-chain, until the settlement
+ * transaction pays the worker; if that transaction is refused, `returnCharge` gives it back.
+ * Either way escrow:<a> ends each job where it started. Escrow is per wallet, not one shared account, because on PostgreSQL a transaction holds
  * its accounts' row locks until it commits: one escrow row for the whole system would make every
  * reservation in the service wait for the previous one's commit. The treasury is shared, so
  * settlements queue on its row for the length of a commit; settle last in a caller's transaction.
@@ -17,7 +20,7 @@ import type { Db } from "../store/index.ts";
 import { escrowAccountId, walletAccountId } from "./accounts.ts";
 import { record, runOperation, type Movement } from "./apply.ts";
 import { resolvePending, type Payout, type Resolved } from "./pending.ts";
-import { plannedTransfer, transfer, type TransferInput } from "./transfers.ts";
+import { plannedTransfer, requireId, transfer, type TransferInput } from "./transfers.ts";
 import type { Account, TransferResult } from "./types.ts";
 
 export interface ReserveInput {
@@ -82,5 +85,59 @@ export async function settle(db: Db, input: SettleInput): Promise<Resolved> {
     amount: input.charge,
     code: "charge",
     payouts: input.payouts,
+  });
+}
+
+export interface PayOutInput {
+  /** The charge's id; the payouts are recorded as `<id>:1`, `<id>:2`, ... in `payouts` order (zero shares skipped). */
+  id: string;
+  /** The wallet whose escrow account holds the charge. */
+  wallet: string;
+  payouts: readonly Payout[];
+  reference?: string;
+}
+
+/**
+ * Pays out charges already posted to their wallets' escrow accounts, as one operation. All or
+ * nothing; ids are new (a payout already recorded is a bug, not a retry). Returns every account
+ * touched, as the batch left them.
+ */
+export async function payOutAll(db: Db, inputs: readonly PayOutInput[]): Promise<Account[]> {
+  const movements: Movement[] = inputs.flatMap((input) => {
+    requireId(input.id);
+    return input.payouts
+      .map((p, i) => ({ p, i }))
+      .filter(({ p }) => p.amount !== 0n)
+      .map(({ p, i }) => ({
+        transfer: plannedTransfer({
+          id: `${input.id}:${i + 1}`,
+          debitAccountId: escrowAccountId(input.wallet),
+          creditAccountId: p.accountId,
+          amount: p.amount,
+          code: p.code,
+          ...(input.reference !== undefined ? { reference: input.reference } : {}),
+        }),
+        pendingAmount: 0n,
+      }));
+  });
+  if (movements.length === 0) return [];
+  return runOperation(
+    db,
+    async (tx) => (await record(tx, movements)).accounts,
+    async () => {
+      throw new Error(`a payout among ${inputs.map((i) => i.id).join(", ")} was already recorded`);
+    },
+  );
+}
+
+/** Gives a posted charge that will not be paid out back to its wallet (a retry with the same id applies nothing). */
+export async function returnCharge(db: Db, input: { id: string; wallet: string; amount: bigint; reference?: string }): Promise<TransferResult> {
+  return transfer(db, {
+    id: input.id,
+    debitAccountId: escrowAccountId(input.wallet),
+    creditAccountId: walletAccountId(input.wallet),
+    amount: input.amount,
+    code: "charge_returned",
+    ...(input.reference !== undefined ? { reference: input.reference } : {}),
   });
 }

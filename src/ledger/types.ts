@@ -62,4 +62,4 @@ export interface TransferResult {
  * (the escrow lock, pending) and charge (its posted part), and the charge's split into the worker's
  * payout and the protocol's fee.
  */
-export type TransferCode = "deposit" | "withdrawal" | "reserve" | "charge" | "worker_payout" | "protocol_fee" | "dispute_refund";
+export type TransferCode = "deposit" | "withdrawal" | "reserve" | "charge" | "worker_payout" | "protocol_fee" | "dispute_refund" | "charge_returned";

@@ -1,6 +1,7 @@
 /**
- * Reservations and resolutions in batches (reserveAll, resolveAll), as group commit uses them:
- * the same movements as one at a time, in one operation, all or nothing.
+ * Reservations, resolutions and payouts in batches (reserveAll, resolveAll, payOutAll), as group
+ * commit uses them: the same movements as one at a time, in one operation, all or nothing; and a
+ * posted charge given back (returnCharge).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -10,10 +11,12 @@ import {
   ExceedsCreditsError,
   getTransfer,
   LEDGER_MIGRATIONS,
+  payOutAll,
   PendingTransferResolvedError,
   reserve,
   reserveAll,
   resolveAll,
+  returnCharge,
   TREASURY_ACCOUNT,
   voidPending,
   walletAccountId,
@@ -110,6 +113,38 @@ for (const backend of testDatabases()) {
       );
       assert.equal((await getTransfer(db, open))!.pendingState, "pending");
       assert.equal((await account(db, walletAccountId(wallet))).available, 800n);
+      await assertHealthy(db);
+    });
+
+    it("charges first and pays out later, with the charge held in the wallet's escrow account between", async () => {
+      const wallet = await fundedWallet(db, 1_000n);
+      const worker = uniqueId("w");
+      await ensureWorkerAccount(db, worker);
+      const [paid, refused] = [uniqueId("r"), uniqueId("r")];
+      await reserve(db, { id: paid, wallet, amount: 400n });
+      await reserve(db, { id: refused, wallet, amount: 300n });
+      const charges = [
+        { id: `${paid}:charge`, pendingId: paid, post: true, amount: 100n, code: "charge" as const, payouts: [] },
+        { id: `${refused}:charge`, pendingId: refused, post: true, amount: 50n, code: "charge" as const, payouts: [] },
+      ];
+      const charged = await resolveAll(db, charges);
+      assert.equal(charged.find((acc) => acc.id === walletAccountId(wallet))!.available, 850n, "the unused part of each lock is back at once");
+      assert.equal((await account(db, escrowAccountId(wallet))).balance, 150n);
+      const treasuryBefore = (await account(db, TREASURY_ACCOUNT)).balance;
+      const payouts = [
+        { accountId: workerAccountId(worker), amount: 100n, code: "worker_payout" as const },
+        { accountId: TREASURY_ACCOUNT, amount: 0n, code: "protocol_fee" as const },
+      ];
+      await payOutAll(db, [{ id: `${paid}:charge`, wallet, payouts }]);
+      assert.equal((await account(db, workerAccountId(worker))).balance, 100n);
+      assert.equal((await account(db, TREASURY_ACCOUNT)).balance, treasuryBefore, "a zero share records nothing");
+      assert.equal(await getTransfer(db, `${paid}:charge:2`), null);
+      await assert.rejects(payOutAll(db, [{ id: `${paid}:charge`, wallet, payouts }]), /already recorded/);
+      // The other settlement was refused on-chain: its charge goes back, once.
+      const returned = await returnCharge(db, { id: `${refused}:return`, wallet, amount: 50n });
+      assert.equal(returned.accounts.find((acc) => acc.id === walletAccountId(wallet))!.available, 900n);
+      assert.equal((await returnCharge(db, { id: `${refused}:return`, wallet, amount: 50n })).status, "exists");
+      assert.equal((await account(db, escrowAccountId(wallet))).balance, 0n);
       await assertHealthy(db);
     });
   });
