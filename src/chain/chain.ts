@@ -22,6 +22,7 @@ import {
   escrowInstructions,
   stakeAddress,
   vaultAddress,
+  type EscrowConfig,
   type EscrowRules,
   type JobEscrow,
   type OutcomeName,
@@ -124,7 +125,7 @@ export class Chain {
   readonly nativeMint: Address;
   private readonly nativeTokenAccounts: AssociatedTokenAddresses;
 
-  private window: Promise<bigint> | undefined;
+  private rules: Promise<EscrowConfig> | undefined;
   /** Vaults seen on-chain; a vault is never closed, so an entry never goes stale. */
   private readonly existingVaults = new BoundedMap<true>(100_000);
 
@@ -372,12 +373,21 @@ export class Chain {
 
   /** The program's dispute window in seconds, as its config says (read once). */
   async disputeWindowSeconds(): Promise<bigint> {
-    this.window ??= (async () => {
+    return (await this.escrowRules()).disputeWindowSeconds;
+  }
+
+  /** How long after its lock the program lets anyone refund a job's escrow, as its config says (read once). */
+  async jobTimeoutSeconds(): Promise<bigint> {
+    return (await this.escrowRules()).jobTimeoutSeconds;
+  }
+
+  private escrowRules(): Promise<EscrowConfig> {
+    this.rules ??= (async () => {
       const account = await this.backend.getAccount(configAddress(this.program).address);
       if (!account) throw new Error("the escrow program's config is missing");
-      return decodeConfig(account.data).disputeWindowSeconds;
+      return decodeConfig(account.data);
     })();
-    return this.window;
+    return this.rules;
   }
 
   /** A job's escrow record as the program keeps it; null when the job never locked one. */

@@ -16,4 +16,4 @@ export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair, publicKeyOf
 export type { Keypair, Signer } from "./keys.ts";
 export { DEFAULT_RATE_LIMIT, RateLimiter, TokenBucket, parseRateLimit } from "./rate-limit.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
-export { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS } from "./job-clocks.ts";
+export { ANSWER_BEFORE_CONFIRM_MARGIN_MS, DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS } from "./job-clocks.ts";

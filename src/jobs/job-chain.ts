@@ -6,7 +6,7 @@
  */
 import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import type { Tier } from "../core/index.ts";
-import { emitEvents, emitJobCompleted, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
+import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
 import { getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob, updateJobs } from "./job-repo.ts";
@@ -98,15 +98,7 @@ async function paidAsTheProgramPaid(tx: Db, chain: Chain, job: JobRecord): Promi
 
 function settlementOwner(db: Db, chain: Chain): ActionOwner {
   return {
-    async confirmed(tx, action, slot): Promise<SettlementOutcome> {
-      const job = await paidAsTheProgramPaid(tx, chain, await jobOf(tx, action));
-      // As the ledger's charge left it: the event, the credit.low rule and the caller's x-svc-credits-remaining all say it.
-      const creditsRemaining = await money.settle(tx, job);
-      await mustMoveJob(tx, job, "settlement_confirmed", { slot, completedAt: new Date() });
-      await emitJobCompleted(tx, { ...jobEventFacts(job), settlementTx: action.signature, slot, creditsRemaining });
-      await money.checkCreditLow(tx, job.wallet, creditsRemaining, false);
-      return { creditsRemaining };
-    },
+    confirmed: async (tx, action, slot) => (await settlementsConfirmed(tx, chain, [{ action, slot }]))[0],
     confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, chain, confirmed),
     // Its ledger work is one operation, which locks the accounts it shares with other jobs in one statement.
     confirmsInGroups: true,
@@ -123,9 +115,11 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
 }
 
 /**
- * The settlement owner's `confirmed` for several jobs at once: one ledger operation charges them
- * all, one statement moves their rows, one writes their events. A settlement only raises a
- * balance, so the credit.low rule can only re-arm: it fires nothing here.
+ * What settlements' confirmations do, for one job or several at once: the worker and the
+ * treasury are paid their shares of the charges (posted when the settlements were recorded), in
+ * one ledger operation; one statement moves the jobs' rows to `settled`, one writes their
+ * job.completed events, with the wallets' credits as they stand. The balance does not change
+ * here, so neither does the credit.low rule.
  */
 async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
   const found = await getJobs(tx, confirmed.map(({ action }) => action.subject));
@@ -135,14 +129,15 @@ async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { 
     if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
     jobs.push(await paidAsTheProgramPaid(tx, chain, job));
   }
-  const creditsRemaining = await money.settleAll(tx, jobs);
+  await money.payOutAll(tx, jobs);
+  const available = await money.availableCreditsOf(tx, [...new Set(jobs.map((job) => job.wallet))]);
+  const creditsRemaining = jobs.map((job) => available.get(job.wallet)!);
   const completedAt = new Date();
   await mustMoveJobs(tx, jobs.map((job, i) => ({ job, changes: { slot: confirmed[i]!.slot, completedAt } })), "settlement_confirmed");
   await emitEvents(
     tx,
     jobs.map((job, i) => jobCompletedEvent({ ...jobEventFacts(job), settlementTx: confirmed[i]!.action.signature, slot: confirmed[i]!.slot, creditsRemaining: creditsRemaining[i]! })),
   );
-  await money.creditLowCrossings(tx, jobs.map((job, i) => ({ wallet: job.wallet, creditsRemaining: creditsRemaining[i]!, fell: false })));
   return creditsRemaining.map((credits) => ({ creditsRemaining: credits }));
 }
 

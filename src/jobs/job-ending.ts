@@ -5,7 +5,7 @@
  * same database transaction as the change that calls for it, then sent through the journal.
  */
 import { ChainRejectedError, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import { ApiError, Channel, type Logger, TIERS, completionCost, outputHash, proofVerifies, splitPayout } from "../core/index.ts";
+import { ANSWER_BEFORE_CONFIRM_MARGIN_MS, ApiError, Channel, type Logger, TIERS, completionCost, outputHash, proofVerifies, splitPayout } from "../core/index.ts";
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
 import { GroupCommit, type Db } from "../store/index.ts";
@@ -18,7 +18,11 @@ export type JobEvent =
   | { type: "delta"; text: string }
   /** The worker finished; settlement follows. */
   | { type: "finished"; finishReason: FinishReason; usage: Usage }
-  | { type: "settled"; settlementTx: string; slot: number; creditsRemaining: number };
+  /**
+   * The ledger charged the job and its settlement transaction is signed and recorded: the caller
+   * may have its answer. The transaction confirms after (the job reads `settling` until then).
+   */
+  | { type: "charged"; settlementTx: string; creditsRemaining: number };
 
 /** What a job's workers produced. */
 export interface WorkerRun {
@@ -41,8 +45,8 @@ export interface EndingDeps {
   skipProofCheck: boolean;
   /** Told once a job settled (JobServiceOptions.onSettled). */
   settled: (jobId: string) => void;
-  /** Records proofs and settlement transactions, committed in groups (settlementRecords below). */
-  settlementRecords: GroupCommit<SettlementRecord, JobRecord>;
+  /** Records proofs, settlement transactions and charges, committed in groups (settlementRecords below). */
+  settlementRecords: GroupCommit<SettlementRecord, RecordedSettlement>;
 }
 
 /** A job's proof and settlement transaction, to record before the settlement is sent. */
@@ -52,17 +56,27 @@ export interface SettlementRecord {
   settlement: ChainAction;
 }
 
+/** A job as its settlement's record left it, and its wallet's credits available after its charge. */
+export interface RecordedSettlement {
+  job: JobRecord;
+  creditsRemaining: number;
+}
+
 /**
- * Records several jobs' proofs and settlement transactions in one transaction: their rows moved
- * to `settling` in one statement, their settlements in another. Returns each job as recorded;
- * the records passed stay as they were until the caller takes those (the group may be retried).
+ * Records several jobs' proofs, settlement transactions and charges in one transaction: their
+ * rows moved to `settling` in one statement, their settlements in another, their charges in one
+ * ledger operation (the unused part of each lock goes back at once). A charge only gives credits
+ * back, so the credit.low rule can only re-arm: it fires nothing here. The records passed stay as
+ * they were until the caller takes the jobs returned (the group may be retried).
  */
-export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<SettlementRecord, JobRecord> {
+export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<SettlementRecord, RecordedSettlement> {
   return new GroupCommit(db, async (tx, records) => {
     const moved = records.map(({ job }) => ({ ...job }));
     await mustMoveJobs(tx, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
     await journal.recordAll(tx, records.map((r) => r.settlement));
-    return moved;
+    const creditsRemaining = await money.chargeAll(tx, moved);
+    await money.creditLowCrossings(tx, moved.map((job, i) => ({ wallet: job.wallet, creditsRemaining: creditsRemaining[i]!, fell: false })));
+    return moved.map((job, i) => ({ job, creditsRemaining: creditsRemaining[i]! }));
   });
 }
 
@@ -76,11 +90,20 @@ export interface EndingJob {
   started: { creditsRemaining: number };
 }
 
-type Settled =
-  | { ok: true; settlementTx: string; slot: number; creditsRemaining: number }
+type Charged =
+  | { ok: true; settlement: ChainAction; creditsRemaining: number }
+  | { ok: false; creditsRemaining?: number };
+
+type Confirmed =
+  | { ok: true; slot: number }
   | { ok: false; reason: "rejected" | "unconfirmed" | "escrow_refunded"; creditsRemaining?: number };
 
-/** Settle what the worker produced, or give the escrow back when it produced nothing to charge. */
+/**
+ * Settle what the worker produced, or give the escrow back when it produced nothing to charge.
+ * The caller has its answer once the charge is recorded (DECISIONS "Answering before the chain
+ * confirms"), unless the escrow is near its on-chain timeout; the driver stays until the
+ * settlement confirms, then the worker hears it was paid.
+ */
 export async function conclude(
   deps: EndingDeps,
   ending: EndingJob,
@@ -105,21 +128,40 @@ export async function conclude(
   const metered = await how.metered(done);
   // A cancelled job's caller is gone: there is nobody to tell how it finished.
   if (done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
-  const settled = await settle(deps, job, text, { ...done, usage: metered.usage }, ending.ready);
-  run.lease.outcome(settled.ok || settled.reason !== "rejected" ? metered.outcome : "failed");
-  if (settled.ok) {
-    ending.started.creditsRemaining = settled.creditsRemaining;
-    channel.push({ type: "settled", settlementTx: settled.settlementTx, slot: settled.slot, creditsRemaining: settled.creditsRemaining });
-    run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, settled.settlementTx);
-    deps.settled(job.id);
-  } else if (settled.reason === "rejected") {
-    return fail(deps, ending, settled, new ApiError("internal_error", "The worker's proof of this output did not verify; nothing was charged."));
-  } else if (settled.reason === "escrow_refunded") {
-    return fail(deps, ending, settled, new ApiError("internal_error", "The job's escrow was refunded on-chain, past the escrow program's timeout, before the service settled it; nothing was charged."));
-  } else {
-    channel.close(new ApiError("internal_error", "The settlement could not be confirmed yet; the service completes it on its own. Check the job with GET /jobs/{id}."));
+  const charged = await charge(deps, job, text, { ...done, usage: metered.usage }, ending.ready);
+  if (!charged.ok) {
+    run.lease.outcome("failed");
+    return fail(deps, ending, charged, new ApiError("internal_error", "The worker's proof of this output did not verify; nothing was charged."));
   }
-  channel.close();
+  const answer = () => {
+    ending.started.creditsRemaining = charged.creditsRemaining;
+    channel.push({ type: "charged", settlementTx: charged.settlement.signature, creditsRemaining: charged.creditsRemaining });
+    channel.close();
+  };
+  const answeredFirst = await farFromEscrowTimeout(deps.chain, job);
+  if (answeredFirst) answer();
+  const confirmed = await confirmSettlement(deps, job, charged.settlement, ending.ready);
+  run.lease.outcome(confirmed.ok || confirmed.reason !== "rejected" ? metered.outcome : "failed");
+  if (confirmed.ok) {
+    run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, charged.settlement.signature);
+    deps.settled(job.id);
+  }
+  if (answeredFirst) return;
+  if (confirmed.ok || confirmed.reason === "unconfirmed") return answer();
+  const why = confirmed.reason === "escrow_refunded"
+    ? "The job's escrow was refunded on-chain, past the escrow program's timeout, before the service settled it; nothing was charged."
+    : "The worker's proof of this output did not verify; nothing was charged.";
+  return fail(deps, ending, confirmed, new ApiError("internal_error", why));
+}
+
+/**
+ * Whether the wallet cannot refund the job's escrow before its settlement lands, so the caller
+ * may be answered first: the program's timeout, counted from the job's creation (its lock comes
+ * after), is more than ANSWER_BEFORE_CONFIRM_MARGIN_MS away.
+ */
+async function farFromEscrowTimeout(chain: Chain, job: JobRecord): Promise<boolean> {
+  const timeoutMs = Number(await chain.jobTimeoutSeconds()) * 1000;
+  return Date.now() + ANSWER_BEFORE_CONFIRM_MARGIN_MS < job.createdAt.getTime() + timeoutMs;
 }
 
 /**
@@ -132,28 +174,26 @@ async function fail(deps: EndingDeps, ending: EndingJob, returned: { creditsRema
 }
 
 /**
- * Charge the job: record the worker's proof and the settlement transaction, send it (its first
- * instruction verifies the proof on-chain), and on confirmation post the charge in the ledger.
- * When the chain rejects the proof the escrow is returned; when the chain cannot be reached the
- * job stays `settling` with its settlement recorded, for recovery to finish.
+ * Charge the job: check the worker's proof, then record it, the settlement transaction (its first
+ * instruction verifies the proof on-chain) and the charge in the ledger, in one commit shared
+ * with the jobs recorded beside it. A job whose escrow never landed, or whose proof does not
+ * match the text, is refunded instead.
  */
-async function settle(
+async function charge(
   deps: EndingDeps,
   job: JobRecord,
   text: string,
   done: { finishReason: StopReason; usage: Usage; signature: Uint8Array; outputHash: string },
   escrowLanded: Promise<number>,
-): Promise<Settled> {
+): Promise<Charged> {
   if ((await escrowLanded.then(() => true, () => false)) === false) {
-    const refund = await refundJob(deps, job, escrowLanded, "failed", "escrow_failed");
-    return { ok: false, reason: "rejected", ...refund };
+    return { ok: false, ...(await refundJob(deps, job, escrowLanded, "failed", "escrow_failed")) };
   }
   // Checked here, before anything is signed, so a settled job's proof is always over the text the
   // caller received; the program would refuse a bad one too, but only after a fee was spent.
   if (!deps.skipProofCheck && !proofVerifies(job.id, text, job.workerAddress ?? "", done.signature)) {
     deps.logger.warn({ job: job.id, worker: job.workerAddress }, "the worker's proof does not match the output it sent; nothing is charged");
-    const refund = await refundJob(deps, job, escrowLanded, "failed", "proof_rejected");
-    return { ok: false, reason: "rejected", ...refund };
+    return { ok: false, ...(await refundJob(deps, job, escrowLanded, "failed", "proof_rejected")) };
   }
   // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
   const proved = {
@@ -167,13 +207,19 @@ async function settle(
     lastTokenAt: new Date(),
   } satisfies JobChanges;
   const settlement = await prepareSettlement(deps.chain, { ...job, ...proved });
-  Object.assign(job, await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement }));
+  const recorded = await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement });
+  Object.assign(job, recorded.job);
+  return { ok: true, settlement, creditsRemaining: recorded.creditsRemaining };
+}
+
+/**
+ * Send a recorded settlement. When the chain rejects it, the escrow is returned, and with it the
+ * charge; when the chain cannot be reached, the job stays `settling` with its settlement
+ * recorded, for recovery to finish.
+ */
+async function confirmSettlement(deps: EndingDeps, job: JobRecord, settlement: ChainAction, escrowLanded: Promise<number>): Promise<Confirmed> {
   try {
-    const sent = await deps.journal.send(settlement);
-    // The confirmation read the balance after the charge; only a concurrent recovery's leaves it to read here.
-    const outcome = "outcome" in sent ? (sent.outcome as SettlementOutcome | undefined) : undefined;
-    const creditsRemaining = outcome?.creditsRemaining ?? (await money.availableCredits(deps.db, job.wallet));
-    return { ok: true, settlementTx: settlement.signature, slot: sent.slot, creditsRemaining };
+    return { ok: true, slot: (await deps.journal.send(settlement)).slot };
   } catch (error) {
     if (!(error instanceof ChainRejectedError)) {
       // Not refused, just not confirmed: a refund now could race a settlement that still lands.
@@ -182,7 +228,7 @@ async function settle(
     }
     // Past the program's timeout anyone may refund the escrow; then the proof was not the problem.
     const refundedFirst = (await deps.chain.escrowRecord(job.id))?.status === "refunded";
-    deps.logger.warn({ err: error, job: job.id, refundedFirst }, "settlement rejected on-chain");
+    deps.logger.warn({ err: error, job: job.id, refundedFirst }, "settlement rejected on-chain; the charge goes back");
     const refund = await refundJob(deps, job, escrowLanded, "failed", refundedFirst ? "escrow_refunded" : "proof_rejected");
     return { ok: false, reason: refundedFirst ? "escrow_refunded" : "rejected", ...refund };
   }

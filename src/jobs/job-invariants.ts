@@ -1,7 +1,11 @@
 /**
  * The jobs' invariants, checked from scratch over every job and its reservation in the ledger:
  *
- *   unfinished_holds_reservation  a pending, processing or settling job's whole lock is reserved, still pending
+ *   unfinished_holds_reservation  a pending or processing job's whole lock is reserved, still pending
+ *   settling_holds_charge         a settling job's reservation is posted for exactly what it charges
+ *                                 (voided when that is nothing), the charge posted when its
+ *                                 settlement was recorded; or, recorded before that was so
+ *                                 (2026-11-26), still pending for its whole lock
  *   running_has_worker            a processing, settling or settled job names its worker
  *   settling_has_proof            a settling or settled job has the worker's proof and a settlement signature
  *   settled_is_charged            a settled job's reservation is posted for exactly what it charged, and it
@@ -25,6 +29,7 @@ import * as money from "./money.ts";
 
 export type JobInvariant =
   | "unfinished_holds_reservation"
+  | "settling_holds_charge"
   | "running_has_worker"
   | "settling_has_proof"
   | "settled_is_charged"
@@ -46,8 +51,12 @@ function violationsOf(job: JobRecord, reservation: Reservation, charged: number 
   const found: [JobInvariant, string][] = [];
   const { status } = job;
   const held = reservation ? `${reservation.credits} credits ${reservation.state}` : "no reservation";
-  if (["pending", "processing", "settling"].includes(status) && (reservation?.state !== "pending" || reservation.credits !== job.lockedCredits)) {
+  const holdsLock = reservation?.state === "pending" && reservation.credits === job.lockedCredits;
+  if (["pending", "processing"].includes(status) && !holdsLock) {
     found.push(["unfinished_holds_reservation", `${status} with ${job.lockedCredits} credits locked; the ledger has ${held}`]);
+  }
+  if (status === "settling" && !holdsLock && !chargedAsRecorded(job, reservation, charged)) {
+    found.push(["settling_holds_charge", `settling, charging ${job.creditsCharged} of ${job.lockedCredits}; the ledger has ${held}, a charge of ${charged ?? "nothing"}`]);
   }
   if (["processing", "settling", "settled"].includes(status) && job.workerAddress === null) {
     found.push(["running_has_worker", `${status} with no worker`]);
@@ -67,6 +76,11 @@ function violationsOf(job: JobRecord, reservation: Reservation, charged: number 
   }
   if (!isFinal(status) && job.completedAt !== null) found.push(["completed_only_when_final", `${status} with a completion time`]);
   return found;
+}
+
+function chargedAsRecorded(job: JobRecord, reservation: Reservation, charged: number | undefined): boolean {
+  if (job.creditsCharged === 0) return reservation?.state === "voided" && charged === undefined;
+  return reservation?.state === "posted" && charged === job.creditsCharged;
 }
 
 /** Every violation found; an empty list means every job agrees with the ledger and with its own state. */

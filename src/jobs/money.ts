@@ -1,8 +1,9 @@
 /**
  * How jobs move credits, through the ledger's own recipe (src/ledger/settle.ts): a job reserves
- * its lock as a pending transfer from the wallet to the wallet's escrow account; settlement posts
- * the charge and pays it out to the worker and the treasury in one step; a job that charges
- * nothing voids the reservation. Transfer ids derive from the job id, so a step repeated after a
+ * its lock as a pending transfer from the wallet to the wallet's escrow account; recording its
+ * settlement transaction posts the charge (chargeAll), and the settlement's confirmation pays it
+ * out to the worker and the treasury (payOutAll); a job that charges nothing voids the
+ * reservation, and a charge whose settlement the chain refused goes back (refund). Transfer ids derive from the job id, so a step repeated after a
  * crash is recognised by the ledger instead of applied twice.
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
@@ -15,6 +16,7 @@ import type { JobRecord } from "./job-record.ts";
 export const workerAccount = ledger.workerAccountId;
 
 const reservationId = (jobId: string) => `reserve:${jobId}`;
+const chargeId = (jobId: string) => `charge:${jobId}`;
 
 export function toCredits(units: bigint): number {
   return baseUnitsToCredits(units);
@@ -24,6 +26,12 @@ export function toCredits(units: bigint): number {
 export async function availableCredits(db: Db, wallet: string): Promise<number> {
   const account = await ledger.getAccount(db, ledger.walletAccountId(wallet));
   return account ? toCredits(account.available) : 0;
+}
+
+/** Credits each wallet can spend now, by address (0 for a wallet with no account). */
+export async function availableCreditsOf(db: Db, wallets: readonly string[]): Promise<Map<string, number>> {
+  const accounts = await ledger.getAccounts(db, wallets.map(ledger.walletAccountId));
+  return new Map(wallets.map((wallet) => [wallet, toCredits(accounts.get(ledger.walletAccountId(wallet))?.available ?? 0n)]));
 }
 
 /**
@@ -79,25 +87,32 @@ export async function reserveAll(db: Db, locks: readonly { wallet: string; jobId
   return availableAfterEach(accounts, locks.map((lock) => ({ wallet: lock.wallet, change: -lock.credits })));
 }
 
-/** Charge a settled job and pay its worker and the treasury; returns the wallet's credits available after. */
-export async function settle(db: Db, job: JobRecord): Promise<number> {
-  if (job.creditsCharged === 0 || job.workerAddress === null) return refund(db, job);
-  await ledger.ensureWorkerAccount(db, job.workerAddress);
-  const charge = resolution(job);
-  const result = await ledger.settle(db, { id: charge.id, reservationId: charge.pendingId, charge: charge.amount!, payouts: charge.payouts });
-  return availableAfter(result, job.wallet);
+/**
+ * Charge several jobs whose settlement transactions are being recorded, as one ledger operation
+ * (ledger.resolveAll): each reservation is posted for the job's charge, the rest of its lock goes
+ * back to the wallet, and the charge waits in the wallet's escrow account until the settlement
+ * confirms (payOutAll) or is refused (refund). All or none, with an error after which the caller
+ * charges them one by one. Returns each job's credits available after its own charge, as if they
+ * were charged one by one in order.
+ */
+export async function chargeAll(db: Db, jobs: readonly JobRecord[]): Promise<number[]> {
+  const accounts = await ledger.resolveAll(db, jobs.map((job) => ({ ...resolution(job), payouts: [] })));
+  // A charge gives back the part of the lock it did not use.
+  return availableAfterEach(accounts, jobs.map((job) => ({ wallet: job.wallet, change: job.lockedCredits - chargedOf(job) })));
 }
 
 /**
- * `settle` for several jobs as one ledger operation (ledger.resolveAll): all of them, or none
- * with an error, after which the caller settles them one by one. Returns each job's credits
- * available after its own settlement, as if they were settled one by one in order.
+ * Pay the worker and the treasury their shares of jobs whose settlements confirmed, as the
+ * program paid them. A job whose reservation is still pending (recorded before charges were
+ * posted with the settlement's record) is charged and paid out at once.
  */
-export async function settleAll(db: Db, jobs: readonly JobRecord[]): Promise<number[]> {
+export async function payOutAll(db: Db, jobs: readonly JobRecord[]): Promise<void> {
   for (const address of new Set(jobs.map((job) => job.workerAddress))) if (address !== null) await ledger.ensureWorkerAccount(db, address);
-  const accounts = await ledger.resolveAll(db, jobs.map(resolution));
-  // A settlement gives back the part of the lock it did not charge.
-  return availableAfterEach(accounts, jobs.map((job) => ({ wallet: job.wallet, change: job.lockedCredits - chargedOf(job) })));
+  const reservations = await ledger.getTransfers(db, jobs.map((job) => reservationId(job.id)));
+  const unposted = jobs.filter((job) => reservations.get(reservationId(job.id))?.pendingState === "pending");
+  if (unposted.length > 0) await ledger.resolveAll(db, unposted.map(resolution));
+  const charged = jobs.filter((job) => !unposted.includes(job) && chargedOf(job) > 0);
+  await ledger.payOutAll(db, charged.map((job) => ({ id: chargeId(job.id), wallet: job.wallet, payouts: resolution(job).payouts, reference: job.id })));
 }
 
 /**
@@ -120,7 +135,7 @@ function resolution(job: JobRecord): ledger.Resolution {
   if (chargedOf(job) === 0) return { id: `release:${job.id}`, pendingId: reservationId(job.id), post: false, payouts: [] };
   const { worker, treasury } = splitPayout(job.creditsCharged, job.workerStaked);
   return {
-    id: `charge:${job.id}`,
+    id: chargeId(job.id),
     pendingId: reservationId(job.id),
     post: true,
     amount: creditsToBaseUnits(job.creditsCharged),
@@ -136,9 +151,19 @@ function chargedOf(job: JobRecord): number {
   return job.workerAddress === null ? 0 : job.creditsCharged;
 }
 
-/** Return a job's whole reservation to its wallet; returns the wallet's credits available after. */
+/**
+ * Return what a job holds to its wallet: its whole reservation, or, when its charge was posted
+ * and its settlement then refused, that charge. Returns the wallet's credits available after.
+ */
 export async function refund(db: Db, job: Pick<JobRecord, "id" | "wallet">): Promise<number> {
-  const result = await ledger.voidPending(db, { id: `release:${job.id}`, pendingId: reservationId(job.id) });
+  try {
+    return availableAfter(await ledger.voidPending(db, { id: `release:${job.id}`, pendingId: reservationId(job.id) }), job.wallet);
+  } catch (error) {
+    if (!(error instanceof ledger.PendingTransferResolvedError) || error.state !== "posted") throw error;
+  }
+  const charge = await ledger.getTransfer(db, chargeId(job.id));
+  if (!charge) throw new Error(`job ${job.id}'s reservation was posted with no charge`);
+  const result = await ledger.returnCharge(db, { id: `return:${job.id}`, wallet: job.wallet, amount: charge.amount, reference: job.id });
   return availableAfter(result, job.wallet);
 }
 
@@ -176,8 +201,15 @@ export async function jobReservations(db: Db): Promise<Map<string, { credits: nu
   return new Map(transfers.map((t) => [t.reference ?? t.id, { credits: toCredits(t.amount), state: t.pendingState ?? "pending" }]));
 }
 
-/** Every job's posted charge in credits, by job id. */
+/** Every job's charge in credits, by job id: posted and not given back. */
 export async function jobCharges(db: Db): Promise<Map<string, number>> {
-  const transfers = await ledger.listTransfers(db, { code: "charge" });
-  return new Map(transfers.map((t) => [t.pendingId?.replace(/^reserve:/, "") ?? t.id, toCredits(t.amount)]));
+  const charges = new Map<string, number>();
+  for (const t of await ledger.listTransfers(db, { code: "charge" })) charges.set(t.pendingId?.replace(/^reserve:/, "") ?? t.id, toCredits(t.amount));
+  for (const t of await ledger.listTransfers(db, { code: "charge_returned" })) {
+    const jobId = t.reference ?? t.id;
+    const left = (charges.get(jobId) ?? 0) - toCredits(t.amount);
+    if (left === 0) charges.delete(jobId);
+    else charges.set(jobId, left);
+  }
+  return charges;
 }

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { KNOWN_REPLY, knownReplyPrefix, loopText, TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
+import { jobConcluded } from "../support/eventually.ts";
 
 let gateway: TestGateway;
 
@@ -130,6 +131,7 @@ describe("streamed completions", () => {
     assert.equal(events[events.length - 1], "data: [DONE]");
     const settlement = trailers["x-svc-settlement-tx"];
     assert.ok(typeof settlement === "string" && settlement.length > 60, "settlement signature sent as a trailer");
+    await jobConcluded(gateway.service, String(headers["x-svc-job-id"]));
     const job = (await (await fetch(`${gateway.baseUrl}/jobs/${String(headers["x-svc-job-id"])}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } })).json()) as {
       status: string;
       on_chain: { settlement_tx: string };

@@ -13,6 +13,7 @@ import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { assertChainAgrees } from "../support/chain-checks.ts";
+import { until } from "../support/eventually.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 
 /** The looping reply would run to 1,900 tokens; the caller leaves long before. */
@@ -44,16 +45,6 @@ async function get<T>(path: string): Promise<T> {
   const res = await fetch(`${gateway.baseUrl}${path}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } });
   assert.equal(res.status, 200);
   return (await res.json()) as T;
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 test("a JSON caller who leaves mid-generation is charged for the partial output and gets no 'nothing was charged' answer", async () => {

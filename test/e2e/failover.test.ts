@@ -9,6 +9,7 @@ import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { FailingWorker } from "../support/failing-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
+import { jobConcluded } from "../support/eventually.ts";
 
 const hi = [{ role: "user" as const, content: "Hi" }];
 
@@ -29,6 +30,7 @@ describe("failover before the first token", () => {
     const { data, response } = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0 }).withResponse();
     assert.equal(data.choices[0]!.finish_reason, "stop");
     assert.equal(response.headers.get("x-svc-worker"), healthyAddress);
+    await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
     const job = (await (await fetch(`${gateway.baseUrl}/jobs/${response.headers.get("x-svc-job-id")}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } })).json()) as {
       status: string;
       worker_address: string;

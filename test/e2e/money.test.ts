@@ -16,6 +16,7 @@ import { testDatabases } from "../support/db.ts";
 import { MODEL, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
 import { ForgingWorker } from "../support/forging-worker.ts";
 import { assertChainAgrees, assertWorkerPaidOnChain } from "../support/chain-checks.ts";
+import { jobConcluded, until } from "../support/eventually.ts";
 
 const hi = [{ role: "user" as const, content: "Hi" }];
 
@@ -58,9 +59,12 @@ for (const backend of testDatabases()) {
         assert.ok(details.credits_remaining >= 0 && details.credits_remaining < 2, `credits_remaining ${details.credits_remaining}`);
       }
       // After everything settled: balance + charges = starting balance, to the credit.
-      const jobs = (await (await fetch(`${gateway.baseUrl}/jobs?limit=100`, { headers: { authorization: `Bearer ${caller.apiKey}` } })).json()) as {
-        data: { status: string; credits_charged: number }[];
-      };
+      const listed = async () =>
+        (await (await fetch(`${gateway.baseUrl}/jobs?limit=100`, { headers: { authorization: `Bearer ${caller.apiKey}` } })).json()) as {
+          data: { status: string; credits_charged: number }[];
+        };
+      // Answered before their settlements confirm: wait for the chain to have them all.
+      const jobs = await until(listed, (page) => page.data.every((j) => j.status !== "settling"), "the settlements to confirm");
       assert.equal(jobs.data.length, 7);
       const charged = jobs.data.reduce((sum, j) => sum + j.credits_charged, 0);
       assert.ok(jobs.data.every((j) => j.status === "settled"));
@@ -74,6 +78,7 @@ for (const backend of testDatabases()) {
       const caller = await gateway.newAccount(100);
       const { data, response } = await caller.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0, max_tokens: 600 }).withResponse();
       const jobId = response.headers.get("x-svc-job-id")!;
+      await jobConcluded(gateway.service, jobId);
       const job = await jobOf(gateway, caller.apiKey, jobId);
       assert.equal(job.status, "settled");
       assert.equal(job.credits_charged, 2);
@@ -147,9 +152,16 @@ describe("a forged proof past a gateway that does not check it (FAULT INJECTION:
   });
   after(() => gateway.close());
 
-  test("the program refuses the settlement on-chain, the job fails and nothing is charged", async () => {
-    const jobId = await failedJobId(gateway);
+  test("the program refuses the settlement on-chain after the caller was answered: the job fails and the charge goes back", async () => {
+    // The caller is answered once the charge is posted and the settlement recorded, before the
+    // chain has looked at the proof (DECISIONS "Answering before the chain confirms").
+    const { response } = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0 }).withResponse();
+    const jobId = response.headers.get("x-svc-job-id")!;
+    assert.ok(response.headers.get("x-svc-settlement-tx"));
+    assert.ok(Number(response.headers.get("x-svc-credits-remaining")) < 50, "the answer tells the charge as posted");
+    await jobConcluded(gateway.service, jobId);
     const job = await jobOf(gateway, gateway.apiKey, jobId);
+    assert.equal(job.on_chain.settlement_tx, response.headers.get("x-svc-settlement-tx"));
     assert.equal(job.status, "failed");
     assert.equal(job.credits_charged, 0);
     const { chain } = gateway.service;

@@ -12,6 +12,7 @@ import * as money from "../../src/jobs/money.ts";
 import type { Db } from "../../src/store/index.ts";
 import { assertChainAgrees } from "../support/chain-checks.ts";
 import { testDatabases } from "../support/db.ts";
+import { until } from "../support/eventually.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
 
 /** The Db, counting the transactions opened on it (not savepoints inside them). */
@@ -50,11 +51,14 @@ for (const backend of testDatabases()) {
         ),
       );
       assert.equal(answers.length, 24);
+      const db = gateway.service.db;
+      // Answered before their settlements confirm: wait for the chain to have them all.
+      const settling = () => db.query("SELECT id FROM jobs WHERE status = 'settling'");
+      await until(settling, (rows) => rows.length === 0, "the settlements to confirm");
       // Alone, each job opens four: admission, its settlement's record, and the two confirmations.
       const opened = transactions() - before;
       assert.ok(opened < 4 * 24, `${opened} transactions for 24 jobs`);
 
-      const db = gateway.service.db;
       for (const caller of callers) {
         const jobs = await db.query<{ id: string; status: string; credits_charged: number }>("SELECT id, status, credits_charged FROM jobs WHERE wallet = $1", [caller.wallet]);
         assert.equal(jobs.length, 8);

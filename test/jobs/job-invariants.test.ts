@@ -33,12 +33,27 @@ describe("job invariants", () => {
     return job;
   }
 
-  test("a running job, a settled one and a refunded one agree with the ledger", async () => {
+  /** A job charged 2 credits as its settlement is recorded: the charge posted, the rest of its lock released. */
+  async function charged(): Promise<JobRecord> {
+    const job = await admitted();
+    await mustMoveJob(db, job, "proof_recorded", { proofHash: "h", proofSignature: "sig", settlementTx: "settle", creditsCharged: 2 });
+    assert.deepEqual(await money.chargeAll(db, [job]), [await money.availableCredits(db, wallet)]);
+    return job;
+  }
+
+  test("a running job, a settling one, a settled one and refunded ones agree with the ledger", async () => {
     await admitted();
-    const settled = await admitted();
-    await mustMoveJob(db, settled, "proof_recorded", { proofHash: "h", proofSignature: "sig", settlementTx: "settle", creditsCharged: 2 });
-    await money.settle(db, settled);
+    await charged();
+    const settled = await charged();
+    await money.payOutAll(db, [{ ...settled, workerAddress: "worker-1" }]);
     await mustMoveJob(db, settled, "settlement_confirmed", { slot: 7, completedAt: new Date() });
+    // The chain refused its settlement after the charge was posted: the refund gives the charge back.
+    const returned = await charged();
+    await mustMoveJob(db, returned, "refund_recorded", { refundTx: "refund", failureReason: "proof_rejected", creditsCharged: 0 });
+    const before = await money.availableCredits(db, wallet);
+    assert.equal(await money.refund(db, returned), before + 2);
+    assert.equal(await money.refund(db, returned), before + 2, "a repeated refund gives nothing back twice");
+    await updateJob(db, returned.id, { completedAt: new Date(), slot: 9 });
     const refunded = await admitted();
     await mustMoveJob(db, refunded, "timed_out", { refundTx: "refund", failureReason: "timeout" });
     await money.refund(db, refunded);
@@ -55,11 +70,15 @@ describe("job invariants", () => {
     const held = await admitted();
     await mustMoveJob(db, held, "refund_recorded", { refundTx: "refund" });
     await updateJob(db, held.id, { completedAt: new Date() });
+    const uncharged = await admitted();
+    await mustMoveJob(db, uncharged, "proof_recorded", { proofHash: "h", proofSignature: "sig", settlementTx: "settle", creditsCharged: 2 });
+    await money.refund(db, uncharged);
     const found = await checkJobInvariants(db);
     const named = (jobId: string) => found.filter((v) => v.jobId === jobId).map((v) => v.invariant);
     assert.deepEqual(named(released.id), ["unfinished_holds_reservation"]);
     assert.deepEqual(named(unpaid.id), ["settled_is_charged"]);
     assert.deepEqual(named(held.id), ["completed_is_released"]);
-    assert.equal(found.length, 3);
+    assert.deepEqual(named(uncharged.id), ["settling_holds_charge"]);
+    assert.equal(found.length, 4);
   });
 });

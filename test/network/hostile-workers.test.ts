@@ -19,6 +19,7 @@ import type { WorkerClient, WorkerClientEvent } from "../../src/worker/worker-cl
 import { apiGet, creditsRemaining } from "../support/gateway-api.ts";
 import { MODEL, tempDir, type TestGateway } from "../support/service.ts";
 import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixture.ts";
+import { jobConcluded } from "../support/eventually.ts";
 
 const FIRST_TOKEN_TIMEOUT_MS = 400;
 const PROBE_TIMEOUT_MS = 1_500;
@@ -127,6 +128,7 @@ describe("a worker that overstates its usage", () => {
 
     assert.equal(reply.choices[0]!.message.content, text);
     assert.equal(reply.usage!.completion_tokens, counted, "the caller sees the gateway's count");
+    await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
     const job = (await api<{ status: string; credits_charged: number; usage: { completion_tokens: number } }>(`/jobs/${response.headers.get("x-svc-job-id")}`)).body;
     assert.equal(job.status, "settled", "the proof of the text still verifies on-chain");
     assert.equal(job.credits_charged, completionCost(TIERS.lite, counted));

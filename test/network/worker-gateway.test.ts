@@ -14,6 +14,7 @@ import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { connectRawWorker, type RawWorker } from "../support/raw-worker.ts";
 import { MODEL, type TestGateway } from "../support/service.ts";
 import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixture.ts";
+import { jobConcluded } from "../support/eventually.ts";
 
 const HEARTBEAT_TIMEOUT_MS = 1_000;
 const COUNT_TIMEOUT_MS = 1_000;
@@ -86,6 +87,7 @@ describe("the handshake", () => {
     ]);
     assert.equal(reply.data.choices[0]!.message.content, "Hi there");
     assert.equal(reply.response.headers.get("x-svc-worker"), worker.signer.address);
+    await jobConcluded(gateway.service, jobId);
     assert.equal((await api<{ status: string }>(`/jobs/${jobId}`)).body.status, "settled", "the worker's proof verified on-chain");
     worker.close();
     await worker.closed;

@@ -1,12 +1,19 @@
 /** Checks that the ledger and the chain tell the same story, shared by the money tests. */
 import assert from "node:assert/strict";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
+import { jobsWithStatus } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
 import { getAccount } from "../../src/ledger/index.ts";
 import type { Service } from "../../src/service.ts";
+import { until } from "./eventually.ts";
 
-/** The wallet's on-chain credit account holds exactly what the ledger says it can spend. */
+/**
+ * The wallet's on-chain credit account holds exactly what the ledger says it can spend, once its
+ * settlements have confirmed: between a settlement's record and its confirmation the ledger has
+ * already given back the unused part of the lock, the chain not yet.
+ */
 export async function assertChainAgrees(service: Service, wallet: string): Promise<void> {
+  await until(() => jobsWithStatus(service.db, ["settling"]), (jobs) => !jobs.some((job) => job.wallet === wallet), `${wallet}'s settlements to confirm`);
   const ledgerCredits = await money.availableCredits(service.db, wallet);
   assert.equal(await service.chain.tokenBalance(service.chain.creditAccountAddress(wallet)), creditsToBaseUnits(ledgerCredits), "chain balance = ledger balance");
 }

@@ -11,6 +11,7 @@ import type { WorkerClient } from "../../src/worker/worker-client.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { startUpstream } from "../support/upstream-server.ts";
 import { migratedTestDb, MODEL, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
+import { jobConcluded } from "../support/eventually.ts";
 
 let gateway: TestGateway;
 const clients: WorkerClient[] = [];
@@ -60,6 +61,7 @@ test("drain: no new jobs at once, the running one finishes and settles", async (
   assert.equal(text, loopText(300));
   assert.equal(finish, "length");
   await drained;
+  await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
   const job = await api<{ status: string }>(`/jobs/${response.headers.get("x-svc-job-id")}`);
   assert.equal(job.status, "settled");
 });

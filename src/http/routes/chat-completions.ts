@@ -59,7 +59,7 @@ interface Answer {
   callerGone: AbortSignal;
 }
 
-/** `stream: false`: the whole text, once the job settled, with the settlement header. */
+/** `stream: false`: the whole text, once the job is charged and its settlement recorded, with the settlement header. */
 async function jsonCompletion({ reply, job, events, log, callerGone }: Answer) {
   let content = "";
   let finish: { finishReason: FinishReason; usage: Usage } | undefined;

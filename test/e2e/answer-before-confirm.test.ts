@@ -1,0 +1,75 @@
+/**
+ * A JSON reply is sent once the ledger has charged the job and its settlement transaction is
+ * signed and recorded, before the chain confirms it (DECISIONS "Answering before the chain
+ * confirms"). To read what the caller sees in between, the settlement is held at the chain's
+ * door (FAULT INJECTION: a slow chain; the embedded one answers too fast to look).
+ */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import type { Chain } from "../../src/chain/index.ts";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
+import * as money from "../../src/jobs/money.ts";
+import { checkInvariants, getAccount } from "../../src/ledger/index.ts";
+import { assertChainAgrees, assertWorkerPaidOnChain } from "../support/chain-checks.ts";
+import { jobConcluded } from "../support/eventually.ts";
+import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
+
+let gateway: TestGateway;
+before(async () => {
+  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100 });
+});
+after(() => gateway?.close());
+
+/** Holds the `nth` transaction sent from now on until `release()`; the others pass. */
+function holdSend(chain: Chain, nth: number): { release(): void; held(): boolean } {
+  const send = chain.send.bind(chain);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let sends = 0;
+  chain.send = async (wire) => {
+    if (++sends === nth) await released;
+    return send(wire);
+  };
+  return { release, held: () => sends >= nth };
+}
+
+async function jobOf(id: string) {
+  const res = await fetch(`${gateway.baseUrl}/jobs/${id}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } });
+  assert.equal(res.status, 200);
+  return (await res.json()) as { status: string; credits_charged: number; on_chain: { settlement_tx: string | null; slot: number | null } };
+}
+
+test("the caller is answered with its charge while the settlement is still on its way to the chain", async () => {
+  const { db } = gateway.service;
+  // The request's escrow is the first transaction, its settlement the second.
+  const hold = holdSend(gateway.service.chain, 2);
+  const { data, response } = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 600, temperature: 0 }, { timeout: 30_000 }).withResponse();
+  assert.ok(data.choices[0]!.message.content);
+  assert.ok(hold.held(), "the settlement was sent and is held");
+  const jobId = response.headers.get("x-svc-job-id")!;
+  const settlementTx = response.headers.get("x-svc-settlement-tx");
+
+  const settling = await jobOf(jobId);
+  assert.equal(settling.status, "settling");
+  assert.equal(settling.on_chain.settlement_tx, settlementTx);
+  assert.equal(settling.credits_charged, 2);
+  // The ledger charged it already, and gave back the rest of its 3-credit lock.
+  assert.equal(Number(response.headers.get("x-svc-credits-remaining")), 98);
+  assert.equal(await money.availableCredits(db, gateway.wallet), 98);
+  assert.deepEqual(await checkInvariants(db), []);
+  assert.deepEqual(await checkJobInvariants(db), []);
+  const completed = () => db.query("SELECT 1 FROM events WHERE account = $1 AND name = 'job.completed'", [gateway.wallet]);
+  assert.equal((await completed()).length, 0, "job.completed waits for the chain");
+  assert.equal((await getAccount(db, money.workerAccount(response.headers.get("x-svc-worker")!)))?.balance ?? 0n, 0n, "the worker is paid only once the chain confirms");
+
+  hold.release();
+  const settled = await jobConcluded(gateway.service, jobId);
+  assert.equal(settled.status, "settled");
+  assert.ok(settled.slot !== null && settled.slot > 0);
+  assert.equal((await completed()).length, 1);
+  assert.equal(await money.availableCredits(db, gateway.wallet), 98);
+  await assertChainAgrees(gateway.service, gateway.wallet);
+  assert.ok((await assertWorkerPaidOnChain(gateway.service, settled.workerAddress!)) > 0n);
+  assert.deepEqual(await checkInvariants(db), []);
+  assert.deepEqual(await checkJobInvariants(db), []);
+});
