@@ -41,6 +41,8 @@ function startProxy(target: URL): Promise<Server> {
       res.writeHead(answer.statusCode!, answer.headers);
       answer.pipe(res);
     });
+    // The load generator drops its connections when a run ends: a forwarded request may be cut.
+    upstream.on("error", () => res.destroy());
     req.pipe(upstream);
   });
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
