@@ -94,6 +94,8 @@ export interface ServiceOptions {
   web?: WebOptions;
   /** FAULT INJECTION, for tests only: settle on workers' claimed hashes, unchecked (JobServiceOptions). */
   skipProofCheck?: boolean;
+  /** Callers answered before their settlements confirm, at most (default 64; JobServiceOptions). */
+  maxAnsweredUnconfirmed?: number;
   /** Disputes: the filing window after the final token, arbitration's wait for workers and retry, the slashed share. */
   disputes?: { windowMs?: number; arbitrationWindowMs?: number; arbitrationRetryMs?: number; slashShareBps?: bigint; auditShare?: number };
   /** The escrow program's rules when the chain is new (tests shorten its job timeout). */
@@ -222,6 +224,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}),
     ...(options.firstTokenTimeoutMs ? { firstTokenTimeoutMs: options.firstTokenTimeoutMs } : {}),
     ...(options.skipProofCheck ? { skipProofCheck: true } : {}),
+    ...(options.maxAnsweredUnconfirmed !== undefined ? { maxAnsweredUnconfirmed: options.maxAnsweredUnconfirmed } : {}),
     onSettled: (jobId) => arbitration.maybeAudit(jobId),
   });
   const actions = new Deposits(db, journal, chain);

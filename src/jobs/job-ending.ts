@@ -47,7 +47,16 @@ export interface EndingDeps {
   settled: (jobId: string) => void;
   /** Records proofs, settlement transactions and charges, committed in groups (settlementRecords below). */
   settlementRecords: GroupCommit<SettlementRecord, RecordedSettlement>;
+  /** Callers answered whose settlements have not confirmed yet, and how many may be (conclude below). */
+  unconfirmed: { count: number; max: number };
 }
+
+/**
+ * By default, at most this many callers are answered before their settlements confirm; the next
+ * ones wait for the chain. Under more load than the chain and the database confirm, answering first would let
+ * the backlog grow without bound: this keeps it to about one confirmation group.
+ */
+export const MAX_ANSWERED_UNCONFIRMED = 64;
 
 /** A job's proof and settlement transaction, to record before the settlement is sent. */
 export interface SettlementRecord {
@@ -101,8 +110,9 @@ type Confirmed =
 /**
  * Settle what the worker produced, or give the escrow back when it produced nothing to charge.
  * The caller has its answer once the charge is recorded (DECISIONS "Answering before the chain
- * confirms"), unless the escrow is near its on-chain timeout; the driver stays until the
- * settlement confirms, then the worker hears it was paid.
+ * confirms"), unless the escrow is near its on-chain timeout or the most callers allowed
+ * (MAX_ANSWERED_UNCONFIRMED) already wait on the chain; the driver stays until the settlement confirms, then the worker
+ * hears it was paid.
  */
 export async function conclude(
   deps: EndingDeps,
@@ -138,9 +148,14 @@ export async function conclude(
     channel.push({ type: "charged", settlementTx: charged.settlement.signature, creditsRemaining: charged.creditsRemaining });
     channel.close();
   };
-  const answeredFirst = await farFromEscrowTimeout(deps.chain, job);
-  if (answeredFirst) answer();
-  const confirmed = await confirmSettlement(deps, job, charged.settlement, ending.ready);
+  const answeredFirst = deps.unconfirmed.count < deps.unconfirmed.max && (await farFromEscrowTimeout(deps.chain, job));
+  if (answeredFirst) {
+    answer();
+    deps.unconfirmed.count++;
+  }
+  const confirmed = await confirmSettlement(deps, job, charged.settlement, ending.ready).finally(() => {
+    if (answeredFirst) deps.unconfirmed.count--;
+  });
   run.lease.outcome(confirmed.ok || confirmed.reason !== "rejected" ? metered.outcome : "failed");
   if (confirmed.ok) {
     run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, charged.settlement.signature);

@@ -30,7 +30,7 @@ import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type W
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
 import { jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
-import { conclude, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
+import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
@@ -69,6 +69,8 @@ export interface JobServiceOptions {
   logger: Logger;
   timeoutMs?: number;
   firstTokenTimeoutMs?: number;
+  /** Callers answered before their settlements confirm, at most; the next wait for the chain (default MAX_ANSWERED_UNCONFIRMED). */
+  maxAnsweredUnconfirmed?: number;
   /** Tokenizers the gateway holds itself, to count relayed output and bound prompts by length. */
   vocabularies?: ModelVocabularies;
   /**
@@ -138,6 +140,7 @@ export class JobService {
       skipProofCheck: options.skipProofCheck === true,
       settled: options.onSettled ?? (() => undefined),
       settlementRecords: settlementRecords(this.db, this.journal),
+      unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
     };
     this.admissions = new Admissions(this.db, this.journal, this.nodeId);
     registerJobActions(this.journal, this.db, this.chain);
@@ -172,6 +175,8 @@ export class JobService {
         const largest = Math.min(model.contextWindow, Math.max(contextWindow, this.pool.contextWindow(model.id)));
         throw contextLengthExceeded(largest, `${promptTokens}`, request.maxTokens);
       }
+      // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
+      if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
       const { job, escrow, creditsAfterLock } = await this.reserve(wallet, model, request, { promptTokens, contextWindow, worker: lease.worker });
       return this.launch(job, escrow, creditsAfterLock, lease, request, clientSignal);
     } catch (error) {

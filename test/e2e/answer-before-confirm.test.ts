@@ -16,7 +16,8 @@ import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../su
 
 let gateway: TestGateway;
 before(async () => {
-  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100 });
+  // One caller at a time may be answered before its settlement confirms (64 by default).
+  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, maxAnsweredUnconfirmed: 1 });
 });
 after(() => gateway?.close());
 
@@ -72,4 +73,17 @@ test("the caller is answered with its charge while the settlement is still on it
   assert.ok((await assertWorkerPaidOnChain(gateway.service, settled.workerAddress!)) > 0n);
   assert.deepEqual(await checkInvariants(db), []);
   assert.deepEqual(await checkJobInvariants(db), []);
+});
+
+test("past the bound of callers answered before their settlements confirm, the next one waits for the chain", async () => {
+  const ask = () => gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 600, temperature: 0 }, { timeout: 30_000 }).withResponse();
+  // The first request's settlement is held; the second one's (its escrow, then its settlement) passes.
+  const hold = holdSend(gateway.service.chain, 2);
+  const first = (await ask()).response.headers.get("x-svc-job-id")!;
+  assert.equal((await jobOf(first)).status, "settling");
+  const second = (await ask()).response.headers.get("x-svc-job-id")!;
+  assert.equal((await jobOf(second)).status, "settled", "answered only once its settlement confirmed");
+  hold.release();
+  assert.equal((await jobConcluded(gateway.service, first)).status, "settled");
+  assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
 });
