@@ -26,6 +26,8 @@ function clientGone(reply: FastifyReply): AbortSignal {
   reply.raw.on("close", () => {
     if (!reply.raw.writableFinished) controller.abort();
   });
+  // A caller who hung up while its request waited its turn is gone before the listener above.
+  if (reply.request.raw.socket.destroyed) controller.abort();
   return controller.signal;
 }
 
