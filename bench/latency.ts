@@ -2,13 +2,25 @@
  * Sequential latency of one request straight to the upstream and through the gateway, alternated:
  * the whole JSON answer, and the first token of a stream (the first server-sent event carrying
  * text), each stream read to its end so the gateway settles it as a caller who stayed.
+ *
+ * The requests are sent and timed from a child process, a caller with its own event loop and CPU
+ * time: the gateway answers before its settlement confirms, and a caller on the gateway's own
+ * thread would read its answer only after the work that follows it.
  */
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { percentile } from "./support.ts";
 
 export interface Target {
   url: string;
   headers: Record<string, string>;
   model: string;
+  /**
+   * Resolves once the target has finished what a request left running (the gateway answers before
+   * its settlement confirms); awaited, untimed, after each request, so each is timed on an idle
+   * service. Called on the main thread.
+   */
+  idle?: () => Promise<unknown>;
 }
 
 export interface Latencies {
@@ -46,22 +58,59 @@ async function timeFirstToken(target: Target): Promise<number> {
   return firstMs;
 }
 
-/** `count` requests of each kind to each target, after a few unmeasured ones. */
-export async function measureLatency(upstream: Target, gateway: Target, count = 100): Promise<[Latencies, Latencies]> {
+type FromClient = { type: "idle"; which: number } | { type: "done"; results: [Latencies, Latencies] };
+
+/** `count` requests of each kind to each target, after a few unmeasured ones, sent from a child process. */
+export function measureLatency(upstream: Target, gateway: Target, count = 100): Promise<[Latencies, Latencies]> {
+  const targets = [upstream, gateway];
+  const plain = targets.map(({ idle: _, ...target }) => target);
+  const client = fork(fileURLToPath(import.meta.url), [], {
+    execArgv: ["--import", "tsx"],
+    env: { ...process.env, LATENCY_CLIENT: JSON.stringify({ targets: plain, count }) },
+  });
+  return new Promise((resolve, reject) => {
+    client.on("message", (message: FromClient) => {
+      if (message.type === "idle") {
+        Promise.resolve(targets[message.which]!.idle?.()).then(() => client.send("go"), reject);
+        return;
+      }
+      resolve(message.results);
+      client.disconnect();
+    });
+    client.on("error", reject);
+    client.on("exit", (code) => code !== 0 && reject(new Error(`the latency client exited with ${code}`)));
+  });
+}
+
+/** The child's side: the requests, each followed by a wait (untimed) for its target to be idle. */
+async function runClient(targets: Target[], count: number): Promise<void> {
+  const tell = (message: FromClient) => process.send!(message);
+  const idle = (which: number) =>
+    new Promise<void>((resolve) => {
+      process.once("message", () => resolve());
+      tell({ type: "idle", which });
+    });
   const results: [Latencies, Latencies] = [
     { jsonMs: [], firstTokenMs: [] },
     { jsonMs: [], firstTokenMs: [] },
   ];
   for (let i = -5; i < count; i++) {
-    for (const [which, target] of [upstream, gateway].entries()) {
+    for (const [which, target] of targets.entries()) {
       const json = await timeJson(target);
+      await idle(which);
       const firstToken = await timeFirstToken(target);
+      await idle(which);
       if (i < 0) continue;
       results[which]!.jsonMs.push(json);
       results[which]!.firstTokenMs.push(firstToken);
     }
   }
-  return results;
+  tell({ type: "done", results });
+}
+
+if (process.env.LATENCY_CLIENT && process.send) {
+  const { targets, count } = JSON.parse(process.env.LATENCY_CLIENT) as { targets: Target[]; count: number };
+  await runClient(targets, count);
 }
 
 /** `p50 / p99` of each, and the gateway's addition. */

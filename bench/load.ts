@@ -124,7 +124,7 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   const auth = { authorization: `Bearer ${client.apiKey}` };
   const [direct, through] = await measureLatency(
     { url: `${upstream.baseUrl}/chat/completions`, headers: {}, model: UPSTREAM_MODEL },
-    { url: `${service.baseUrl}/chat/completions`, headers: auth, model: MODEL },
+    { url: `${service.baseUrl}/chat/completions`, headers: auth, model: MODEL, idle: () => settled(service) },
   );
   latencyLines.push(
     latencyLine(`JSON request, ${storage.label}`, direct.jsonMs, through.jsonMs),
