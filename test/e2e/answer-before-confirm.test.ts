@@ -11,7 +11,7 @@ import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants, getAccount } from "../../src/ledger/index.ts";
 import { assertChainAgrees, assertWorkerPaidOnChain } from "../support/chain-checks.ts";
-import { jobConcluded } from "../support/eventually.ts";
+import { jobConcluded, until } from "../support/eventually.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 
 let gateway: TestGateway;
@@ -46,7 +46,8 @@ test("the caller is answered with its charge while the settlement is still on it
   const hold = holdSend(gateway.service.chain, 2);
   const { data, response } = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 600, temperature: 0 }, { timeout: 30_000 }).withResponse();
   assert.ok(data.choices[0]!.message.content);
-  assert.ok(hold.held(), "the settlement was sent and is held");
+  // The settlement is sent once the answer is out, and held.
+  await until(async () => hold.held(), Boolean, "the settlement to be sent");
   const jobId = response.headers.get("x-svc-job-id")!;
   const settlementTx = response.headers.get("x-svc-settlement-tx");
 
