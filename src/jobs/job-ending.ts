@@ -148,7 +148,8 @@ export async function conclude(
     channel.push({ type: "charged", settlementTx: charged.settlement.signature, creditsRemaining: charged.creditsRemaining });
     channel.close();
   };
-  const answeredFirst = deps.unconfirmed.count < deps.unconfirmed.max && (await farFromEscrowTimeout(deps.chain, job));
+  // The count is checked and raised with no await between, so the bound holds under concurrency.
+  const answeredFirst = (await farFromEscrowTimeout(deps.chain, job)) && deps.unconfirmed.count < deps.unconfirmed.max;
   if (answeredFirst) {
     answer();
     deps.unconfirmed.count++;
