@@ -18,6 +18,7 @@ import { RETRY_DELAYS_MS } from "../../src/events/delivery-queue.ts";
 import { EVENT_NAMES } from "../../src/events/names.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { testDatabases } from "../support/db.ts";
+import { jobConcluded } from "../support/eventually.ts";
 import { ForgingWorker } from "../support/forging-worker.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { MODEL, tempDir } from "../support/service.ts";
@@ -174,6 +175,8 @@ for (const backend of testDatabases()) {
 
       const { response } = await owner.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 2 }).withResponse();
       const completed = response.headers.get("x-svc-job-id")!;
+      // Answered before its settlement confirms; its job.completed comes with the confirmation.
+      await jobConcluded(gateway.service, completed);
 
       const looping = [{ role: "user" as const, content: `Say ${TRIGGER_WORD}` }];
       await assert.rejects(owner.client.chat.completions.create({ model: MODEL, messages: looping, temperature: 0, max_tokens: 1900 }), { status: 504 });
