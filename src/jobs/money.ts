@@ -3,8 +3,9 @@
  * its lock as a pending transfer from the wallet to the wallet's escrow account; recording its
  * settlement transaction posts the charge (chargeAll), and the settlement's confirmation pays it
  * out to the worker and the treasury (payOutAll); a job that charges nothing voids the
- * reservation, and a charge whose settlement the chain refused goes back (refund). Transfer ids derive from the job id, so a step repeated after a
- * crash is recognised by the ledger instead of applied twice.
+ * reservation, and a charge whose settlement the chain refused goes back (refund). Transfer ids
+ * derive from the job id, so a step repeated after a crash is recognised by the ledger instead of
+ * applied twice.
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
 import { recordCreditLowSide, recordCreditLowSides } from "../accounts/index.ts";
