@@ -5,6 +5,7 @@
  */
 import type { Address } from "@solana/kit";
 import type { TxMeta } from "./tx-meta.ts";
+import type { AirdropRecord, LogRecord, TxRecord } from "./txlog.ts";
 
 export interface RecentBlockhash {
   /** base58, as RPC returns it. */
@@ -74,6 +75,46 @@ export interface ChainBackend {
   /** Blocks produced so far: what a blockhash's `lastValidBlockHeight` is compared against. */
   getBlockHeight(): Promise<bigint>;
   close(): Promise<void>;
+}
+
+/** What the embedded chain tells watchers (the JSON-RPC server's subscriptions), once it is durable. */
+export type ChainEvent =
+  | { type: "slot"; slot: bigint }
+  | { type: "tx"; signature: string; record: TxRecord }
+  | { type: "airdrop"; record: AirdropRecord };
+
+export interface Simulation {
+  ok: boolean;
+  err?: string;
+  logs: string[];
+  unitsConsumed: bigint;
+}
+
+export interface SimulationOptions {
+  sigVerify?: boolean;
+  replaceBlockhash?: boolean;
+}
+
+/**
+ * The embedded chain, in this thread (LiteSvmBackend) or on its own (ThreadedChainBackend): what
+ * the JSON-RPC server needs beyond a cluster client's calls.
+ */
+export interface EmbeddedChainBackend extends ChainBackend {
+  readonly embedded: true;
+  /** Executes a transaction against the current state and throws the result away (preflight). */
+  simulateTransaction(wire: Uint8Array, options?: SimulationOptions): Promise<Simulation>;
+  /** Whether a transaction carrying this blockhash would be accepted now. */
+  isBlockhashValid(blockhash: Uint8Array): Promise<boolean>;
+  /** Every account a program owns; a scan, fine for a development chain. */
+  programAccounts(program: Address): Promise<AccountInfo[]>;
+  /** Every change since the chain began, oldest first, read from the journal. */
+  history(): Promise<LogRecord[]>;
+  /** Calls `watcher` after each slot and each durable change; returns the way to stop. */
+  watch(watcher: (event: ChainEvent) => void): () => void;
+}
+
+export function isEmbedded(backend: ChainBackend): backend is EmbeddedChainBackend {
+  return (backend as Partial<EmbeddedChainBackend>).embedded === true;
 }
 
 export class ChainTxError extends Error {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
 import { type Logger, MIN_ACTIVE_STAKE, type Signer, TIERS, silentLogger, base58Encode, creditsToBaseUnits, idBody, isId, proofMessage, verifyEd25519 } from "../core/index.ts";
 import { AssociatedTokenAddresses, TOKEN_PROGRAM, addressBytes, addressWithSeed, creditSeed, toAddress } from "./addresses.ts";
-import { ChainTxError, type ChainBackend, type TransactionStatus } from "./backend.ts";
+import { ChainTxError, isEmbedded, type ChainBackend, type TransactionStatus } from "./backend.ts";
 import { decodeInnerInstructions, decodeInstructions } from "./decode.ts";
 import {
   ESCROW_PROGRAM,
@@ -29,7 +29,7 @@ import {
   type WorkerStake,
 } from "./escrow-program/index.ts";
 import * as ix from "./instructions.ts";
-import { LiteSvmBackend } from "./litesvm-backend.ts";
+import { ThreadedChainBackend } from "./chain-thread.ts";
 import { ClusterBackend } from "./cluster/index.ts";
 import { ensureOnChainSetup, escrowProgramIn, loadServiceKeys, type ServiceKeys } from "./setup.ts";
 import type {
@@ -599,7 +599,7 @@ export interface OpenChainOptions {
 /** The escrow program's id for these options (OpenChainOptions.programId). */
 async function programIdFor(options: OpenChainOptions, backend: ChainBackend, keysDir: string | undefined): Promise<Address> {
   if (options.programId !== undefined) return options.programId;
-  if (backend instanceof LiteSvmBackend) return ESCROW_PROGRAM;
+  if (isEmbedded(backend)) return ESCROW_PROGRAM;
   return (await escrowProgramIn(keysDir)) ?? ESCROW_PROGRAM;
 }
 
@@ -625,8 +625,8 @@ export async function openChain(options: OpenChainOptions = {}): Promise<Chain> 
   }
 }
 
-function openEmbedded({ dataDir, slotMs }: OpenChainOptions): Promise<LiteSvmBackend> {
-  return LiteSvmBackend.open({
+function openEmbedded({ dataDir, slotMs }: OpenChainOptions): Promise<ThreadedChainBackend> {
+  return ThreadedChainBackend.open({
     ...(dataDir === undefined ? {} : { dataDir: join(dataDir, "chain") }),
     ...(slotMs === undefined ? {} : { slotMs }),
   });

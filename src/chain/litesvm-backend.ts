@@ -10,9 +10,12 @@ import { TOKEN_ACCOUNT_SIZE, TOKEN_PROGRAM, addressBytes } from "./addresses.ts"
 import {
   ChainTxError,
   type AccountInfo,
-  type ChainBackend,
+  type ChainEvent,
+  type EmbeddedChainBackend,
   type RecentBlockhash,
   type SentTransaction,
+  type Simulation,
+  type SimulationOptions,
   type StoredTransaction,
   type TransactionStatus,
 } from "./backend.ts";
@@ -37,19 +40,8 @@ export interface LiteSvmBackendOptions {
   checkpointIntervalMs?: number;
   /** Programs deployed at every open; by default the committed escrow program. */
   programs?: readonly ProgramImage[];
-}
-
-/** What the embedded chain tells watchers (the JSON-RPC server's subscriptions), once it is durable. */
-export type ChainEvent =
-  | { type: "slot"; slot: bigint }
-  | { type: "tx"; signature: string; record: TxRecord }
-  | { type: "airdrop"; record: AirdropRecord };
-
-export interface Simulation {
-  ok: boolean;
-  err?: string;
-  logs: string[];
-  unitsConsumed: bigint;
+  /** The caller holds the data dir's lock (persistence.ts lockChainDir) and releases it after close. */
+  lockHeld?: boolean;
 }
 
 /** A cluster accepts a blockhash for 150 slots after the slot that produced it. */
@@ -73,7 +65,8 @@ function isFailure(r: TransactionMetadata | FailedTransactionMetadata): r is Fai
   return r instanceof FailedTransactionMetadata;
 }
 
-export class LiteSvmBackend implements ChainBackend {
+export class LiteSvmBackend implements EmbeddedChainBackend {
+  readonly embedded = true;
   private readonly svm: NativeSvm;
   private slot: bigint;
   /** Random per open, so no blockhash handed out before a restart is ever valid after it. */
@@ -90,7 +83,7 @@ export class LiteSvmBackend implements ChainBackend {
   private constructor(
     svm: NativeSvm,
     private readonly store: ChainStore,
-    private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir" | "programs">>,
+    private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir" | "programs" | "lockHeld">>,
   ) {
     this.svm = svm;
     this.decimals = new TokenInfoCache(svm);
@@ -121,7 +114,7 @@ export class LiteSvmBackend implements ChainBackend {
         const a = svm.getAccount(address);
         return a && { lamports: a.lamports(), owner: a.owner(), executable: a.executable(), rentEpoch: a.rentEpoch(), data: a.data() };
       },
-    });
+    }, options.lockHeld);
     svm.setSigverify(true);
     const backend = new LiteSvmBackend(svm, store, {
       slotMs: options.slotMs ?? 400,
@@ -158,7 +151,6 @@ export class LiteSvmBackend implements ChainBackend {
     this.emit({ type: "slot", slot });
   }
 
-  /** Calls `watcher` after each slot and each durable change; returns the way to stop. */
   watch(watcher: (event: ChainEvent) => void): () => void {
     this.watchers.add(watcher);
     return () => this.watchers.delete(watcher);
@@ -235,7 +227,7 @@ export class LiteSvmBackend implements ChainBackend {
     const notLanded = (err: string, logs: string[] = []) =>
       new ChainTxError(`transaction ${signature} failed: ${err}`, { signature, err, logs, landed: false });
     if (!sigBytes) throw notLanded("MissingSignatureForFee");
-    if (!this.isBlockhashValid(tx.blockhash)) throw notLanded("BlockhashNotFound");
+    if (!this.blockhashValid(tx.blockhash)) throw notLanded("BlockhashNotFound");
 
     const slot = this.slot;
     const { result, meta } = withMeta(this.svm, tx, this.decimals, () => this.svm.sendLegacyTransaction(wire), (r) => (isFailure(r) ? r.meta() : r));
@@ -344,14 +336,14 @@ export class LiteSvmBackend implements ChainBackend {
    * Executes a transaction against the current state and throws the result away: the JSON-RPC
    * server's preflight and `simulateTransaction`.
    */
-  simulateTransaction(wire: Uint8Array, options: { sigVerify?: boolean; replaceBlockhash?: boolean } = {}): Simulation {
+  async simulateTransaction(wire: Uint8Array, options: SimulationOptions = {}): Promise<Simulation> {
     this.check();
     const tx = this.admissible(wire);
     const unlanded = (err: string): Simulation => ({ ok: false, err, logs: [], unitsConsumed: 0n });
     const sig = tx.signatures[0];
     if (!sig) return unlanded("MissingSignatureForFee");
     if (this.store.lookup(signatureKey(sig))) return unlanded(ALREADY_PROCESSED);
-    if (!options.replaceBlockhash && !this.isBlockhashValid(tx.blockhash)) return unlanded("BlockhashNotFound");
+    if (!options.replaceBlockhash && !this.blockhashValid(tx.blockhash)) return unlanded("BlockhashNotFound");
     const sigVerify = options.sigVerify ?? true;
     if (!sigVerify) this.svm.setSigverify(false);
     try {
@@ -366,13 +358,16 @@ export class LiteSvmBackend implements ChainBackend {
     }
   }
 
-  /** Whether a transaction carrying this blockhash would be accepted now. */
-  isBlockhashValid(blockhash: Uint8Array): boolean {
+  async isBlockhashValid(blockhash: Uint8Array): Promise<boolean> {
+    return this.blockhashValid(blockhash);
+  }
+
+  private blockhashValid(blockhash: Uint8Array): boolean {
     return this.blockhashes.has(signatureKey(blockhash));
   }
 
-  /** Every account a program owns, e.g. all token accounts; a scan, fine for a development chain. */
-  programAccounts(program: Address): AccountInfo[] {
+  /** E.g. all token accounts. */
+  async programAccounts(program: Address): Promise<AccountInfo[]> {
     this.check();
     return this.svm.getProgramAccounts(addressBytes(program)).map((entry) => {
       const account = entry.account();
@@ -380,10 +375,9 @@ export class LiteSvmBackend implements ChainBackend {
     });
   }
 
-  /** Every change since the chain began, oldest first, read from the journal. */
-  history(): Iterable<LogRecord> {
+  async history(): Promise<LogRecord[]> {
     this.check();
-    return this.store.history();
+    return [...this.store.history()];
   }
 
   private checkpointIfDirty(): void {

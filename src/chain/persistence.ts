@@ -33,6 +33,15 @@ export interface StateHooks {
   account(address: Uint8Array): Omit<AccountSnapshot, "address"> | null;
 }
 
+/**
+ * Makes the chain data dir and takes its lock, so one owner at a time writes it. The chain thread's
+ * owner takes it on the main thread: the lock's record of dirs open in this process is per thread.
+ */
+export function lockChainDir(dir: string): () => void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return acquireLock(join(dir, "LOCK"));
+}
+
 /** The accounts a record may have written: its transaction's writable keys, or the airdrop's target. */
 function writtenAccounts(record: LogRecord): Uint8Array[] {
   if (record.kind === "airdrop") return [record.address];
@@ -55,13 +64,13 @@ export class ChainStore {
     private readonly unlock: () => void,
   ) {}
 
-  static open(dir: string | undefined, genesisAccounts: Uint8Array[], programs: readonly ProgramImage[], hooks: StateHooks): ChainStore {
+  /** `lockHeld`: the caller took the dir's lock (lockChainDir) and releases it itself. */
+  static open(dir: string | undefined, genesisAccounts: Uint8Array[], programs: readonly ProgramImage[], hooks: StateHooks, lockHeld = false): ChainStore {
     if (dir === undefined) {
       hooks.deploy(programs);
       return new ChainStore(undefined, new MemoryLog(), SignatureIndex.memory(), hooks, () => {});
     }
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const unlock = acquireLock(join(dir, "LOCK"));
+    const unlock = lockHeld ? () => {} : lockChainDir(dir);
     let log: TxLog | undefined;
     let index: SignatureIndex | undefined;
     try {

@@ -91,8 +91,8 @@ async function assertConfig(chain: Chain): Promise<Uint8Array> {
   return account.data;
 }
 
-function logLength(backend: LiteSvmBackend): number {
-  return [...backend.history()].length;
+async function logLength(backend: LiteSvmBackend): Promise<number> {
+  return (await backend.history()).length;
 }
 
 test("a fresh chain holds the committed program and its config; a clean restart finds both and sends nothing", async (t) => {
@@ -103,14 +103,14 @@ test("a fresh chain holds the committed program and its config; a clean restart 
   await assertProgramDeployed(first.chain);
   const config = await assertConfig(first.chain);
   assert.deepEqual(messages, ["escrow program deployed and its config initialized"]);
-  const records = logLength(first.backend);
+  const records = await logLength(first.backend);
   await first.chain.close();
 
   const restarted: string[] = [];
   const second = await open(dir.path, { messages: restarted });
   await assertProgramDeployed(second.chain);
   assert.deepEqual(await assertConfig(second.chain), config, "the same config, byte for byte");
-  assert.equal(logLength(second.backend), records, "nothing sent again");
+  assert.equal(await logLength(second.backend), records, "nothing sent again");
   assert.deepEqual(restarted, ["escrow program deployed, config in place"], "one line naming the program");
   await second.chain.close();
 });

@@ -4,8 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { test } from "node:test";
@@ -15,17 +14,7 @@ import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { replayedBalances, stateDigest } from "./fixtures/state.ts";
-
-/** A temporary data dir, removed after the test once the chains opened on it (`defer`) are closed. */
-function tempDir(t: { after(fn: () => Promise<void>): void }) {
-  const dir = mkdtempSync(join(tmpdir(), "svc-chain-"));
-  const closers: (() => Promise<void>)[] = [];
-  t.after(async () => {
-    for (const close of closers.reverse()) await close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { dir, defer: (close: () => Promise<void>) => closers.push(close) };
-}
+import { tempDir } from "./fixtures/temp-dir.ts";
 
 async function open(dir: string, checkpointEvery?: number): Promise<{ chain: Chain; backend: LiteSvmBackend }> {
   const backend = await LiteSvmBackend.open({ dataDir: join(dir, "chain"), ...(checkpointEvery ? { checkpointEvery } : {}) });

@@ -5,8 +5,8 @@
  */
 import { MEMO_PROGRAM } from "../addresses.ts";
 import { base58Encode } from "../../core/index.ts";
-import type { LiteSvmBackend } from "../litesvm-backend.ts";
-import type { TxRecord } from "../txlog.ts";
+import type { EmbeddedChainBackend } from "../backend.ts";
+import type { LogRecord, TxRecord } from "../txlog.ts";
 import { parseTransaction } from "../wire.ts";
 import { outcomeError } from "./encoding.ts";
 
@@ -39,17 +39,33 @@ export class AddressIndex {
   /** Oldest first, per address. */
   private readonly byAddress = new Map<string, SignatureEntry[]>();
   private readonly indexed = new Set<string>();
-  private readonly unwatch: () => void;
+  private unwatch: () => void = () => undefined;
 
-  constructor(backend: LiteSvmBackend) {
-    // Watching starts before the journal is read, so nothing lands in between unseen; `indexed`
-    // drops what both report.
-    this.unwatch = backend.watch((event) => {
-      if (event.type === "tx") this.add(event.signature, event.record);
+  private constructor() {}
+
+  static async build(backend: EmbeddedChainBackend): Promise<AddressIndex> {
+    const index = new AddressIndex();
+    // Watching starts before the journal is read, so nothing lands in between unseen; what lands
+    // meanwhile waits so that each list stays oldest first, and `indexed` drops what both report.
+    let landed: { signature: string; record: TxRecord }[] | undefined = [];
+    index.unwatch = backend.watch((event) => {
+      if (event.type !== "tx") return;
+      if (landed !== undefined) landed.push(event);
+      else index.add(event.signature, event.record);
     });
-    for (const record of backend.history()) {
-      if (record.kind === "tx") this.add(base58Encode(record.wire.subarray(1, 65)), record);
+    let history: LogRecord[];
+    try {
+      history = await backend.history();
+    } catch (err) {
+      index.close();
+      throw err;
     }
+    for (const record of history) {
+      if (record.kind === "tx") index.add(base58Encode(record.wire.subarray(1, 65)), record);
+    }
+    for (const event of landed) index.add(event.signature, event.record);
+    landed = undefined;
+    return index;
   }
 
   private add(signature: string, record: TxRecord): void {

@@ -1,15 +1,15 @@
 /** What every JSON-RPC method gets: the chain it serves, and the shape of a response that carries the slot it was read at. */
 import type { Chain } from "../chain.ts";
 import type { Keypair } from "../../core/index.ts";
-import type { LiteSvmBackend } from "../litesvm-backend.ts";
+import type { EmbeddedChainBackend } from "../backend.ts";
 import type { AddressIndex } from "./address-index.ts";
 import type { Params } from "./params.ts";
 
 export interface RpcContext {
   chain: Chain;
-  backend: LiteSvmBackend;
+  backend: EmbeddedChainBackend;
   /** Built on first use: it reads the whole journal. */
-  addressIndex(): AddressIndex;
+  addressIndex(): Promise<AddressIndex>;
   /** Pays dev-only SOL airdrops; undefined when airdrops are off. */
   faucet: Keypair | undefined;
 }

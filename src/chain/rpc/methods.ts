@@ -73,7 +73,7 @@ const accountMethods: Record<string, Method> = {
       throw invalidParams(`unrecognized token program: ${filter.programId}`);
     }
     const mint = filter.mint === undefined ? undefined : p.address([filter.mint], 0, "mint");
-    const owned = ctx.backend.programAccounts(TOKEN_PROGRAM).filter((a) => {
+    const owned = (await ctx.backend.programAccounts(TOKEN_PROGRAM)).filter((a) => {
       if (!isTokenAccount(a)) return false;
       const fields = tokenAccountFields(a.data);
       return fields.owner === owner && (mint === undefined || fields.mint === mint);
@@ -115,21 +115,20 @@ const transactionMethods: Record<string, Method> = {
     const limit = config.limit ?? MAX_SIGNATURES_FOR_ADDRESS;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SIGNATURES_FOR_ADDRESS) throw invalidParams(`limit must be 1-${MAX_SIGNATURES_FOR_ADDRESS}`);
     const query = { limit, ...(config.before ? { before: p.signature(config.before) } : {}), ...(config.until ? { until: p.signature(config.until) } : {}) };
-    return ctx.addressIndex().signaturesFor(target, query);
+    return (await ctx.addressIndex()).signaturesFor(target, query);
   },
   sendTransaction,
   simulateTransaction,
   async getFeeForMessage(ctx, params) {
     const bytes = p.encodedBytes(params[0], "base64", "message");
-    let fee: bigint;
+    let tx: ReturnType<typeof parseTransaction>;
     try {
       // A message is a transaction without its signature list: prefix an empty one.
-      const tx = parseTransaction(new Uint8Array([0, ...bytes]));
-      fee = ctx.backend.isBlockhashValid(tx.blockhash) ? transactionFee(tx) : -1n;
+      tx = parseTransaction(new Uint8Array([0, ...bytes]));
     } catch {
       throw invalidParams("not a transaction message");
     }
-    return withContext(ctx, fee < 0n ? null : fee);
+    return withContext(ctx, (await ctx.backend.isBlockhashValid(tx.blockhash)) ? transactionFee(tx) : null);
   },
 };
 
@@ -139,7 +138,7 @@ const clusterMethods: Record<string, Method> = {
     return withContext(ctx, { blockhash, lastValidBlockHeight });
   },
   async isBlockhashValid(ctx, params) {
-    return withContext(ctx, ctx.backend.isBlockhashValid(p.blockhashBytes(params, 0)));
+    return withContext(ctx, await ctx.backend.isBlockhashValid(p.blockhashBytes(params, 0)));
   },
   // Every slot has a block on this chain, so heights equal slots.
   getSlot: (ctx) => ctx.backend.getSlot(),

@@ -4,7 +4,7 @@
  * and a failing simulation is refused with -32002 and its logs, so nothing lands and no fee is paid.
  */
 import { ChainTxError } from "../backend.ts";
-import type { Simulation } from "../litesvm-backend.ts";
+import type { Simulation, SimulationOptions } from "../backend.ts";
 import { outcomeError } from "./encoding.ts";
 import { RpcError, SEND_TRANSACTION_PREFLIGHT_FAILURE, TRANSACTION_SIGNATURE_VERIFICATION_FAILURE, invalidParams } from "./errors.ts";
 import { withContext, type Method, type RpcContext } from "./context.ts";
@@ -32,9 +32,9 @@ function simulationValue(sim: Simulation): Record<string, unknown> {
 }
 
 /** Malformed or unsupported transactions are the caller's params, not a failed execution. */
-function simulate(ctx: RpcContext, wire: Uint8Array, options: { sigVerify?: boolean; replaceBlockhash?: boolean }): Simulation {
+async function simulate(ctx: RpcContext, wire: Uint8Array, options: SimulationOptions): Promise<Simulation> {
   try {
-    return ctx.backend.simulateTransaction(wire, options);
+    return await ctx.backend.simulateTransaction(wire, options);
   } catch (err) {
     if (err instanceof ChainTxError) throw invalidParams(`invalid transaction: ${err.message}`);
     throw err;
@@ -50,7 +50,7 @@ export const sendTransaction: Method = async (ctx, params) => {
   const config = p.config<SendConfig>(params, 1);
   const wire = p.encodedBytes(params[0], config.encoding, "transaction");
   if (!config.skipPreflight) {
-    const sim = simulate(ctx, wire, {});
+    const sim = await simulate(ctx, wire, {});
     if (!sim.ok) throw preflightFailure(sim);
   }
   try {
@@ -68,7 +68,7 @@ export const simulateTransaction: Method = async (ctx, params) => {
   const config = p.config<SimulateConfig>(params, 1);
   const wire = p.encodedBytes(params[0], config.encoding, "transaction");
   if (config.sigVerify && config.replaceRecentBlockhash) throw invalidParams("sigVerify may not be used with replaceRecentBlockhash");
-  const sim = simulate(ctx, wire, { sigVerify: config.sigVerify ?? false, replaceBlockhash: config.replaceRecentBlockhash ?? false });
+  const sim = await simulate(ctx, wire, { sigVerify: config.sigVerify ?? false, replaceBlockhash: config.replaceRecentBlockhash ?? false });
   const value = simulationValue(sim);
   if (config.replaceRecentBlockhash) {
     const { blockhash, lastValidBlockHeight } = await ctx.backend.latestBlockhash();

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
 import type { Chain } from "../chain.ts";
 import { type Logger, generateKeypair } from "../../core/index.ts";
-import { LiteSvmBackend } from "../litesvm-backend.ts";
+import { isEmbedded } from "../backend.ts";
 import { AddressIndex } from "./address-index.ts";
 import type { RpcContext } from "./context.ts";
 import { toJson } from "./encoding.ts";
@@ -128,12 +128,12 @@ function listen(http: Server, port: number, host: string): Promise<void> {
 /** Serves `options.chain`, which must be the embedded chain. */
 export async function startChainRpc(options: ChainRpcOptions): Promise<ChainRpcServer> {
   const backend = options.chain.backend;
-  if (!(backend instanceof LiteSvmBackend)) throw new Error("the JSON-RPC server serves the embedded chain only");
-  let addressIndex: AddressIndex | undefined;
+  if (!isEmbedded(backend)) throw new Error("the JSON-RPC server serves the embedded chain only");
+  let addressIndex: Promise<AddressIndex> | undefined;
   const ctx: RpcContext = {
     chain: options.chain,
     backend,
-    addressIndex: () => (addressIndex ??= new AddressIndex(backend)),
+    addressIndex: () => (addressIndex ??= AddressIndex.build(backend)),
     faucet: options.faucet ? generateKeypair() : undefined,
   };
   const { logger } = options;
@@ -164,7 +164,7 @@ export async function startChainRpc(options: ChainRpcOptions): Promise<ChainRpcS
     port,
     async close() {
       subscriptions.close();
-      addressIndex?.close();
+      (await addressIndex?.catch(() => undefined))?.close();
       for (const socket of wss.clients) socket.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       http.closeAllConnections();

@@ -6,7 +6,7 @@ import type { Address } from "@solana/kit";
 import type { RawData, WebSocket } from "ws";
 import { SYSTEM_PROGRAM } from "../addresses.ts";
 import { base58Encode } from "../../core/index.ts";
-import type { ChainEvent } from "../litesvm-backend.ts";
+import type { ChainEvent } from "../backend.ts";
 import { isWritable, parseTransaction } from "../wire.ts";
 import type { RpcContext } from "./context.ts";
 import { checkAccountEncoding, encodeAccount, isTokenAccount, mintDecimals, toJson, tokenAccountFields, outcomeError, type AccountEncoding } from "./encoding.ts";

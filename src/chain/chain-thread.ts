@@ -1,0 +1,272 @@
+/**
+ * The embedded chain on a thread of its own. LiteSVM's execution, the journal's writes and its
+ * checkpoints used to share the main thread with HTTP and the database, and took about a sixth of
+ * it under load; here they run beside it, on the machine's other core. Every call is a message
+ * (chain-thread-main.ts answers it); the slot and the latest blockhash, which every transaction
+ * the service builds asks for, are pushed to this side each slot, so those need no round trip.
+ */
+import { Worker } from "node:worker_threads";
+import type { Address } from "@solana/kit";
+import {
+  ChainTxError,
+  type AccountInfo,
+  type ChainEvent,
+  type EmbeddedChainBackend,
+  type RecentBlockhash,
+  type SentTransaction,
+  type Simulation,
+  type SimulationOptions,
+  type StoredTransaction,
+  type TransactionStatus,
+} from "./backend.ts";
+import type { LiteSvmBackendOptions } from "./litesvm-backend.ts";
+import { lockChainDir } from "./persistence.ts";
+import type { LogRecord } from "./txlog.ts";
+
+/** The calls the thread answers: LiteSvmBackend's methods of the same names. */
+export const THREAD_CALLS = [
+  "sendTransaction", "getTransactionStatus", "settledStatus", "getTransaction", "getAccount", "getTokenBalance",
+  "minimumBalanceForRentExemption", "requestAirdrop", "simulateTransaction", "isBlockhashValid", "programAccounts",
+  "history", "close",
+] as const;
+export type ThreadCall = (typeof THREAD_CALLS)[number];
+
+export type ToThread =
+  | { kind: "call"; id: number; method: ThreadCall; args: unknown[] }
+  /** Whether the thread forwards its transactions and airdrops (slots always come). */
+  | { kind: "watch"; on: boolean };
+
+/** An error as it crosses threads: a ChainTxError keeps its details. */
+export interface ThreadError {
+  name: string;
+  message: string;
+  details?: ChainTxError["details"];
+}
+
+export type FromThread =
+  | { kind: "ready" | "slot"; slot: bigint; latest: RecentBlockhash }
+  | { kind: "reply"; id: number; value: unknown }
+  | { kind: "fail"; id: number; error: ThreadError }
+  | { kind: "event"; event: ChainEvent }
+  | { kind: "open failed"; error: ThreadError };
+
+export function toThreadError(err: unknown): ThreadError {
+  if (err instanceof ChainTxError) return { name: err.name, message: err.message, details: err.details };
+  const e = err instanceof Error ? err : new Error(String(err));
+  return { name: e.name, message: e.message };
+}
+
+function fromThreadError(error: ThreadError): Error {
+  if (error.details !== undefined) return new ChainTxError(error.message, error.details);
+  const err = new Error(error.message);
+  err.name = error.name;
+  return err;
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
+export class ThreadedChainBackend implements EmbeddedChainBackend {
+  readonly embedded = true;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly watchers = new Set<(event: ChainEvent) => void>();
+  private failure: Error | null = null;
+  private closing: Promise<void> | null = null;
+  /** Releases the data dir's lock, which this thread took for the chain thread. */
+  private unlock: () => void = () => {};
+  private readonly exited = (code: number) => this.fail(new Error(`the chain thread exited (code ${code})`));
+
+  private constructor(
+    private readonly worker: Worker,
+    private slot: bigint,
+    private latest: RecentBlockhash,
+  ) {
+    worker.on("message", (message: FromThread) => this.receive(message));
+    worker.on("error", (err) => this.fail(new Error(`the chain thread failed: ${err.message}`)));
+    worker.on("exit", this.exited);
+    // Only a call in flight keeps the process alive, as the chain's own timers never did.
+    worker.unref();
+  }
+
+  /** Starts the thread and opens the chain there (LiteSvmBackend.open's options). */
+  static async open(options: LiteSvmBackendOptions = {}): Promise<ThreadedChainBackend> {
+    const unlock = options.dataDir === undefined ? () => {} : lockChainDir(options.dataDir);
+    try {
+      const backend = await ThreadedChainBackend.start({ ...options, lockHeld: true });
+      backend.unlock = unlock;
+      return backend;
+    } catch (err) {
+      unlock();
+      throw err;
+    }
+  }
+
+  private static start(options: LiteSvmBackendOptions): Promise<ThreadedChainBackend> {
+    // tsx is registered by the entry itself: a worker's first module is loaded before `--import` hooks apply.
+    const worker = new Worker(new URL("./chain-thread-entry.mjs", import.meta.url), { workerData: options, execArgv: [] });
+    return new Promise((resolve, reject) => {
+      const failed = (err: Error) => {
+        void worker.terminate();
+        reject(err);
+      };
+      const exited = (code: number) => failed(new Error(`the chain thread exited (code ${code}) while opening the chain`));
+      worker.once("error", failed);
+      worker.once("exit", exited);
+      worker.once("message", (message: FromThread) => {
+        worker.off("error", failed).off("exit", exited);
+        if (message.kind === "ready") resolve(new ThreadedChainBackend(worker, message.slot, message.latest));
+        else failed(message.kind === "open failed" ? fromThreadError(message.error) : new Error(`the chain thread sent ${message.kind} first`));
+      });
+    });
+  }
+
+  private receive(message: FromThread): void {
+    switch (message.kind) {
+      case "slot":
+        this.slot = message.slot;
+        this.latest = message.latest;
+        this.emit({ type: "slot", slot: message.slot });
+        return;
+      case "event":
+        return this.emit(message.event);
+      case "reply":
+      case "fail": {
+        const call = this.pending.get(message.id);
+        if (call === undefined) return;
+        this.pending.delete(message.id);
+        if (this.pending.size === 0) this.worker.unref();
+        if (message.kind === "reply") call.resolve(message.value);
+        else call.reject(fromThreadError(message.error));
+        return;
+      }
+      default:
+        this.fail(new Error(`the chain thread sent ${message.kind} after opening`));
+    }
+  }
+
+  private emit(event: ChainEvent): void {
+    for (const watcher of this.watchers) watcher(event);
+  }
+
+  /** The thread is gone: every call waiting on it, and every later one, fails with why. */
+  private fail(err: Error): void {
+    this.failure ??= err;
+    for (const call of this.pending.values()) call.reject(this.failure);
+    this.pending.clear();
+  }
+
+  private check(): void {
+    if (this.closing) throw new Error("chain backend is closed");
+    if (this.failure) throw this.failure;
+  }
+
+  private call<T>(method: ThreadCall, ...args: unknown[]): Promise<T> {
+    try {
+      this.check();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return this.send(method, args) as Promise<T>;
+  }
+
+  private send(method: ThreadCall, args: unknown[]): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) this.worker.ref();
+      this.worker.postMessage({ kind: "call", id, method, args } satisfies ToThread);
+    });
+  }
+
+  async latestBlockhash(): Promise<RecentBlockhash> {
+    this.check();
+    return this.latest;
+  }
+
+  async getSlot(): Promise<bigint> {
+    this.check();
+    return this.slot;
+  }
+
+  /** Every slot of the embedded chain has a block. */
+  getBlockHeight(): Promise<bigint> {
+    return this.getSlot();
+  }
+
+  sendTransaction(wire: Uint8Array): Promise<SentTransaction> {
+    return this.call("sendTransaction", wire);
+  }
+
+  getTransactionStatus(signature: string): Promise<TransactionStatus | null> {
+    return this.call("getTransactionStatus", signature);
+  }
+
+  settledStatus(wire: Uint8Array): Promise<TransactionStatus | null> {
+    return this.call("settledStatus", wire);
+  }
+
+  getTransaction(signature: string): Promise<StoredTransaction | null> {
+    return this.call("getTransaction", signature);
+  }
+
+  getAccount(address: Address): Promise<AccountInfo | null> {
+    return this.call("getAccount", address);
+  }
+
+  getTokenBalance(tokenAccount: Address): Promise<bigint | null> {
+    return this.call("getTokenBalance", tokenAccount);
+  }
+
+  minimumBalanceForRentExemption(space: number): Promise<bigint> {
+    return this.call("minimumBalanceForRentExemption", space);
+  }
+
+  requestAirdrop(address: Address, lamports: bigint): Promise<void> {
+    return this.call("requestAirdrop", address, lamports);
+  }
+
+  simulateTransaction(wire: Uint8Array, options: SimulationOptions = {}): Promise<Simulation> {
+    return this.call("simulateTransaction", wire, options);
+  }
+
+  isBlockhashValid(blockhash: Uint8Array): Promise<boolean> {
+    return this.call("isBlockhashValid", blockhash);
+  }
+
+  programAccounts(program: Address): Promise<AccountInfo[]> {
+    return this.call("programAccounts", program);
+  }
+
+  history(): Promise<LogRecord[]> {
+    return this.call("history");
+  }
+
+  watch(watcher: (event: ChainEvent) => void): () => void {
+    this.watchers.add(watcher);
+    if (this.watchers.size === 1) this.worker.postMessage({ kind: "watch", on: true } satisfies ToThread);
+    return () => {
+      if (!this.watchers.delete(watcher) || this.watchers.size > 0 || this.closing) return;
+      this.worker.postMessage({ kind: "watch", on: false } satisfies ToThread);
+    };
+  }
+
+  /** Closes the chain on its thread (a last checkpoint), then ends the thread. */
+  close(): Promise<void> {
+    this.closing ??= this.closeThread();
+    return this.closing;
+  }
+
+  private async closeThread(): Promise<void> {
+    try {
+      if (!this.failure) await this.send("close", []);
+    } finally {
+      this.worker.off("exit", this.exited);
+      await this.worker.terminate();
+      this.unlock();
+      this.fail(new Error("chain backend is closed"));
+    }
+  }
+}
