@@ -32,6 +32,7 @@ export const THREAD_CALLS = [
 export type ThreadCall = (typeof THREAD_CALLS)[number];
 
 export type ToThread =
+  | { kind: "open"; options: LiteSvmBackendOptions }
   | { kind: "call"; id: number; method: ThreadCall; args: unknown[] }
   /** Whether the thread forwards its transactions and airdrops (slots always come). */
   | { kind: "watch"; on: boolean };
@@ -63,64 +64,97 @@ function fromThreadError(error: ThreadError): Error {
   return err;
 }
 
+/**
+ * Threads whose chain was closed cleanly, kept for the next open in this process: a new thread
+ * loads the chain's modules again (about 0.45 s here), and a test process opens many chains.
+ */
+const idleThreads = new Map<Worker, () => void>();
+const MAX_IDLE_THREADS = 2;
+
+function takeThread(): Worker {
+  for (const [worker, forget] of idleThreads) {
+    idleThreads.delete(worker);
+    worker.off("exit", forget);
+    return worker;
+  }
+  // tsx is registered by the entry itself: a worker's first module is loaded before `--import` hooks apply.
+  return new Worker(new URL("./chain-thread-entry.mjs", import.meta.url), { execArgv: [] });
+}
+
+function keepIdle(worker: Worker): boolean {
+  if (idleThreads.size >= MAX_IDLE_THREADS) return false;
+  const forget = () => idleThreads.delete(worker);
+  idleThreads.set(worker, forget);
+  worker.once("exit", forget);
+  worker.unref();
+  return true;
+}
+
+/** Opens a chain on the thread; resolves with its first slot and blockhash. */
+function openOn(worker: Worker, options: LiteSvmBackendOptions): Promise<{ slot: bigint; latest: RecentBlockhash }> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: FromThread) => {
+      if (message.kind === "open failed") {
+        done();
+        reject(fromThreadError(message.error));
+      } else if (message.kind === "ready") {
+        done();
+        resolve(message);
+      }
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    const onExit = (code: number) => onError(new Error(`the chain thread exited (code ${code}) while opening the chain`));
+    const done = () => worker.off("message", onMessage).off("error", onError).off("exit", onExit);
+    worker.on("message", onMessage).on("error", onError).on("exit", onExit);
+    worker.postMessage({ kind: "open", options } satisfies ToThread);
+  });
+}
+
 interface Pending {
   resolve(value: unknown): void;
   reject(err: Error): void;
 }
 
+/** Shared by every backend, so a late reply to a closed chain's call never matches a later chain's. */
+let nextCallId = 1;
+
 export class ThreadedChainBackend implements EmbeddedChainBackend {
   readonly embedded = true;
-  private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private readonly watchers = new Set<(event: ChainEvent) => void>();
   private failure: Error | null = null;
   private closing: Promise<void> | null = null;
-  /** Releases the data dir's lock, which this thread took for the chain thread. */
-  private unlock: () => void = () => {};
-  private readonly exited = (code: number) => this.fail(new Error(`the chain thread exited (code ${code})`));
+  private readonly onMessage = (message: FromThread) => this.receive(message);
+  private readonly onError = (err: Error) => this.fail(new Error(`the chain thread failed: ${err.message}`));
+  private readonly onExit = (code: number) => this.fail(new Error(`the chain thread exited (code ${code})`));
 
   private constructor(
     private readonly worker: Worker,
     private slot: bigint,
     private latest: RecentBlockhash,
+    /** Releases the data dir's lock, which this thread took for the chain thread. */
+    private readonly unlock: () => void,
   ) {
-    worker.on("message", (message: FromThread) => this.receive(message));
-    worker.on("error", (err) => this.fail(new Error(`the chain thread failed: ${err.message}`)));
-    worker.on("exit", this.exited);
+    worker.on("message", this.onMessage).on("error", this.onError).on("exit", this.onExit);
     // Only a call in flight keeps the process alive, as the chain's own timers never did.
     worker.unref();
   }
 
-  /** Starts the thread and opens the chain there (LiteSvmBackend.open's options). */
+  /** Opens the chain on a thread of its own (LiteSvmBackend.open's options). */
   static async open(options: LiteSvmBackendOptions = {}): Promise<ThreadedChainBackend> {
     const unlock = options.dataDir === undefined ? () => {} : lockChainDir(options.dataDir);
+    const worker = takeThread();
     try {
-      const backend = await ThreadedChainBackend.start({ ...options, lockHeld: true });
-      backend.unlock = unlock;
-      return backend;
+      const { slot, latest } = await openOn(worker, { ...options, lockHeld: true });
+      return new ThreadedChainBackend(worker, slot, latest, unlock);
     } catch (err) {
+      void worker.terminate();
       unlock();
       throw err;
     }
-  }
-
-  private static start(options: LiteSvmBackendOptions): Promise<ThreadedChainBackend> {
-    // tsx is registered by the entry itself: a worker's first module is loaded before `--import` hooks apply.
-    const worker = new Worker(new URL("./chain-thread-entry.mjs", import.meta.url), { workerData: options, execArgv: [] });
-    return new Promise((resolve, reject) => {
-      const failed = (err: Error) => {
-        void worker.terminate();
-        reject(err);
-      };
-      const exited = (code: number) => failed(new Error(`the chain thread exited (code ${code}) while opening the chain`));
-      worker.once("error", failed);
-      worker.once("exit", exited);
-      worker.once("message", (message: FromThread) => {
-        worker.off("error", failed).off("exit", exited);
-        if (message.kind === "ready") resolve(new ThreadedChainBackend(worker, message.slot, message.latest));
-        else failed(message.kind === "open failed" ? fromThreadError(message.error) : new Error(`the chain thread sent ${message.kind} first`));
-      });
-    });
   }
 
   private receive(message: FromThread): void {
@@ -173,7 +207,7 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
   }
 
   private send(method: ThreadCall, args: unknown[]): Promise<unknown> {
-    const id = this.nextId++;
+    const id = nextCallId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) this.worker.ref();
@@ -253,18 +287,23 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
     };
   }
 
-  /** Closes the chain on its thread (a last checkpoint), then ends the thread. */
+  /** Closes the chain on its thread (a last checkpoint) and lets the thread go. */
   close(): Promise<void> {
     this.closing ??= this.closeThread();
     return this.closing;
   }
 
+  /** A thread whose chain closed cleanly waits for the next open; any other ends. */
   private async closeThread(): Promise<void> {
+    let clean = false;
     try {
-      if (!this.failure) await this.send("close", []);
+      if (!this.failure) {
+        await this.send("close", []);
+        clean = true;
+      }
     } finally {
-      this.worker.off("exit", this.exited);
-      await this.worker.terminate();
+      this.worker.off("message", this.onMessage).off("error", this.onError).off("exit", this.onExit);
+      if (!clean || !keepIdle(this.worker)) await this.worker.terminate();
       this.unlock();
       this.fail(new Error("chain backend is closed"));
     }

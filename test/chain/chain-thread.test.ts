@@ -81,3 +81,27 @@ test("an open chain thread does not keep a finished process alive, and a call in
   assert.match(stdout, /^airdrop answered: 5000000 lamports$/m, "the call in flight was answered before the process ended");
   assert.ok(Date.now() - started < 60_000);
 });
+
+test("a thread whose chain was closed serves the next chain, which sees nothing of the one before", async (t) => {
+  const dir = tempDir(t).dir;
+  const address = generateKeypair().address;
+  const first = await ThreadedChainBackend.open({});
+  const watched: ChainEvent[] = [];
+  first.watch((event) => watched.push(event));
+  await first.requestAirdrop(address, 7_000_000n);
+  await first.close();
+
+  const second = await ThreadedChainBackend.open({ dataDir: join(dir, "chain") });
+  const seen: ChainEvent[] = [];
+  second.watch((event) => seen.push(event));
+  assert.equal(await second.getAccount(address), null, "the first chain's airdrop is not in the second");
+  await second.requestAirdrop(address, 3_000_000n);
+  assert.equal((await second.getAccount(address))?.lamports, 3_000_000n);
+  assert.ok(seen.some((e) => e.type === "airdrop"), "the second chain's watchers hear it");
+  assert.equal(watched.filter((e) => e.type === "airdrop").length, 1, "the first chain's watchers hear nothing more");
+  await second.close();
+
+  const reopened = await ThreadedChainBackend.open({ dataDir: join(dir, "chain") });
+  assert.equal((await reopened.getAccount(address))?.lamports, 3_000_000n, "the second chain's state is durable");
+  await reopened.close();
+});
