@@ -109,6 +109,8 @@ function openOn(worker: Worker, options: LiteSvmBackendOptions): Promise<{ slot:
     const onExit = (code: number) => onError(new Error(`the chain thread exited (code ${code}) while opening the chain`));
     const done = () => worker.off("message", onMessage).off("error", onError).off("exit", onExit);
     worker.on("message", onMessage).on("error", onError).on("exit", onExit);
+    // A kept thread is unref'd; while the open is awaited, it must keep the process alive.
+    worker.ref();
     worker.postMessage({ kind: "open", options } satisfies ToThread);
   });
 }
