@@ -1,7 +1,8 @@
 /** Program addresses and the address derivations the service relies on. */
 import { createHash } from "node:crypto";
-import { isOffCurveAddress, type Address } from "@solana/kit";
+import type { Address } from "@solana/kit";
 import { base58Decode, base58Encode } from "../core/index.ts";
+import { isOnCurve } from "./curve.ts";
 
 export const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
 export const TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA" as Address;
@@ -63,8 +64,8 @@ export function findProgramAddressAndBump(seeds: readonly Uint8Array[], program:
   for (let bump = 255; bump >= 0; bump--) {
     const hash = createHash("sha256");
     for (const seed of seeds) hash.update(seed);
-    const address = base58Encode(hash.update(Uint8Array.of(bump)).update(programBytes).update(PDA_MARKER).digest()) as Address;
-    if (isOffCurveAddress(address)) return { address, bump };
+    const candidate = hash.update(Uint8Array.of(bump)).update(programBytes).update(PDA_MARKER).digest();
+    if (!isOnCurve(candidate)) return { address: base58Encode(candidate) as Address, bump };
   }
   throw new Error("no viable program address bump");
 }
@@ -74,8 +75,8 @@ export function findProgramAddress(seeds: readonly Uint8Array[], program: Addres
 }
 
 /**
- * Associated token accounts of one mint. Finding one hashes and tests curve points (~0.5 ms; kit's
- * async version ~6 ms), so each owner's is derived once per process.
+ * Associated token accounts of one mint. Finding one hashes and tests curve points until one is
+ * off the curve (kit's async version took ~6 ms), so each owner's is derived once per process.
  */
 export class AssociatedTokenAddresses {
   private readonly cache = new Map<string, Address>();
