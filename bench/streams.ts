@@ -111,6 +111,13 @@ async function runChild(): Promise<void> {
 
 const rssMb = () => process.memoryUsage().rss / 2 ** 20;
 
+/** Where the memory is: V8's heap, and memory outside it that JavaScript objects hold (buffers). */
+function breakdown(): string {
+  const m = process.memoryUsage();
+  const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+  return `heap used ${mb(m.heapUsed)} of ${mb(m.heapTotal)}, external ${mb(m.external)} (array buffers ${mb(m.arrayBuffers)})`;
+}
+
 async function openJobs(service: Service): Promise<number> {
   const [row] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
   return row!.n;
@@ -147,6 +154,7 @@ async function runParent(count: number): Promise<void> {
   const service = await startService({ port: 0, dataDir: dir, rateLimit: { ratePerSecond: 1e9, burst: 1e9 } });
   const client = await fundedClient(service, 10_000_000);
   const idleMb = rssMb();
+  const idleBreakdown = breakdown();
   const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ["--import", "tsx"], env: { ...process.env, STREAMS_CHILD: "1" } });
   let peakMb = idleMb;
   const started = performance.now();
@@ -160,6 +168,7 @@ async function runParent(count: number): Promise<void> {
   const last = (await follow(child, (m) => m.kind === "progress" && m.firstTokens + m.failed >= count, label)) as Extract<FromChild, { kind: "progress" }>;
   const openMs = performance.now() - started;
   const allOpenMb = rssMb();
+  const allOpenBreakdown = breakdown();
   const stillOpen = await openJobs(service);
   child.send({ kind: "hang up" } satisfies ToChild);
   const hangUp = performance.now();
@@ -170,6 +179,7 @@ async function runParent(count: number): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   console.log(`\n${count} streams: ${last.firstTokens} had their first token, ${last.failed} failed; all open after ${(openMs / 1000).toFixed(1)} s, ${stillOpen} jobs open then`);
   console.log(`gateway RSS: idle ${idleMb.toFixed(0)} MB, all open ${allOpenMb.toFixed(0)} MB (peak ${Math.max(peakMb, allOpenMb).toFixed(0)} MB), ${(((allOpenMb - idleMb) * 1024) / count).toFixed(1)} KB per stream`);
+  console.log(`  idle: ${idleBreakdown}\n  all open: ${allOpenBreakdown}`);
   console.log(`after the callers hung up, every job settled within ${(settleMs / 1000).toFixed(1)} s`);
   process.exit(0);
 }
