@@ -281,6 +281,8 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
   }
 
   watch(watcher: (event: ChainEvent) => void): () => void {
+    // A closed chain's thread may already serve another chain: it hears nothing from this one.
+    if (this.closing) return () => undefined;
     this.watchers.add(watcher);
     if (this.watchers.size === 1) this.worker.postMessage({ kind: "watch", on: true } satisfies ToThread);
     return () => {

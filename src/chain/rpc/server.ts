@@ -133,7 +133,12 @@ export async function startChainRpc(options: ChainRpcOptions): Promise<ChainRpcS
   const ctx: RpcContext = {
     chain: options.chain,
     backend,
-    addressIndex: () => (addressIndex ??= AddressIndex.build(backend)),
+    // A failed build is not kept: the next request tries again.
+    addressIndex: () =>
+      (addressIndex ??= AddressIndex.build(backend).catch((err: unknown) => {
+        addressIndex = undefined;
+        throw err;
+      })),
     faucet: options.faucet ? generateKeypair() : undefined,
   };
   const { logger } = options;
