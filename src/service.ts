@@ -324,17 +324,32 @@ function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions
   };
 }
 
+/**
+ * The database and the chain, opened side by side: the embedded chain loads on its own thread
+ * while the database opens and migrates here. If either fails, what did open is closed.
+ */
+async function openStorage(options: ServiceOptions, logger: Logger): Promise<{ db: Db; chain: Chain }> {
+  const chainOpening = openChain(chainOptions(options, logger));
+  chainOpening.catch(() => undefined);
+  let db: Db | undefined;
+  try {
+    db = options.db ?? await openServiceDb(options);
+    await migrate(db, SERVICE_MIGRATIONS);
+    return { db, chain: await chainOpening };
+  } catch (error) {
+    await (await chainOpening.catch(() => undefined))?.close().catch(() => undefined);
+    await db?.close().catch(() => undefined);
+    throw error;
+  }
+}
+
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();
-  const db = options.db ?? await openServiceDb(options);
-  let chain: Chain | undefined;
+  const { db, chain } = await openStorage(options, logger);
   try {
-    await migrate(db, SERVICE_MIGRATIONS);
-    chain = await openChain(chainOptions(options, logger));
-    const openChainHandle = chain;
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
-    const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, openChainHandle, logger, nodeId);
-    await moveCustodialCredits(db, openChainHandle, logger);
+    const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
+    await moveCustodialCredits(db, chain, logger);
     const { bus, bridge } = await joinOtherNodes(options, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });
     await arbitration.resumeOpen();
@@ -349,15 +364,15 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       pool,
       catalog,
       logger,
-      readiness: readinessProbes(db, openChainHandle, pool, bus),
+      readiness: readinessProbes(db, chain, pool, bus),
       appUrl: options.appUrl ?? "",
       web: { ...options.web },
       ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     };
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
-    const money = moneyPages(payments, openChainHandle, ctx);
+    const money = moneyPages(payments, chain, ctx);
     const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, ...money, appUrl: () => ctx.appUrl, options: ctx.web, checkRequest: checkParams }));
-    const workers = workerGateway(options, { pool, catalog, logger, chain: openChainHandle, db });
+    const workers = workerGateway(options, { pool, catalog, logger, chain: chain, db });
     bridge?.start();
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
@@ -373,7 +388,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       workers,
       app,
       db,
-      chain: openChainHandle,
+      chain: chain,
       catalog,
       pool,
       jobs,
@@ -384,10 +399,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         ctx.web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: openChainHandle, db, arbitration, disputes, lease, bridge, bus }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: chain, db, arbitration, disputes, lease, bridge, bus }, onStep),
     };
   } catch (error) {
-    await chain?.close().catch(() => undefined);
+    await chain.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw error;
   }
