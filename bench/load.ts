@@ -24,7 +24,7 @@ import { startService, type Service } from "../src/service.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
 import { latencyLine, measureLatency } from "./latency.ts";
-import { type BenchStorage, benchStorage, fundedClient } from "./support.ts";
+import { type BenchStorage, benchStorage, fundedClient, settled } from "./support.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 /** PROFILE=<file>: a CPU profile of this process over each gateway's run at 32 connections (<file>-pglite.cpuprofile, <file>-postgres.cpuprofile). */
@@ -74,16 +74,6 @@ async function drive(target: string, url: string, connections: number, headers: 
 
 function cpuMs(usage: NodeJS.CpuUsage): number {
   return (usage.user + usage.system) / 1000;
-}
-
-/** Milliseconds until no job of the service is still open. */
-async function settled(service: Service): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    const [open] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
-    if (open!.n === 0) return performance.now() - started;
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const upstream = await startUpstream("vllm", { model: UPSTREAM_MODEL, reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });

@@ -19,9 +19,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateKeypair } from "../src/core/keys.ts";
 import type { Engine, GenerationEvent, GenerationRequest } from "../src/inference/engine.ts";
-import { startService, type Service } from "../src/service.ts";
+import { startService } from "../src/service.ts";
 import { WorkerClient } from "../src/worker/worker-client.ts";
-import { fundedClient } from "./support.ts";
+import { fundedClient, openJobCount, settled } from "./support.ts";
 
 const MODEL = "Qwen/Qwen3-1.7B";
 /** The worker protocol's most jobs at once per worker. */
@@ -118,11 +118,6 @@ function breakdown(): string {
   return `heap used ${mb(m.heapUsed)} of ${mb(m.heapTotal)}, external ${mb(m.external)} (array buffers ${mb(m.arrayBuffers)})`;
 }
 
-async function openJobs(service: Service): Promise<number> {
-  const [row] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
-  return row!.n;
-}
-
 /** Resolves with the child's message that `until` accepts, printing each progress report. */
 function follow(child: ChildProcess, until: (m: FromChild) => boolean, label: () => string): Promise<FromChild> {
   return new Promise((resolve, reject) => {
@@ -169,11 +164,9 @@ async function runParent(count: number): Promise<void> {
   const openMs = performance.now() - started;
   const allOpenMb = rssMb();
   const allOpenBreakdown = breakdown();
-  const stillOpen = await openJobs(service);
+  const stillOpen = await openJobCount(service);
   child.send({ kind: "hang up" } satisfies ToChild);
-  const hangUp = performance.now();
-  while ((await openJobs(service)) > 0) await new Promise((r) => setTimeout(r, 200));
-  const settleMs = performance.now() - hangUp;
+  const settleMs = await settled(service, 200);
   child.kill();
   await service.close();
   await rm(dir, { recursive: true, force: true });

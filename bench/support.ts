@@ -74,3 +74,16 @@ export async function benchStorage(kind: "pglite" | "postgres", dataDir: string)
     },
   };
 }
+
+/** Jobs of the service not yet in a final state. */
+export async function openJobCount(service: Service): Promise<number> {
+  const [open] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
+  return open!.n;
+}
+
+/** Milliseconds until no job of the service is still open. */
+export async function settled(service: Service, pollMs = 20): Promise<number> {
+  const started = performance.now();
+  while ((await openJobCount(service)) > 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
+  return performance.now() - started;
+}

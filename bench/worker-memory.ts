@@ -11,21 +11,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { startService, type Service } from "../src/service.ts";
+import { startService } from "../src/service.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
 import { spawnWorker } from "../test/support/worker-process.ts";
-import { fundedClient } from "./support.ts";
+import { fundedClient, settled } from "./support.ts";
 
 const RUNS = Number(process.argv[2] ?? 4);
 const MODEL = "Qwen/Qwen3-1.7B";
-
-async function settled(service: Service): Promise<void> {
-  for (;;) {
-    const [open] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
-    if (open!.n === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 const upstream = await startUpstream("vllm", { model: MODEL, reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });
 const dir = await mkdtemp(join(tmpdir(), "svc-worker-memory-"));
@@ -40,7 +32,7 @@ const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: 
 for (let run = 1; run <= RUNS; run++) {
   const headers = { "content-type": "application/json", authorization: `Bearer ${client.apiKey}` };
   const r = await autocannon({ url: `${service.baseUrl}/chat/completions`, method: "POST", body, headers, connections: 32, duration: 10 });
-  await settled(service);
+  await settled(service, 50);
   const afterMb = workerRssMb();
   await new Promise((resolve) => setTimeout(resolve, 5_000));
   console.log(`run ${run}: ${r.requests.total} requests, ${r.non2xx} non-2xx, ${r.errors} errors; worker RSS ${afterMb} MB once settled, ${workerRssMb()} MB 5 s later`);
