@@ -8,7 +8,7 @@
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LiteSvmBackend, openChain, type Chain, type PreparedTransaction } from "../src/chain/index.ts";
+import { openLiteSvmBackend, type LiteSvmBackend, openChain, type Chain, type PreparedTransaction } from "../src/chain/index.ts";
 import { generateKeypair } from "../src/core/keys.ts";
 import { newId } from "../src/core/ids.ts";
 import { outputHash, proofMessage } from "../src/core/proof.ts";
@@ -73,7 +73,7 @@ const dir = mkdtempSync(join(tmpdir(), "svc-chain-bench-"));
 const crashed = mkdtempSync(join(tmpdir(), "svc-chain-bench-crashed-"));
 try {
   // No checkpoint during the run: a copy of the data dir taken while open is what a crash leaves.
-  const backend = await LiteSvmBackend.open({ dataDir: join(dir, "chain"), checkpointEvery: 1e9, checkpointIntervalMs: 1e9 });
+  const backend = await openLiteSvmBackend({ dataDir: join(dir, "chain"), checkpointEvery: 1e9, checkpointIntervalMs: 1e9 });
   const disk = await openChain({ dataDir: dir, backend });
   await lifecycle(`on disk (${dir}, fsync per acknowledgement)`, disk);
   cpSync(dir, crashed, { recursive: true, filter: (path) => !path.endsWith("LOCK") });

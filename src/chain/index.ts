@@ -14,7 +14,8 @@ export type {
 export { ChainTxError } from "./backend.ts";
 export type { ChainBackend } from "./backend.ts";
 export type { DecodedInstruction, InstructionKind, ProgramName } from "./decode.ts";
-export { LiteSvmBackend } from "./litesvm-backend.ts";
+export type { LiteSvmBackend, LiteSvmBackendOptions } from "./litesvm-backend.ts";
+export { openLiteSvmBackend } from "./litesvm-open.ts";
 export { DEFAULT_RPC_PORT, startChainRpc } from "./rpc/index.ts";
 export type { ChainRpcOptions, ChainRpcServer } from "./rpc/index.ts";
 export { ChainJournal, ChainRejectedError } from "./journal.ts";

@@ -4,21 +4,20 @@
  * request). Requests beyond the pool wait for a free sequence.
  */
 import os from "node:os";
-import {
-  getLlama,
+import type {
+  ChatHistoryItem,
+  ChatWrapper,
+  Llama,
   LlamaChat,
-  resolveChatWrapper,
-  type ChatHistoryItem,
-  type ChatWrapper,
-  type Llama,
-  type LlamaContext,
-  type LlamaContextSequence,
-  type LlamaModel,
+  LlamaContext,
+  LlamaContextSequence,
+  LlamaModel,
 } from "node-llama-cpp";
 import { ContextLengthExceededError } from "./context-length-error.ts";
 import type { ChatMessage, Engine, GenerationEvent, GenerationRequest, StopReason } from "./engine.ts";
 import { toLlamaSampling } from "./llama-sampling.ts";
 import { SequencePool } from "./sequence-pool.ts";
+import { nodeLlamaCpp } from "./node-llama.ts";
 import { longestTokenBytes, promptTokensAtLeast } from "./token-bounds.ts";
 
 export { ContextLengthExceededError } from "./context-length-error.ts";
@@ -41,7 +40,7 @@ export const DEFAULT_CONTEXT_SIZE_CAP = 4096;
 let llamaInstance: Promise<Llama> | undefined;
 /** The process-wide CPU llama.cpp backend the engine uses, for code that needs the model's tokenizer. */
 export function sharedLlama(): Promise<Llama> {
-  llamaInstance ??= getLlama({ gpu: false, build: "never" });
+  llamaInstance ??= nodeLlamaCpp().then(({ getLlama }) => getLlama({ gpu: false, build: "never" }));
   return llamaInstance;
 }
 
@@ -132,6 +131,7 @@ export class LlamaEngine implements Engine {
       throw new RangeError("contextSize must be an integer of at least 16 tokens");
     }
     const llama = await sharedLlama();
+    const { LlamaChat, resolveChatWrapper } = await nodeLlamaCpp();
     const model = await llama.loadModel({ modelPath: opts.modelPath });
     try {
       const requested = Math.min(opts.contextSize ?? DEFAULT_CONTEXT_SIZE_CAP, model.trainContextSize);

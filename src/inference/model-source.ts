@@ -9,7 +9,7 @@
  * saying what was tried and what to do instead.
  */
 import { stat } from "node:fs/promises";
-import { resolveModelFile } from "node-llama-cpp";
+import { nodeLlamaCpp } from "./node-llama.ts";
 
 export class ModelSourceError extends Error {
   constructor(
@@ -83,6 +83,7 @@ async function resolveHuggingFace(
   const endpoint = huggingFaceEndpoint();
   const url = huggingFaceFileUrl(spec, endpoint);
   // A file downloaded before is used as it is, without touching the network.
+  const { resolveModelFile } = await nodeLlamaCpp();
   const cached = await resolveModelFile(spec, { directory: dir, cli: false, download: false }).catch(() => null);
   if (cached !== null) return cached;
   await probe(spec, url, stallMs);
@@ -129,6 +130,7 @@ async function watchedDownload(
   onProgress: ((downloaded: number, total: number) => void) | undefined,
   stallMs: number,
 ): Promise<string> {
+  const { resolveModelFile } = await nodeLlamaCpp();
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let rejectStalled: (error: Error) => void = () => {};

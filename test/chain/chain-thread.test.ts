@@ -10,7 +10,7 @@ import { truncateSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { test } from "node:test";
-import { ChainTxError, LiteSvmBackend, openChain } from "../../src/chain/index.ts";
+import { ChainTxError, openLiteSvmBackend, type LiteSvmBackend, openChain } from "../../src/chain/index.ts";
 import { ThreadedChainBackend } from "../../src/chain/chain-thread.ts";
 import type { ChainEvent } from "../../src/chain/backend.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
@@ -56,22 +56,22 @@ test("a data dir the chain thread owns is refused to a second opener in the same
   const dir = join(tempDir(t).dir, "chain");
   const first = await ThreadedChainBackend.open({ dataDir: dir });
   await assert.rejects(ThreadedChainBackend.open({ dataDir: dir }), /already open in this process/);
-  await assert.rejects(LiteSvmBackend.open({ dataDir: dir }), /already open in this process/);
+  await assert.rejects(openLiteSvmBackend({ dataDir: dir }), /already open in this process/);
   await first.close();
   await assert.rejects(first.getAccount(generateKeypair().address), /closed/, "a call after close fails");
-  const again = await LiteSvmBackend.open({ dataDir: dir });
+  const again = await openLiteSvmBackend({ dataDir: dir });
   await again.close();
 });
 
 test("an opening that fails on the thread fails here with the thread's reason", async (t) => {
   const dir = join(tempDir(t).dir, "chain");
-  const written = await LiteSvmBackend.open({ dataDir: dir });
+  const written = await openLiteSvmBackend({ dataDir: dir });
   await written.requestAirdrop(generateKeypair().address, 1_000_000n);
   await written.close();
   // The log lost what the checkpoint counts on (a damaged disk): the thread refuses to open it.
   truncateSync(join(dir, "txlog"), 0);
   await assert.rejects(ThreadedChainBackend.open({ dataDir: dir }), /txlog is shorter than the checkpoint says/);
-  await assert.rejects(LiteSvmBackend.open({ dataDir: dir }), /txlog is shorter than the checkpoint says/, "the lock was released: the same refusal, not a lock's");
+  await assert.rejects(openLiteSvmBackend({ dataDir: dir }), /txlog is shorter than the checkpoint says/, "the lock was released: the same refusal, not a lock's");
 });
 
 test("an open chain thread does not keep a finished process alive, and a call in flight does until it is answered", async () => {

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { test } from "node:test";
 import { createSolanaRpc, type Address } from "@solana/kit";
-import { LiteSvmBackend, openChain, startChainRpc, type Chain } from "../../src/chain/index.ts";
+import { openLiteSvmBackend, type LiteSvmBackend, openChain, startChainRpc, type Chain } from "../../src/chain/index.ts";
 import { addressBytes } from "../../src/chain/addresses.ts";
 import {
   ESCROW_PROGRAM,
@@ -49,7 +49,7 @@ function recordingLogger() {
 }
 
 async function open(dir: string, options: { programs?: []; messages?: string[] } = {}): Promise<{ chain: Chain; backend: LiteSvmBackend }> {
-  const backend = await LiteSvmBackend.open({ dataDir: join(dir, "chain"), ...(options.programs ? { programs: options.programs } : {}) });
+  const backend = await openLiteSvmBackend({ dataDir: join(dir, "chain"), ...(options.programs ? { programs: options.programs } : {}) });
   const { logger, messages } = recordingLogger();
   const chain = await openChain({ dataDir: dir, backend, logger });
   options.messages?.push(...messages);
@@ -149,7 +149,7 @@ test("a data dir written before the program was part of the chain gets it and it
   const dir = await tempDir("svc-deploy-old-");
   t.after(() => dir.remove());
   const someone = generateKeypair().address;
-  const old = await LiteSvmBackend.open({ dataDir: join(dir.path, "chain"), programs: [] });
+  const old = await openLiteSvmBackend({ dataDir: join(dir.path, "chain"), programs: [] });
   assert.equal(await old.getAccount(ESCROW_PROGRAM), null, "the old shape: no program");
   await old.requestAirdrop(someone, 7_000_000n);
   await assert.rejects(openChain({ dataDir: dir.path, backend: old }), /escrow program SvcEscrow1+ is not deployed on this chain: deploy program\/escrow\.so/);
@@ -178,7 +178,7 @@ test("other program bytes with transactions to replay are refused, saying to sto
   t.after(() => dir.remove());
   await openAndKill(dir.path, 1_000_000); // killed: its setup transactions are in the log, past any checkpoint
   await assert.rejects(
-    LiteSvmBackend.open({ dataDir: join(dir.path, "chain"), programs: [otherBytes()] }),
+    openLiteSvmBackend({ dataDir: join(dir.path, "chain"), programs: [otherBytes()] }),
     /ran the escrow program SvcEscrow1+ as sha256:[0-9a-f]{64}, but this build carries sha256:[0-9a-f]{64}, and its log holds transactions since its last checkpoint.*stop it cleanly.*new data dir/,
   );
   const reopened = await open(dir.path);
@@ -194,7 +194,7 @@ test("other program bytes on a cleanly stopped chain replace the old ones: its s
   await chain.deposit({ wallet, credits: 7 });
   await chain.close(); // a clean stop checkpoints: nothing left to replay
 
-  const upgraded = await LiteSvmBackend.open({ dataDir: join(dir.path, "chain"), programs: [otherBytes()] });
+  const upgraded = await openLiteSvmBackend({ dataDir: join(dir.path, "chain"), programs: [otherBytes()] });
   const program = await upgraded.getAccount(ESCROW_PROGRAM);
   assert.ok(program?.executable);
   assert.match(readFileSync(join(dir.path, "chain", "programs"), "utf8"), new RegExp(programDigest(otherBytes().bytes)), "the note names the new bytes");

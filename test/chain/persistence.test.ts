@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { test } from "node:test";
-import { ChainTxError, LiteSvmBackend, openChain, type Chain } from "../../src/chain/index.ts";
+import { ChainTxError, openLiteSvmBackend, type LiteSvmBackend, openChain, type Chain } from "../../src/chain/index.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
@@ -17,7 +17,7 @@ import { replayedBalances, stateDigest } from "./fixtures/state.ts";
 import { tempDir } from "./fixtures/temp-dir.ts";
 
 async function open(dir: string, checkpointEvery?: number): Promise<{ chain: Chain; backend: LiteSvmBackend }> {
-  const backend = await LiteSvmBackend.open({ dataDir: join(dir, "chain"), ...(checkpointEvery ? { checkpointEvery } : {}) });
+  const backend = await openLiteSvmBackend({ dataDir: join(dir, "chain"), ...(checkpointEvery ? { checkpointEvery } : {}) });
   return { chain: await openChain({ dataDir: dir, backend }), backend };
 }
 
