@@ -13,7 +13,7 @@
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
+import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
 import { jobSeed, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
@@ -90,6 +90,8 @@ interface DrivenJob {
   job: JobRecord;
   request: ChatRequest;
   firstLease: WorkerLease;
+  /** Resolves with the wallet's credits after the lock once the admission commits; rejects when it is refused. */
+  admitted: Promise<number>;
   /** Resolves with the escrow's slot once it is on-chain and the worker's assignment is recorded. */
   ready: Promise<number>;
   channel: Channel<JobEvent>;
@@ -103,6 +105,12 @@ interface JobWatch {
   timedOut(): boolean;
   dispose(): void;
 }
+
+/**
+ * The abort reason of a worker's run that started while its job's admission was committing, and
+ * the admission then refused: no job exists, so the worker is not at fault and nothing is settled.
+ */
+const NOT_ADMITTED = "not_admitted";
 
 export class JobService {
   private readonly db: Db;
@@ -119,6 +127,12 @@ export class JobService {
   private readonly admissions: Admissions;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
+  /**
+   * Each wallet's available credits after its latest admission here: a hint, never the authority
+   * (the ledger is), that says whether its next job may start on its worker while its admission
+   * commits (admitEarly).
+   */
+  private readonly creditsSeen = new BoundedMap<number>(100_000);
 
   constructor(options: JobServiceOptions) {
     this.db = options.db;
@@ -155,21 +169,14 @@ export class JobService {
     const model = this.catalog.get(request.model);
     if (!model) throw new ApiError("model_not_found", `The model '${request.model}' does not exist.`, "model");
     await this.refuseUnfittable(model, request);
-    const picked = this.pool.acquire(model.id);
-    if (!picked) {
-      throw new ApiError("no_workers_available", `No worker is serving ${model.id} right now. Retry shortly.`, null, {
-        model: model.id,
-        retry_after: this.pool.retryAfterSeconds(model.id),
-      });
-    }
-    let lease: WorkerLease = picked;
+    // The lease in use: counting or admitting may move the job to another worker's.
+    const held = { lease: this.pool.acquire(model.id) ?? noWorkers(model.id, this.pool) };
     try {
-      const counted = await this.countOnWorkers(model.id, lease, request.messages);
-      lease = counted.lease;
-      const { promptTokens } = counted;
+      const { lease, promptTokens } = await this.countOnWorkers(model.id, held.lease, request.messages);
+      held.lease = lease;
       const wanted = promptTokens + (request.maxTokens ?? 1);
-      lease = this.roomFor(model, lease, wanted);
-      const contextWindow = Math.min(model.contextWindow, lease.worker.contextWindow(model.id));
+      held.lease = this.roomFor(model, held.lease, wanted);
+      const contextWindow = Math.min(model.contextWindow, held.lease.worker.contextWindow(model.id));
       if (wanted > contextWindow) {
         // The window GET /models shows: the largest a request can get, whichever worker was picked.
         const largest = Math.min(model.contextWindow, Math.max(contextWindow, this.pool.contextWindow(model.id)));
@@ -177,21 +184,21 @@ export class JobService {
       }
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
-      const { job, escrow, creditsAfterLock } = await this.reserve(wallet, model, request, { promptTokens, contextWindow, worker: lease.worker });
-      return this.launch(job, escrow, creditsAfterLock, lease, request, clientSignal);
+      return await this.reserve(wallet, model, request, { promptTokens, contextWindow }, held, clientSignal);
     } catch (error) {
-      lease.release();
+      held.lease.release();
       throw error;
     }
   }
 
   /**
-   * Send the escrow and hand the job to its worker. The chain transaction proceeds while the
-   * worker starts: the ledger already holds the credits, and the driver awaits the escrow before
-   * any settlement.
+   * Hand the job to its worker, and send the escrow once `admitted` (the admission's commit)
+   * resolves. The chain transaction proceeds while the worker generates: the ledger already holds
+   * the credits, and the driver awaits the escrow before any settlement. Resolves once admitted;
+   * until then the worker's output waits in the job's channel.
    */
-  private launch(job: JobRecord, escrow: ChainAction, creditsAfterLock: number, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): StartedJob {
-    const escrowLanded = this.journal.send(escrow).then((sent) => sent.slot);
+  private launch(job: JobRecord, escrow: ChainAction, admitted: Promise<number>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
+    const escrowLanded = admitted.then(() => this.journal.send(escrow)).then((sent) => sent.slot);
     // Awaited later by the job's driver; never let an early rejection count as unhandled.
     escrowLanded.catch(() => undefined);
     const channel = new Channel<JobEvent>();
@@ -201,18 +208,23 @@ export class JobService {
       created: Math.floor(job.createdAt.getTime() / 1000),
       escrowTx: escrow.signature,
       workerAddress: lease.worker.address,
-      creditsAfterLock,
-      creditsRemaining: creditsAfterLock,
+      creditsAfterLock: 0,
+      creditsRemaining: 0,
       events: channel,
     };
-    const drive = this.drive({ job, request, firstLease: lease, ready: escrowLanded, channel, clientSignal, started })
+    const credited = admitted.then((credits) => {
+      started.creditsAfterLock = credits;
+      started.creditsRemaining = credits;
+      return started;
+    });
+    const drive = this.drive({ job, request, firstLease: lease, admitted, ready: escrowLanded, channel, clientSignal, started })
       .catch((error: unknown) => {
         this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
         channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
       })
       .finally(() => this.running.delete(drive));
     this.running.add(drive);
-    return started;
+    return credited;
   }
 
   /**
@@ -268,13 +280,14 @@ export class JobService {
 
   /**
    * Reserve the escrow in the ledger and record the job, its escrow transaction and its worker,
-   * atomically (one commit, shared with the jobs admitted beside it: admission.ts).
+   * atomically (one commit, shared with the jobs admitted beside it: admission.ts), then launch it.
    * The ledger's check is the authority on the balance: with max_tokens the lock is its cost
    * whatever the balance, so the balance is not read before; without it the lock is what the
    * balance allows, and a concurrent request can change that, so it is re-planned a couple of times.
+   * `held.lease` is the lease in use, for the caller to release if this fails.
    */
-  private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, fit: { promptTokens: number; contextWindow: number; worker: WorkerLease["worker"] }) {
-    const { promptTokens, contextWindow, worker } = fit;
+  private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, fit: { promptTokens: number; contextWindow: number }, held: { lease: WorkerLease }, clientSignal: AbortSignal): Promise<StartedJob> {
+    const { promptTokens, contextWindow } = fit;
     const rates = TIERS[model.tier];
     for (let attempt = 0; ; attempt++) {
       const available = request.maxTokens !== undefined ? Number.POSITIVE_INFINITY : await money.availableCredits(this.db, wallet);
@@ -295,17 +308,35 @@ export class JobService {
         // Kept for a dispute's re-execution until the window closes (Disputes.start forgets it).
         request,
       });
+      const admitted = this.admissions.admit({ job, escrow, worker: held.lease.worker });
+      const early = this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, escrow, admitted, held.lease, request, clientSignal) : undefined;
+      // Refused, it rejects as `admitted` does, which is handled below.
+      early?.catch(() => undefined);
       try {
-        const creditsAfterLock = await this.admissions.admit({ job, escrow, worker });
-        return { job, escrow, creditsAfterLock };
+        const creditsAfterLock = await admitted;
+        this.creditsSeen.set(wallet, creditsAfterLock);
+        return await (early ?? this.launch(job, escrow, admitted, held.lease, request, clientSignal));
       } catch (error) {
+        this.creditsSeen.delete(wallet);
         const remaining = refusedBalance(error);
         if (remaining === undefined) throw error;
         if (request.maxTokens !== undefined || attempt >= 2) {
           throw insufficientCredits(remaining, request.maxTokens !== undefined ? plan.lockCredits : rates.creditsPerRequest, model.tier);
         }
+        // The early run gave its lease back when its job was refused.
+        if (early) held.lease = this.pool.acquire(model.id, undefined, promptTokens + 1) ?? noWorkers(model.id, this.pool);
       }
     }
+  }
+
+  /**
+   * Whether a job may start on its worker while its admission commits, so that commit is not
+   * added to the caller's wait: when the wallet's balance was just read (no max_tokens), or its
+   * credits after its latest admission here cover this lock. A refused admission stops the worker
+   * (NOT_ADMITTED), so a wallet that cannot pay costs workers at most one commit's time, once.
+   */
+  private admitsEarly(wallet: string, request: ChatRequest, lockCredits: number): boolean {
+    return request.maxTokens === undefined || (this.creditsSeen.get(wallet) ?? -1) >= lockCredits;
   }
 
   /**
@@ -315,13 +346,15 @@ export class JobService {
    * generation, and the output produced up to then is settled (DECISIONS "Pricing and escrow").
    */
   private async drive(driven: DrivenJob): Promise<void> {
-    const watch = this.watchJob(driven.job, driven.clientSignal);
+    const watch = this.watchJob(driven.job, driven.clientSignal, driven.admitted);
     let run: WorkerRun;
     try {
       run = await this.runOnWorkers(driven, watch);
     } finally {
       watch.dispose();
     }
+    // Refused: there is no job to end, and the caller has its answer from start().
+    if (!(await driven.admitted.then(() => true, () => false))) return;
     await conclude(this.ending, driven, run, {
       timedOut: watch.timedOut(),
       callerLeft: driven.clientSignal.aborted,
@@ -331,10 +364,11 @@ export class JobService {
 
   /**
    * The signal a job's workers run under. The caller leaving asks the worker for a proof of its
-   * partial output (CALLER_LEFT); the timeout abandons the job.
+   * partial output (CALLER_LEFT); the timeout, or the admission's refusal, abandons the job.
    */
-  private watchJob(job: JobRecord, clientSignal: AbortSignal): JobWatch {
+  private watchJob(job: JobRecord, clientSignal: AbortSignal, admitted: Promise<number>): JobWatch {
     const work = new AbortController();
+    admitted.catch(() => work.abort(NOT_ADMITTED));
     const onClientGone = () => work.abort(CALLER_LEFT);
     clientSignal.addEventListener("abort", onClientGone, { once: true });
     // A caller who left while the job was being admitted gets no event: it fired already.
@@ -363,7 +397,7 @@ export class JobService {
       const { lease } = run;
       tried.add(lease.worker.address);
       const stalled = await this.attempt(driven, run, job, begun);
-      const fault = attemptFault({ done: run.done !== undefined, stalled: stalled || job.timedOut(), workerError: run.workerError, callerLeft: job.signal.reason === CALLER_LEFT });
+      const fault = attemptFault({ done: run.done !== undefined, stalled: stalled || job.timedOut(), workerError: run.workerError, abandoned: job.signal.reason === CALLER_LEFT || job.signal.reason === NOT_ADMITTED });
       if (fault !== undefined) lease.outcome(fault);
       // A request no worker can run fails here rather than on every worker in turn.
       if (run.done !== undefined || run.text !== "" || job.signal.aborted || run.workerError instanceof JobRequestError) return run;
@@ -517,14 +551,21 @@ function refusedBalance(error: unknown): number | undefined {
 }
 
 /**
- * What an attempt that ended without a proof says about its worker: nothing when the caller left
- * or the request itself was at fault; otherwise it stalled or failed. A finished one is judged at
+ * What an attempt that ended without a proof says about its worker: nothing when the caller left,
+ * the job was not admitted, or the request itself was at fault; otherwise it stalled or failed. A finished one is judged at
  * settlement.
  */
-function attemptFault(attempt: { done: boolean; stalled: boolean; workerError: unknown; callerLeft: boolean }): JobOutcome | undefined {
-  if (attempt.done || attempt.callerLeft || attempt.workerError instanceof JobRequestError) return undefined;
+function attemptFault(attempt: { done: boolean; stalled: boolean; workerError: unknown; abandoned: boolean }): JobOutcome | undefined {
+  if (attempt.done || attempt.abandoned || attempt.workerError instanceof JobRequestError) return undefined;
   if (attempt.stalled) return "stalled";
   return "failed";
+}
+
+function noWorkers(model: string, pool: WorkerPool): never {
+  throw new ApiError("no_workers_available", `No worker is serving ${model} right now. Retry shortly.`, null, {
+    model,
+    retry_after: pool.retryAfterSeconds(model),
+  });
 }
 
 function contextLengthExceeded(contextWindow: number, promptTokens: string, maxTokens: number | undefined): ApiError {
