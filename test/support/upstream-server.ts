@@ -44,6 +44,8 @@ export interface UpstreamBehaviour {
   /** Tokens per streamed chunk: vLLM's stream_interval packs several into one. */
   tokensPerChunk: number;
   pieceDelayMs: number;
+  /** Time before the first token, as a real server spends reading the prompt (JSON answers wait it too). */
+  firstTokenDelayMs: number;
   usage: "separate" | "final-chunk" | "none";
   /** The completion-limit field accepted; the other one is a 400 naming it. */
   tokenField: "max_tokens" | "max_completion_tokens" | "either";
@@ -80,6 +82,7 @@ const COMMON: Omit<UpstreamBehaviour, "model" | "usage" | "errorShape"> = {
   loop: false,
   tokensPerChunk: 1,
   pieceDelayMs: 0,
+  firstTokenDelayMs: 0,
   splitWrites: true,
   tokenField: "either",
   finishReasons: { stop: "stop", length: "length" },
@@ -406,6 +409,7 @@ export async function startUpstream(dialect: Dialect, overrides: Partial<Upstrea
       total_tokens: prompt + generation.result.tokens,
     });
 
+    if (b.firstTokenDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, b.firstTokenDelayMs));
     if (body.stream !== true || b.ignoreStream) {
       let content = "";
       for (const step of generation.steps) content += step.text;
