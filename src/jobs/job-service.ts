@@ -240,7 +240,11 @@ export class JobService {
       try {
         return { lease, promptTokens: await lease.worker.countPromptTokens(model, messages) };
       } catch (error) {
-        if (error instanceof JobRequestError) throw new ApiError("internal_error", `The worker serving ${model} could not count the prompt; nothing was charged.`);
+        if (error instanceof JobRequestError) {
+          // The caller releases the first lease; one taken here is this function's to give back.
+          if (lease !== first) lease.release();
+          throw new ApiError("internal_error", `The worker serving ${model} could not count the prompt; nothing was charged.`);
+        }
         lease.outcome(error instanceof ApiError ? "stalled" : "failed");
         lease.release();
         const next = this.pool.acquire(model, tried);
