@@ -1,7 +1,8 @@
 /**
  * Paid JSON completions per second through the gateway, against a plain Node.js proxy to the same
  * instant upstream, in one run: an OpenAI-compatible upstream answering at once (the test
- * upstream, vLLM dialect), a worker serving Qwen/Qwen3-1.7B through it, and autocannon driving
+ * upstream, vLLM dialect), a worker serving Qwen/Qwen3-1.7B through it over the worker protocol
+ * (both in a process of their own, as in production: worker-process.ts), and autocannon driving
  * each target at 1, 32 and 256 connections, interleaved. After each gateway run it waits for every
  * job to settle and reports how long the backlog took and how many jobs settled a second. Before
  * the load, it times sequential requests straight to the upstream and through the gateway. The
@@ -18,19 +19,14 @@ import { performance } from "node:perf_hooks";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { generateKeypair } from "../src/core/keys.ts";
-import { OpenAiEngine } from "../src/inference/openai-engine.ts";
 import { startService, type Service } from "../src/service.ts";
-import { WorkerNode } from "../src/worker/worker-node.ts";
-import { startUpstream } from "../test/support/upstream-server.ts";
 import { latencyLine, measureLatency } from "./latency.ts";
 import { type BenchStorage, benchStorage, fundedClient, settled } from "./support.ts";
+import { BENCH_MODEL as MODEL, startWorkerProcess, UPSTREAM_MODEL, type WorkerProcess } from "./worker-process.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 /** PROFILE=<file>: a CPU profile of this process over each gateway's run at 32 connections (<file>-pglite.cpuprofile, <file>-postgres.cpuprofile). */
 const PROFILE = process.env.PROFILE;
-const MODEL = "Qwen/Qwen3-1.7B";
-const UPSTREAM_MODEL = "qwen3-1.7b";
 /** The same request: the gateway's catalog id, the upstream's own name for the proxy. */
 const body = (model: string) => JSON.stringify({ model, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
 
@@ -61,26 +57,38 @@ interface Row {
   settledPerSecond?: number;
   /** The share of the run this process's main thread was busy (event-loop utilization). */
   busy: number;
-  /** This process's CPU time (all threads: services, upstream, proxy, load generator) per request answered. */
+  /** This process's CPU time (all threads: the service, the proxy, the load generator) per request answered. */
   cpuMsPerRequest: number;
+  /** The worker's and upstream's process's CPU time per request answered. */
+  workerCpuMsPerRequest: number;
 }
 
-async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string): Promise<Row> {
+async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string, worker: WorkerProcess): Promise<Row> {
   const idleBefore = performance.eventLoopUtilization();
   const cpuBefore = process.cpuUsage();
+  const workerCpuBefore = await worker.cpuMs();
   const r = await autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: SECONDS, timeout: 30 });
-  return { target, connections, requestsPerSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, busy: performance.eventLoopUtilization(idleBefore).utilization, cpuMsPerRequest: cpuMs(process.cpuUsage(cpuBefore)) / Math.max(1, r.requests.total) };
+  const requests = Math.max(1, r.requests.total);
+  return {
+    target,
+    connections,
+    requestsPerSecond: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    busy: performance.eventLoopUtilization(idleBefore).utilization,
+    cpuMsPerRequest: cpuMs(process.cpuUsage(cpuBefore)) / requests,
+    workerCpuMsPerRequest: ((await worker.cpuMs()) - workerCpuBefore) / requests,
+  };
 }
 
 function cpuMs(usage: NodeJS.CpuUsage): number {
   return (usage.user + usage.system) / 1000;
 }
 
-const upstream = await startUpstream("vllm", { model: UPSTREAM_MODEL, reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });
-const proxy = await startProxy(new URL(upstream.baseUrl));
-const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
-const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: UPSTREAM_MODEL });
 
 const settledJobs = async (service: Service) =>
   (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
@@ -105,15 +113,18 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   const service = await startService({
     port: 0,
     ...storage.options,
-    seedWorkers: [new WorkerNode(generateKeypair(), new Map([[MODEL, engine]]), false)],
     // No per-IP limit: one load generator is one client. (Written as a huge limit, not `false`,
     // so the same bench runs on commits from before the limit could be turned off.)
     rateLimit: { ratePerSecond: 1e9, burst: 1e9 },
   });
+  // The proxy forwards to the upstream the worker uses: the same upstream, the same process.
+  const worker = await startWorkerProcess({ gateway: service.origin });
+  const proxy = await startProxy(new URL(worker.upstreamUrl));
+  const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
   const client = await fundedClient(service, 10_000_000);
   const auth = { authorization: `Bearer ${client.apiKey}` };
   const [direct, through] = await measureLatency(
-    { url: `${upstream.baseUrl}/chat/completions`, headers: {}, model: UPSTREAM_MODEL },
+    { url: `${worker.upstreamUrl}/chat/completions`, headers: {}, model: UPSTREAM_MODEL },
     { url: `${service.baseUrl}/chat/completions`, headers: auth, model: MODEL, idle: () => settled(service) },
   );
   latencyLines.push(
@@ -121,16 +132,18 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     latencyLine(`first token, ${storage.label}`, direct.firstTokenMs, through.firstTokenMs),
   );
   for (const connections of [1, 32, 256]) {
-    rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL));
+    rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL, worker));
     const before = await settledJobs(service);
     const profiling = PROFILE !== undefined && connections === 32 ? await startProfile() : undefined;
-    const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL);
+    const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL, worker);
     if (profiling) await profiling.save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
     row.settleMs = await settled(service);
     row.settledPerSecond = (await settledJobs(service) - before) / ((SECONDS * 1000 + row.settleMs) / 1000);
     rows.push(row);
   }
   const jobs = await settledJobs(service);
+  proxy.close();
+  worker.close();
   await service.close();
   await storage.drop();
   return jobs;
@@ -144,21 +157,18 @@ for (const kind of kinds) jobs += await driveService(await benchStorage(kind, jo
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
-console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req  settled/s  backlog settled in");
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req  worker ms/req  settled/s  backlog settled in");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
   const proxyRow = rows[i - 1]!;
   const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
   const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)}`;
   console.log(
-    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${r.cpuMsPerRequest.toFixed(2).padStart(11)} ${settledColumns}`,
+    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${r.cpuMsPerRequest.toFixed(2).padStart(11)} ${r.workerCpuMsPerRequest.toFixed(2).padStart(14)} ${settledColumns}`,
   );
 }
 console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");
 for (const line of latencyLines) console.log(line);
-console.log(`RSS of this process (services, upstream, proxy and load generator together): ${rssMb.toFixed(0)} MB`);
-await engine.close();
-proxy.close();
-await upstream.close();
+console.log(`RSS of this process (the services, the proxy and the load generator together): ${rssMb.toFixed(0)} MB`);
 await rm(dir, { recursive: true, force: true });
 process.exit(0);

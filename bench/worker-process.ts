@@ -1,0 +1,78 @@
+/**
+ * The benches' worker side in a process of its own, as in production: the test upstream (in
+ * vLLM's dialect) and, when given a gateway, a WorkerClient serving it over the worker protocol.
+ * Neither shares the gateway's thread, clock or CPU time; the process reports its own CPU time.
+ */
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { generateKeypair } from "../src/core/keys.ts";
+import { OpenAiEngine } from "../src/inference/openai-engine.ts";
+import { WorkerClient } from "../src/worker/worker-client.ts";
+import { startUpstream } from "../test/support/upstream-server.ts";
+
+/** The catalog's model the worker serves, and the upstream's own name for it. */
+export const BENCH_MODEL = "Qwen/Qwen3-1.7B";
+export const UPSTREAM_MODEL = "qwen3-1.7b";
+
+export interface WorkerProcessOptions {
+  /** A gateway's origin for the worker to join; without one, only the upstream runs. */
+  gateway?: string;
+  /** The upstream's wait before its first token (default 0: it answers at once). */
+  firstTokenMs?: number;
+  /** Jobs the worker declares it runs at once (default 1,024: more than any bench sends). */
+  concurrency?: number;
+}
+
+export interface WorkerProcess {
+  upstreamUrl: string;
+  /** The process's CPU time so far (user and system), in ms. */
+  cpuMs(): Promise<number>;
+  close(): void;
+}
+
+type FromChild = { type: "ready"; upstreamUrl: string } | { type: "cpu"; ms: number };
+
+export function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
+  const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ["--import", "tsx"], env: { ...process.env, BENCH_WORKER_PROCESS: JSON.stringify(options) } });
+  const cpuMs = () =>
+    new Promise<number>((resolve) => {
+      const onMessage = (message: FromChild) => {
+        if (message.type !== "cpu") return;
+        child.off("message", onMessage);
+        resolve(message.ms);
+      };
+      child.on("message", onMessage);
+      child.send("cpu");
+    });
+  return new Promise((resolve, reject) => {
+    child.once("message", (message: FromChild) => {
+      if (message.type === "ready") resolve({ upstreamUrl: message.upstreamUrl, cpuMs, close: () => child.disconnect() });
+    });
+    child.once("exit", (code) => reject(new Error(`the bench's worker process exited with ${code}`)));
+  });
+}
+
+async function serve(options: WorkerProcessOptions): Promise<void> {
+  const upstream = await startUpstream("vllm", {
+    model: UPSTREAM_MODEL,
+    reply: ["Hello", " there", "."],
+    contextWindow: 32_768,
+    splitWrites: false,
+    firstTokenDelayMs: options.firstTokenMs ?? 0,
+  });
+  let worker: WorkerClient | undefined;
+  if (options.gateway !== undefined) {
+    const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: UPSTREAM_MODEL });
+    worker = new WorkerClient({ gateway: options.gateway, signer: generateKeypair(), engines: new Map([[BENCH_MODEL, engine]]), concurrency: options.concurrency ?? 1024 }).start();
+    await worker.registered();
+  }
+  const tell = (message: FromChild) => process.send!(message);
+  process.on("message", () => {
+    const usage = process.cpuUsage();
+    tell({ type: "cpu", ms: (usage.user + usage.system) / 1000 });
+  });
+  process.once("disconnect", () => void (worker?.close() ?? Promise.resolve()).then(() => upstream.close()).then(() => process.exit(0)));
+  tell({ type: "ready", upstreamUrl: upstream.baseUrl });
+}
+
+if (process.env.BENCH_WORKER_PROCESS && process.send) await serve(JSON.parse(process.env.BENCH_WORKER_PROCESS) as WorkerProcessOptions);
