@@ -372,7 +372,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const money = moneyPages(payments, chain, ctx);
     const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, ...money, appUrl: () => ctx.appUrl, options: ctx.web, checkRequest: checkParams }));
-    const workers = workerGateway(options, { pool, catalog, logger, chain: chain, db });
+    const workers = workerGateway(options, { pool, catalog, logger, chain, db });
     bridge?.start();
     workers.attach(app.server);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
@@ -388,7 +388,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       workers,
       app,
       db,
-      chain: chain,
+      chain,
       catalog,
       pool,
       jobs,
@@ -399,7 +399,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         ctx.web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain: chain, db, arbitration, disputes, lease, bridge, bus }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus }, onStep),
     };
   } catch (error) {
     await chain.close().catch(() => undefined);

@@ -130,7 +130,7 @@ export class JobService {
   /**
    * Each wallet's available credits after its latest admission here: a hint, never the authority
    * (the ledger is), that says whether its next job may start on its worker while its admission
-   * commits (admitEarly).
+   * commits (admitsEarly).
    */
   private readonly creditsSeen = new BoundedMap<number>(100_000);
 
@@ -173,9 +173,8 @@ export class JobService {
     const held = { lease: this.pool.acquire(model.id) ?? noWorkers(model.id, this.pool) };
     try {
       const { lease, promptTokens } = await this.countOnWorkers(model.id, held.lease, request.messages);
-      held.lease = lease;
       const wanted = promptTokens + (request.maxTokens ?? 1);
-      held.lease = this.roomFor(model, held.lease, wanted);
+      held.lease = this.roomFor(model, lease, wanted);
       const contextWindow = Math.min(model.contextWindow, held.lease.worker.contextWindow(model.id));
       if (wanted > contextWindow) {
         // The window GET /models shows: the largest a request can get, whichever worker was picked.
@@ -184,7 +183,7 @@ export class JobService {
       }
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
-      return await this.reserve(wallet, model, request, { promptTokens, contextWindow }, held, clientSignal);
+      return await this.reserve(wallet, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal);
     } catch (error) {
       held.lease.release();
       throw error;
@@ -290,8 +289,8 @@ export class JobService {
    * balance allows, and a concurrent request can change that, so it is re-planned a couple of times.
    * `held.lease` is the lease in use, for the caller to release if this fails.
    */
-  private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, fit: { promptTokens: number; contextWindow: number }, held: { lease: WorkerLease }, clientSignal: AbortSignal): Promise<StartedJob> {
-    const { promptTokens, contextWindow } = fit;
+  private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, fit: { promptTokens: number; wanted: number; contextWindow: number }, held: { lease: WorkerLease }, clientSignal: AbortSignal): Promise<StartedJob> {
+    const { promptTokens, wanted, contextWindow } = fit;
     const rates = TIERS[model.tier];
     for (let attempt = 0; ; attempt++) {
       const available = request.maxTokens !== undefined ? Number.POSITIVE_INFINITY : await money.availableCredits(this.db, wallet);
@@ -328,7 +327,7 @@ export class JobService {
           throw insufficientCredits(remaining, request.maxTokens !== undefined ? plan.lockCredits : rates.creditsPerRequest, model.tier);
         }
         // The early run gave its lease back when its job was refused.
-        if (early) held.lease = this.pool.acquire(model.id, undefined, promptTokens + 1) ?? noWorkers(model.id, this.pool);
+        if (early) held.lease = this.pool.acquire(model.id, undefined, wanted) ?? noWorkers(model.id, this.pool);
       }
     }
   }
