@@ -14,6 +14,7 @@ export { MAX_MESSAGES, MAX_STOP_SEQUENCES, MAX_TOKENS, PENALTY_RANGE, SEED_RANGE
 export { NATIVE_DECIMALS, USDC_DECIMALS, baseUnitsToCredits, creditsToBaseUnits, usdcValue } from "./units.ts";
 export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair, publicKeyOf, readKeypair, verifyEd25519 } from "./keys.ts";
 export type { Keypair, Signer } from "./keys.ts";
+export { PACKAGE_ROOT } from "./package-root.ts";
 export { DEFAULT_RATE_LIMIT, RateLimiter, TokenBucket, parseRateLimit } from "./rate-limit.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
 export { ANSWER_BEFORE_CONFIRM_MARGIN_MS, DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS } from "./job-clocks.ts";

@@ -7,8 +7,9 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { PACKAGE_ROOT } from "../core/index.ts";
 
-export const WEB_DIR = join(import.meta.dirname, "..", "..", "web");
+export const WEB_DIR = join(PACKAGE_ROOT, "web");
 
 export interface AppBundle {
   html: string;

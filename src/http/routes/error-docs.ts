@@ -5,8 +5,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
+import { PACKAGE_ROOT } from "../../core/index.ts";
 
-const SOURCE = join(import.meta.dirname, "..", "..", "..", "docs", "errors.md");
+const SOURCE = join(PACKAGE_ROOT, "docs", "errors.md");
 
 function escape(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
