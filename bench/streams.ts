@@ -7,7 +7,11 @@
  * keep every one open; once each has its first token the bench reads this process's RSS, then
  * the callers hang up and every job settles for what it generated.
  *
- * Run: node --import tsx bench/streams.ts [count=10000]
+ * The gateway's process runs a bundle of this file, built as `svc` builds its own (bin/build.js),
+ * so its memory is that of the service as `svc serve` runs it, not of tsx loading the sources.
+ * `sources` as the second argument runs it through tsx instead, as before 2026-11-26.
+ *
+ * Run: node --import tsx bench/streams.ts [count=10000] [sources]
  * A process may hold 20,000 descriptors on this machine (`ulimit -Hn`); the callers' and the
  * gateway's sockets are in different processes, so 10,000 fit.
  */
@@ -17,6 +21,8 @@ import { request as httpRequest, Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { bundle } from "../bin/build.js";
+import { PACKAGE_ROOT } from "../src/core/index.ts";
 import { generateKeypair } from "../src/core/keys.ts";
 import type { Engine, GenerationEvent, GenerationRequest } from "../src/inference/engine.ts";
 import { startService } from "../src/service.ts";
@@ -182,6 +188,17 @@ if (process.env.STREAMS_INIT) {
   process.exit(0);
 } else if (process.env.STREAMS_CHILD) {
   await runChild();
-} else {
+} else if (process.env.STREAMS_BUNDLED || process.argv[3] === "sources") {
   await runParent(Number(process.argv[2] ?? 10_000));
+} else {
+  await runBundled();
+}
+
+/** Runs the parent from a bundle: no tsx in the gateway's process. */
+async function runBundled(): Promise<void> {
+  const outdir = join(PACKAGE_ROOT, "dist", "bench-streams");
+  await rm(outdir, { recursive: true, force: true });
+  await bundle({ streams: fileURLToPath(import.meta.url), "chain-thread-main": join(PACKAGE_ROOT, "src", "chain", "chain-thread-main.ts") }, outdir);
+  const parent = fork(join(outdir, "streams.js"), process.argv.slice(2), { execArgv: ["--enable-source-maps"], env: { ...process.env, STREAMS_BUNDLED: "1" } });
+  process.exitCode = (await new Promise<number | null>((resolve) => parent.once("exit", resolve))) ?? 1;
 }
