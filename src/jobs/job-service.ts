@@ -13,7 +13,7 @@
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, planEscrow } from "../core/index.ts";
+import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, completionCost, insufficientCredits, newId, planEscrow } from "../core/index.ts";
 import { jobSeed, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
@@ -99,6 +99,22 @@ interface DrivenJob {
   started: StartedJob;
 }
 
+/** What a job's admission gives it: the wallet's credits after the lock, and the escrow to send. */
+interface Admitted {
+  creditsAfterLock: number;
+  escrow: ChainAction;
+}
+
+/** A job started on its worker before its prompt was counted (startBeforeCount). */
+interface EarlyJob {
+  job: JobRecord;
+  lease: WorkerLease;
+  started: Promise<StartedJob>;
+  /** Hands the job its admission; its first call decides. */
+  admit(admission: Promise<Admitted>): void;
+  abandon(): void;
+}
+
 /** The signal a job's workers run under: the caller leaving, or the job's timeout. */
 interface JobWatch {
   signal: AbortSignal;
@@ -171,10 +187,16 @@ export class JobService {
     await this.refuseUnfittable(model, request);
     // The lease in use: counting or admitting may move the job to another worker's.
     const held = { lease: this.pool.acquire(model.id) ?? noWorkers(model.id, this.pool) };
+    let early = this.startBeforeCount(wallet, model, request, held.lease, clientSignal);
     try {
       const { lease, promptTokens } = await this.countOnWorkers(model.id, held.lease, request.messages);
       const wanted = promptTokens + (request.maxTokens ?? 1);
       held.lease = this.roomFor(model, lease, wanted);
+      // The count moved the job to another worker: the run begun on the first one stops.
+      if (early !== undefined && held.lease !== early.lease) {
+        early.abandon();
+        early = undefined;
+      }
       const contextWindow = Math.min(model.contextWindow, held.lease.worker.contextWindow(model.id));
       if (wanted > contextWindow) {
         // The window GET /models shows: the largest a request can get, whichever worker was picked.
@@ -183,11 +205,43 @@ export class JobService {
       }
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
-      return await this.reserve(wallet, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal);
+      return await this.reserve(wallet, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, early);
     } catch (error) {
+      early?.abandon();
       held.lease.release();
       throw error;
     }
+  }
+
+  /**
+   * With max_tokens the lock's price does not depend on the prompt, so a wallet whose credits
+   * after its latest admission here cover it (admitsEarly) has its job start on the worker now,
+   * while the prompt is counted and the admission commits: the count's round trip to the worker
+   * leaves the caller's wait for the first token. The job's record is completed (prompt tokens,
+   * escrow) before its admission; until then its output waits in the job's channel. `admit` hands
+   * it the admission; `abandon` stops it as not admitted, when the count refuses the request or
+   * moves it to another worker.
+   */
+  private startBeforeCount(wallet: string, model: CatalogModel, request: ChatRequest, lease: WorkerLease, clientSignal: AbortSignal): EarlyJob | undefined {
+    if (request.maxTokens === undefined) return undefined;
+    const lockedCredits = completionCost(TIERS[model.tier], request.maxTokens);
+    if (!this.admitsEarly(wallet, request, lockedCredits)) return undefined;
+    const job = newPendingJob({ id: newId("job"), wallet, model: model.id, tier: model.tier, lockedCredits, maxTokens: request.maxTokens, promptTokens: 0, escrowAddress: "", escrowTx: "", request });
+    let decide!: (admission: Promise<Admitted>) => void;
+    const started = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal);
+    started.catch(() => undefined);
+    let decided = false;
+    const once = (admission: () => Promise<Admitted>) => {
+      if (!decided) decide(admission());
+      decided = true;
+    };
+    return {
+      job,
+      lease,
+      started,
+      admit: (admission) => once(() => admission),
+      abandon: () => once(() => Promise.reject(new Error("the job was not admitted"))),
+    };
   }
 
   /**
@@ -196,8 +250,9 @@ export class JobService {
    * the credits, and the driver awaits the escrow before any settlement. Resolves once admitted;
    * until then the worker's output waits in the job's channel.
    */
-  private launch(job: JobRecord, escrow: ChainAction, admitted: Promise<number>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
-    const escrowLanded = admitted.then(() => this.journal.send(escrow)).then((sent) => sent.slot);
+  private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
+    const admitted = admission.then((a) => a.creditsAfterLock);
+    const escrowLanded = admission.then((a) => this.journal.send(a.escrow)).then((sent) => sent.slot);
     // Awaited later by the job's driver; never let an early rejection count as unhandled.
     escrowLanded.catch(() => undefined);
     const channel = new Channel<JobEvent>();
@@ -205,15 +260,17 @@ export class JobService {
       id: job.id,
       model: job.model,
       created: Math.floor(job.createdAt.getTime() / 1000),
-      escrowTx: escrow.signature,
+      // Known once admitted: a job started before its prompt was counted has no escrow yet.
+      escrowTx: "",
       workerAddress: lease.worker.address,
       creditsAfterLock: 0,
       creditsRemaining: 0,
       events: channel,
     };
-    const credited = admitted.then((credits) => {
-      started.creditsAfterLock = credits;
-      started.creditsRemaining = credits;
+    const credited = admission.then(({ creditsAfterLock, escrow }) => {
+      started.escrowTx = escrow.signature;
+      started.creditsAfterLock = creditsAfterLock;
+      started.creditsRemaining = creditsAfterLock;
       return started;
     });
     const drive = this.drive({ job, request, firstLease: lease, admitted, ready: escrowLanded, channel, clientSignal, started })
@@ -289,16 +346,25 @@ export class JobService {
    * balance allows, and a concurrent request can change that, so it is re-planned a couple of times.
    * `held.lease` is the lease in use, for the caller to release if this fails.
    */
-  private async reserve(wallet: string, model: CatalogModel, request: ChatRequest, fit: { promptTokens: number; wanted: number; contextWindow: number }, held: { lease: WorkerLease }, clientSignal: AbortSignal): Promise<StartedJob> {
+  private async reserve(
+    wallet: string,
+    model: CatalogModel,
+    request: ChatRequest,
+    fit: { promptTokens: number; wanted: number; contextWindow: number },
+    held: { lease: WorkerLease },
+    clientSignal: AbortSignal,
+    early: EarlyJob | undefined,
+  ): Promise<StartedJob> {
     const { promptTokens, wanted, contextWindow } = fit;
     const rates = TIERS[model.tier];
     for (let attempt = 0; ; attempt++) {
       const available = request.maxTokens !== undefined ? Number.POSITIVE_INFINITY : await money.availableCredits(this.db, wallet);
       const plan = planEscrow({ rates, availableCredits: available, maxTokens: request.maxTokens, promptTokens, contextWindow });
       if (!plan.ok) throw insufficientCredits(available, plan.creditsRequired, model.tier);
-      const id = newId("job");
+      // With max_tokens (the only case an early job has) the plan is the early job's lock and limit.
+      const id = early?.job.id ?? newId("job");
       const escrow = await prepareEscrow(this.chain, { jobId: id, tier: model.tier, wallet, credits: plan.lockCredits });
-      const job = newPendingJob({
+      const record = {
         id,
         wallet,
         model: model.id,
@@ -310,15 +376,20 @@ export class JobService {
         escrowTx: escrow.signature,
         // Kept for a dispute's re-execution until the window closes (Disputes.start forgets it).
         request,
-      });
+      };
+      const job = early ? Object.assign(early.job, record) : newPendingJob(record);
       const admitted = this.admissions.admit({ job, escrow, worker: held.lease.worker });
-      const early = this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, escrow, admitted, held.lease, request, clientSignal) : undefined;
+      const admission = admitted.then((creditsAfterLock) => ({ creditsAfterLock, escrow }));
+      // A refusal is handled below, through `admitted`.
+      admission.catch(() => undefined);
+      early?.admit(admission);
+      const launched = early?.started ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.lease, request, clientSignal) : undefined);
       // Refused, it rejects as `admitted` does, which is handled below.
-      early?.catch(() => undefined);
+      launched?.catch(() => undefined);
       try {
         const creditsAfterLock = await admitted;
         this.creditsSeen.set(wallet, creditsAfterLock);
-        return await (early ?? this.launch(job, escrow, admitted, held.lease, request, clientSignal));
+        return await (launched ?? this.launch(job, admission, held.lease, request, clientSignal));
       } catch (error) {
         this.creditsSeen.delete(wallet);
         const remaining = refusedBalance(error);
@@ -327,7 +398,7 @@ export class JobService {
           throw insufficientCredits(remaining, request.maxTokens !== undefined ? plan.lockCredits : rates.creditsPerRequest, model.tier);
         }
         // The early run gave its lease back when its job was refused.
-        if (early) held.lease = this.pool.acquire(model.id, undefined, wanted) ?? noWorkers(model.id, this.pool);
+        if (launched) held.lease = this.pool.acquire(model.id, undefined, wanted) ?? noWorkers(model.id, this.pool);
       }
     }
   }

@@ -1,6 +1,7 @@
 /**
  * A job starts on its worker while its admission commits, once the wallet is known to hold the
- * credits; an admission refused after that start stops the worker and leaves no job, no charge
+ * credits, and with max_tokens before its prompt is even counted; an admission refused after
+ * that start, or a count that refuses the request, stops the worker and leaves no job, no charge
  * and no fault on the worker. Runs on PGlite, and on PostgreSQL too when DATABASE_URL is set.
  */
 import assert from "node:assert/strict";
@@ -17,12 +18,15 @@ import { until } from "../support/eventually.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { MODEL, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
 
-/** The wiring model's engine, keeping the signal of each generation it was asked for. */
-function countingEngine(inner: Engine): Engine & { signals: (AbortSignal | undefined)[] } {
-  const counting = {
+/**
+ * The wiring model's engine, keeping the signal of each generation it was asked for. `count`,
+ * when set, answers prompt counts instead, given how many generations had begun when asked.
+ */
+function countingEngine(inner: Engine): Engine & { signals: (AbortSignal | undefined)[]; count?: (begun: () => number) => Promise<number> } {
+  const counting: Engine & { signals: (AbortSignal | undefined)[]; count?: (begun: () => number) => Promise<number> } = {
     signals: [] as (AbortSignal | undefined)[],
     contextWindow: inner.contextWindow,
-    countPromptTokens: (messages: GenerationRequest["messages"]) => inner.countPromptTokens(messages),
+    countPromptTokens: (messages: GenerationRequest["messages"]) => counting.count?.(() => counting.signals.length) ?? inner.countPromptTokens(messages),
     generate: (request: GenerationRequest, signal?: AbortSignal) => {
       counting.signals.push(signal);
       return inner.generate(request, signal);
@@ -84,6 +88,53 @@ for (const backend of testDatabases()) {
       assert.equal(await money.availableCredits(service.db, caller.wallet), 6 - (await chargedOf(gateway, caller.wallet)));
       assert.deepEqual(await checkInvariants(service.db), []);
       assert.deepEqual(await checkJobInvariants(service.db), []);
+    });
+
+    test("with max_tokens, a wallet seen here has its job begin on the worker before its prompt is counted", async () => {
+      const caller = await gateway.newAccount(100);
+      await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+      const before = engine.signals.length;
+      // The count answers once the job's generation has begun, or after 2 s, saying which.
+      let begunWhenCounted: boolean | undefined;
+      engine.count = async (begun) => {
+        const started = await until(async () => begun() > before, (yes) => yes, "", 2_000).then(() => true, () => false);
+        begunWhenCounted = started;
+        return 8;
+      };
+      try {
+        const reply = await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+        assert.ok(reply.choices[0]!.message.content, "the job answered");
+      } finally {
+        delete engine.count;
+      }
+      assert.equal(begunWhenCounted, true, "the generation began before the prompt's count was answered");
+      assert.equal(engine.signals.length, before + 1, "one generation, not a second after the count");
+      await until(async () => (await checkJobInvariants(gateway.service.db)).length, (n) => n === 0, "job invariants hold");
+    });
+
+    test("a job begun before its count, which finds the prompt too long: 400, the worker stopped and not at fault, no job", async () => {
+      const { service } = gateway;
+      const caller = await gateway.newAccount(100);
+      await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+      const before = engine.signals.length;
+      engine.count = async (begun) => {
+        await until(async () => begun() > before, (yes) => yes, "the job's generation began before its count", 2_000);
+        return engine.contextWindow;
+      };
+      let refused: unknown;
+      try {
+        refused = await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 }).then(() => undefined, (error: unknown) => error);
+      } finally {
+        delete engine.count;
+      }
+      assert.ok(refused instanceof OpenAI.APIError && refused.status === 400 && refused.code === "context_length_exceeded", String(refused));
+      const stopped = engine.signals.at(-1)!;
+      await until(async () => stopped.aborted, (aborted) => aborted, "the worker stopped the refused job's generation");
+      const jobs = await service.db.query<{ id: string }>("SELECT id FROM jobs WHERE wallet = $1", [caller.wallet]);
+      assert.equal(jobs.length, 1, "only the first job exists");
+      await until(async () => service.pool.outstanding(worker.address), (n) => n === 0, "the refused job's lease given back");
+      const health = service.pool.health(worker.address);
+      assert.deepEqual({ standing: health?.standing, failed: health?.stats.failed, stalled: health?.stats.stalled }, { standing: "good", failed: 0, stalled: 0 });
     });
   });
 }
