@@ -72,15 +72,7 @@ for (const backend of testDatabases()) {
       );
       assert.ok(refused instanceof OpenAI.APIError && refused.status === 402 && refused.code === "insufficient_credits", String(refused));
       assert.equal(engine.signals.length, generations + 1, "the refused job had started on its worker while its admission committed");
-      const stopped = engine.signals.at(-1)!;
-      await until(async () => stopped.aborted, (aborted) => aborted, "the worker stopped the refused job's generation");
-
-      const jobs = await service.db.query<{ id: string }>("SELECT id FROM jobs WHERE wallet = $1", [caller.wallet]);
-      assert.equal(jobs.length, 1, "only the admitted job exists");
-      await until(async () => service.pool.outstanding(worker.address), (n) => n === 0, "the refused job's lease given back");
-      const health = service.pool.health(worker.address);
-      assert.equal(health?.standing, "good");
-      assert.deepEqual({ failed: health?.stats.failed, stalled: health?.stats.stalled }, { failed: 0, stalled: 0 });
+      const jobs = await refusedWithoutBlame(gateway, engine, worker, caller.wallet);
 
       // The other node's job ends without a charge; the wallet paid for its first job only.
       await money.refund(service.db, { id: "job_on_another_node", wallet: caller.wallet });
@@ -113,7 +105,6 @@ for (const backend of testDatabases()) {
     });
 
     test("a job begun before its count, which finds the prompt too long: 400, the worker stopped and not at fault, no job", async () => {
-      const { service } = gateway;
       const caller = await gateway.newAccount(100);
       await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
       const before = engine.signals.length;
@@ -128,15 +119,26 @@ for (const backend of testDatabases()) {
         delete engine.count;
       }
       assert.ok(refused instanceof OpenAI.APIError && refused.status === 400 && refused.code === "context_length_exceeded", String(refused));
-      const stopped = engine.signals.at(-1)!;
-      await until(async () => stopped.aborted, (aborted) => aborted, "the worker stopped the refused job's generation");
-      const jobs = await service.db.query<{ id: string }>("SELECT id FROM jobs WHERE wallet = $1", [caller.wallet]);
-      assert.equal(jobs.length, 1, "only the first job exists");
-      await until(async () => service.pool.outstanding(worker.address), (n) => n === 0, "the refused job's lease given back");
-      const health = service.pool.health(worker.address);
-      assert.deepEqual({ standing: health?.standing, failed: health?.stats.failed, stalled: health?.stats.stalled }, { standing: "good", failed: 0, stalled: 0 });
+      await refusedWithoutBlame(gateway, engine, worker, caller.wallet);
     });
   });
+}
+
+/**
+ * After a refused job that had begun on `worker`: its generation stopped, its lease given back,
+ * the worker in good standing with no failure or stall, and only the wallet's first job in the
+ * database, which is returned.
+ */
+async function refusedWithoutBlame(gateway: TestGateway, engine: { signals: (AbortSignal | undefined)[] }, worker: WorkerClient, wallet: string): Promise<{ id: string }[]> {
+  const { service } = gateway;
+  const stopped = engine.signals.at(-1)!;
+  await until(async () => stopped.aborted, (aborted) => aborted, "the worker stopped the refused job's generation");
+  const jobs = await service.db.query<{ id: string }>("SELECT id FROM jobs WHERE wallet = $1", [wallet]);
+  assert.equal(jobs.length, 1, "only the wallet's first job exists");
+  await until(async () => service.pool.outstanding(worker.address), (n) => n === 0, "the refused job's lease given back");
+  const health = service.pool.health(worker.address);
+  assert.deepEqual({ standing: health?.standing, failed: health?.stats.failed, stalled: health?.stats.stalled }, { standing: "good", failed: 0, stalled: 0 });
+  return jobs;
 }
 
 async function chargedOf(gateway: TestGateway, wallet: string): Promise<number> {
