@@ -173,26 +173,9 @@ export class OpenAiEngine implements Engine {
       throw new RangeError("maxTokens must be a positive integer");
     }
     if (signal?.aborted) return;
-
-    let promptTokens: number;
-    try {
-      promptTokens = await this.promptTokens(request.messages, signal);
-    } catch (error) {
-      if (signal?.aborted) return;
-      throw error;
-    }
-    if (promptTokens + request.maxTokens > this.contextWindow) {
-      throw new ContextLengthExceededError(promptTokens, request.maxTokens, this.contextWindow);
-    }
-
-    let opened: { response: UpstreamResponse; exchange: Exchange };
-    try {
-      opened = await this.open(request, signal);
-    } catch (error) {
-      if (signal?.aborted) return;
-      throw this.asContextError(error, promptTokens, request.maxTokens);
-    }
-    const { response, exchange } = opened;
+    const opened = await this.countAndOpen(request, signal);
+    if (opened === undefined) return;
+    const { promptTokens, response, exchange } = opened;
     const state: StreamState = { text: "", contentChunks: 0, usage: null, finish: null, sawDone: false };
     try {
       if (response.contentType.includes("application/json")) {
@@ -221,6 +204,40 @@ export class OpenAiEngine implements Engine {
     } finally {
       exchange.end();
     }
+  }
+
+  /**
+   * Counts the prompt and opens the request. The upstream's tokenizer is asked while the request
+   * opens: asking first would put that round trip before the first token, and an upstream with a
+   * tokenizer refuses an over-long prompt itself. A local estimate costs no round trip, so a
+   * prompt it finds too long is never sent. Either way such a prompt fails as
+   * ContextLengthExceededError, its request closed if it was sent. Undefined when `signal`
+   * aborted the attempt.
+   */
+  private async countAndOpen(
+    request: GenerationRequest,
+    signal?: AbortSignal,
+  ): Promise<{ promptTokens: number; response: UpstreamResponse; exchange: Exchange } | undefined> {
+    const fits = (promptTokens: number) => promptTokens + request.maxTokens <= this.contextWindow;
+    const counting = this.promptTokens(request.messages, signal);
+    const opening = this.tokenizer ? this.open(request, signal) : counting.then((n) => (fits(n) ? this.open(request, signal) : undefined));
+    const [counted, opened] = await Promise.allSettled([counting, opening]);
+    const close = () => (opened.status === "fulfilled" ? opened.value?.exchange.end() : undefined);
+    if (counted.status === "rejected") {
+      close();
+      if (signal?.aborted) return undefined;
+      throw counted.reason;
+    }
+    const promptTokens = counted.value;
+    if (!fits(promptTokens)) {
+      close();
+      throw new ContextLengthExceededError(promptTokens, request.maxTokens, this.contextWindow);
+    }
+    if (opened.status === "rejected") {
+      if (signal?.aborted) return undefined;
+      throw this.asContextError(opened.reason, promptTokens, request.maxTokens);
+    }
+    return { promptTokens, ...opened.value! };
   }
 
   /** The deltas of a streamed (SSE) reply, with what its chunks say recorded in `state`. */

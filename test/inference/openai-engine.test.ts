@@ -277,7 +277,7 @@ describe("upstream failures", () => {
     });
   });
 
-  it("rejects before sending when the prompt plus max_tokens exceed the window", async () => {
+  it("rejects with the count's figures when the prompt plus max_tokens exceed the window", async () => {
     const server = await upstream("vllm", { contextWindow: 64 });
     const engine = await engineFor(server);
     const prompt = await engine.countPromptTokens(MESSAGES);
@@ -285,9 +285,28 @@ describe("upstream failures", () => {
     await assert.rejects(collect(engine, { messages: MESSAGES, maxTokens }), (e: unknown) => {
       return e instanceof ContextLengthExceededError && e.promptTokens === prompt && e.maxTokens === maxTokens && e.contextWindow === 64;
     });
-    assert.equal(server.chatRequests().length, 0);
     const fits = await collect(engine, { messages: MESSAGES, maxTokens: maxTokens - 1 });
     assert.equal(fits.done?.usage.promptTokens, prompt);
+  });
+
+  it("asks the upstream's tokenizer while the chat request is on its way, not before it", async () => {
+    // The count answers after 500 ms; the chat request must reach the upstream well before that.
+    const server = await upstream("vllm", { tokenizeDelayMs: 500 });
+    const engine = await engineFor(server);
+    const generation = collect(engine, { messages: MESSAGES, maxTokens: 8 });
+    const deadline = Date.now() + 400;
+    while (server.chatRequests().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(server.chatRequests().length, 1, "the chat request was sent while the prompt was being counted");
+    const { done } = await generation;
+    assert.equal(done?.usage.promptTokens, server.promptTokens(MESSAGES));
+  });
+
+  it("never sends a prompt that its local estimate (no tokenizer) finds too long", async () => {
+    const server = await upstream("vllm", { contextWindow: 64, tokenizer: false });
+    const engine = await engineFor(server);
+    const estimate = estimatePromptTokens(MESSAGES);
+    await assert.rejects(collect(engine, { messages: MESSAGES, maxTokens: 64 - estimate + 1 }), ContextLengthExceededError);
+    assert.equal(server.chatRequests().length, 0);
   });
 
   it("the server's own context rejection, when the estimate was low, becomes ContextLengthExceededError with its numbers", async () => {

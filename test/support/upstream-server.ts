@@ -46,6 +46,8 @@ export interface UpstreamBehaviour {
   pieceDelayMs: number;
   /** Time before the first token, as a real server spends reading the prompt (JSON answers wait it too). */
   firstTokenDelayMs: number;
+  /** Time before /tokenize answers. */
+  tokenizeDelayMs: number;
   usage: "separate" | "final-chunk" | "none";
   /** The completion-limit field accepted; the other one is a 400 naming it. */
   tokenField: "max_tokens" | "max_completion_tokens" | "either";
@@ -83,6 +85,7 @@ const COMMON: Omit<UpstreamBehaviour, "model" | "usage" | "errorShape"> = {
   tokensPerChunk: 1,
   pieceDelayMs: 0,
   firstTokenDelayMs: 0,
+  tokenizeDelayMs: 0,
   splitWrites: true,
   tokenField: "either",
   finishReasons: { stop: "stop", length: "length" },
@@ -328,9 +331,10 @@ export async function startUpstream(dialect: Dialect, overrides: Partial<Upstrea
           : { "general.architecture": "qwen2" },
       });
     },
-    "POST /tokenize": (_req, res, body) => {
+    "POST /tokenize": async (_req, res, body) => {
       const b = server.behaviour;
       if (dialect === "ollama" || !b.tokenizer) return notFound(res);
+      if (b.tokenizeDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, b.tokenizeDelayMs));
       if (dialect === "vllm") {
         let count: number;
         if (Array.isArray(body?.messages)) count = promptTokens(body.messages as ChatMessage[]);
