@@ -2,7 +2,7 @@
 // change and reused otherwise. Loading the sources through tsx instead cost an idle `svc dev`
 // 40-80 MB more resident memory here, and a gateway 70-95 MB (docs/performance.md).
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -20,14 +20,14 @@ export async function builtEntry() {
   const id = fingerprint(version);
   const dir = join(BUILDS, id);
   const entry = join(dir, "main.js");
-  if (exists(entry)) return entry;
+  if (existsSync(entry)) return entry;
   const scratch = join(BUILDS, `.building-${process.pid}-${Date.now()}`);
   await bundle({ main: join(SOURCES, "cli", "main.ts"), "chain-thread-main": join(SOURCES, "chain", "chain-thread-main.ts") }, scratch);
   try {
     renameSync(scratch, dir);
   } catch (error) {
     rmSync(scratch, { recursive: true, force: true });
-    if (!exists(entry)) throw error;
+    if (!existsSync(entry)) throw error;
   }
   removeStaleBuilds(id);
   return entry;
@@ -72,14 +72,5 @@ function removeStaleBuilds(current) {
   for (const name of readdirSync(BUILDS)) {
     const path = join(BUILDS, name);
     if (name !== current && Date.now() - statSync(path).mtimeMs > STALE_BUILD_MS) rmSync(path, { recursive: true, force: true });
-  }
-}
-
-function exists(path) {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -65,16 +65,16 @@ function fromThreadError(error: ThreadError): Error {
 }
 
 /**
- * Threads whose chain was closed cleanly, kept for the next open in this process: a new thread
- * loads the chain's modules again (about 0.45 s here), and a test process opens many chains.
- */
-/**
  * Run from the sources, the thread starts at an entry that registers tsx first: a worker's first
  * module is loaded before `--import` hooks apply. In the build bin/svc.js runs, the thread's
  * module is an entry point of its own, written beside this one.
  */
 const THREAD_ENTRY = import.meta.url.endsWith(".ts") ? new URL("./chain-thread-entry.mjs", import.meta.url) : new URL("./chain-thread-main.js", import.meta.url);
 
+/**
+ * Threads whose chain was closed cleanly, kept for the next open in this process: a new thread
+ * loads the chain's modules again (about 0.45 s here), and a test process opens many chains.
+ */
 const idleThreads = new Map<Worker, () => void>();
 const MAX_IDLE_THREADS = 2;
 

@@ -110,7 +110,7 @@ interface EarlyJob {
   job: JobRecord;
   lease: WorkerLease;
   started: Promise<StartedJob>;
-  /** Hands the job its admission; its first call decides. */
+  /** Hands the job its admission; the first of this and `abandon` decides. */
   admit(admission: Promise<Admitted>): void;
   abandon(): void;
 }
@@ -227,21 +227,11 @@ export class JobService {
     const lockedCredits = completionCost(TIERS[model.tier], request.maxTokens);
     if (!this.admitsEarly(wallet, request, lockedCredits)) return undefined;
     const job = newPendingJob({ id: newId("job"), wallet, model: model.id, tier: model.tier, lockedCredits, maxTokens: request.maxTokens, promptTokens: 0, escrowAddress: "", escrowTx: "", request });
+    // A promise settles once: whichever of admit and abandon comes first decides.
     let decide!: (admission: Promise<Admitted>) => void;
     const started = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal);
     started.catch(() => undefined);
-    let decided = false;
-    const once = (admission: () => Promise<Admitted>) => {
-      if (!decided) decide(admission());
-      decided = true;
-    };
-    return {
-      job,
-      lease,
-      started,
-      admit: (admission) => once(() => admission),
-      abandon: () => once(() => Promise.reject(new Error("the job was not admitted"))),
-    };
+    return { job, lease, started, admit: decide, abandon: () => decide(notAdmitted()) };
   }
 
   /**
@@ -633,6 +623,13 @@ function attemptFault(attempt: { done: boolean; stalled: boolean; workerError: u
   if (attempt.done || attempt.abandoned || attempt.workerError instanceof JobRequestError) return undefined;
   if (attempt.stalled) return "stalled";
   return "failed";
+}
+
+/** A handled rejection: an abandon that comes after the admission must not be an unhandled one. */
+function notAdmitted(): Promise<never> {
+  const refused = Promise.reject(new Error("the job was not admitted"));
+  refused.catch(() => undefined);
+  return refused;
 }
 
 function noWorkers(model: string, pool: WorkerPool): never {
