@@ -13,7 +13,7 @@
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, completionCost, insufficientCredits, newId, planEscrow } from "../core/index.ts";
+import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, planEscrow } from "../core/index.ts";
 import { jobSeed, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
@@ -128,6 +128,9 @@ interface JobWatch {
  */
 const NOT_ADMITTED = "not_admitted";
 
+/** How many of this node's latest admissions say how long one takes now (slowToFirstToken). */
+const RECENT_ADMISSIONS = 8;
+
 export class JobService {
   private readonly db: Db;
   private readonly chain: Chain;
@@ -149,6 +152,8 @@ export class JobService {
    * commits (admitsEarly).
    */
   private readonly creditsSeen = new BoundedMap<number>(100_000);
+  /** How long this node's recent admissions took, from a request's arrival to its commit. */
+  private readonly admissionMs = new RecentSamples(RECENT_ADMISSIONS);
 
   constructor(options: JobServiceOptions) {
     this.db = options.db;
@@ -183,6 +188,7 @@ export class JobService {
    */
   async start(wallet: string, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
     const model = this.catalog.get(request.model);
+    const arrived = performance.now();
     if (!model) throw new ApiError("model_not_found", `The model '${request.model}' does not exist.`, "model");
     await this.refuseUnfittable(model, request);
     // The lease in use: counting or admitting may move the job to another worker's.
@@ -205,7 +211,9 @@ export class JobService {
       }
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
-      return await this.reserve(wallet, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, early);
+      const started = await this.reserve(wallet, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, early);
+      this.admissionMs.add(performance.now() - arrived);
+      return started;
     } catch (error) {
       early?.abandon();
       held.lease.release();
@@ -215,15 +223,16 @@ export class JobService {
 
   /**
    * With max_tokens the lock's price does not depend on the prompt, so a wallet whose credits
-   * after its latest admission here cover it (admitsEarly) has its job start on the worker now,
-   * while the prompt is counted and the admission commits: the count's round trip to the worker
-   * leaves the caller's wait for the first token. The job's record is completed (prompt tokens,
+   * after its latest admission here cover it (admitsEarly), on a worker recently slow to its first
+   * token (slowToFirstToken), has its job start on the worker now, while the prompt is counted and
+   * the admission commits: the count's round trip to the worker leaves the caller's wait for the
+   * first token. The job's record is completed (prompt tokens,
    * escrow) before its admission; until then its output waits in the job's channel. `admit` hands
    * it the admission; `abandon` stops it as not admitted, when the count refuses the request or
    * moves it to another worker.
    */
   private startBeforeCount(wallet: string, model: CatalogModel, request: ChatRequest, lease: WorkerLease, clientSignal: AbortSignal): EarlyJob | undefined {
-    if (request.maxTokens === undefined) return undefined;
+    if (request.maxTokens === undefined || !this.slowToFirstToken(lease)) return undefined;
     const lockedCredits = completionCost(TIERS[model.tier], request.maxTokens);
     if (!this.admitsEarly(wallet, request, lockedCredits)) return undefined;
     const job = newPendingJob({ id: newId("job"), wallet, model: model.id, tier: model.tier, lockedCredits, maxTokens: request.maxTokens, promptTokens: 0, escrowAddress: "", escrowTx: "", request });
@@ -232,6 +241,18 @@ export class JobService {
     const started = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal);
     started.catch(() => undefined);
     return { job, lease, started, admit: decide, abandon: () => decide(notAdmitted()) };
+  }
+
+  /**
+   * Whether the lease's worker's recent first tokens came later than this node's recent
+   * admissions committed. Only then does starting before the count pay: a quicker worker's output
+   * arrives while the count, the lock's signature and the commit still run, and on PGlite its
+   * handling delays the commit that the first token waits for (docs/performance.md, step 9).
+   */
+  private slowToFirstToken(lease: WorkerLease): boolean {
+    const firstTokenMs = this.pool.recentFirstTokenMs(lease.worker.address);
+    const admissionMs = this.admissionMs.median();
+    return firstTokenMs !== null && admissionMs !== null && firstTokenMs >= admissionMs;
   }
 
   /**

@@ -4,18 +4,14 @@
  * runs from the moment a model's last worker leaves until a worker hosting it arrives.
  */
 
+import { median } from "../core/index.ts";
+
 const HISTORY = 20;
 /** Never served here: nothing to expect soon. */
 const NEVER_HOSTED_S = 60;
 /** Workers reconnect with backoff starting near half a second; a fresh outage often ends quickly. */
 const FRESH_OUTAGE_S = 5;
 const MAX_S = 300;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 export class ModelOutages {
   /** Model → when its last worker left, in epoch ms (only while it has none). */
@@ -53,7 +49,8 @@ export class ModelOutages {
     const elapsedMs = sinceMs === undefined ? 0 : this.now() - sinceMs;
     const history = this.lengthsMs.get(model);
     let seconds: number;
-    if (history && history.length > 0 && median(history) > elapsedMs) seconds = (median(history) - elapsedMs) / 1000;
+    const typicalMs = history && median(history);
+    if (typicalMs && typicalMs > elapsedMs) seconds = (typicalMs - elapsedMs) / 1000;
     else seconds = Math.max(FRESH_OUTAGE_S, elapsedMs / 1000);
     return Math.min(MAX_S, Math.max(1, Math.ceil(seconds)));
   }

@@ -11,17 +11,20 @@
  * Each worker's record of outcomes (worker-health.ts) ranks it: a demoted worker gets jobs only
  * when no good worker hosting the model is free, and one that keeps failing is removed.
  */
+import { RecentSamples, median } from "../core/index.ts";
 import { ModelOutages } from "./model-outages.ts";
 import type { WorkerHandle } from "./worker-handle.ts";
 import { WorkerHealth, type JobOutcome, type Standing, type WorkerStats } from "./worker-health.ts";
 
 const LATENCY_WINDOW = 50;
+/** How many of a worker's latest first tokens say how quick it is now (recentFirstTokenMs). */
+const RECENT_FIRST_TOKENS = 8;
 
 interface WorkerState {
   handle: WorkerHandle;
   outstanding: number;
-  /** Recent times to first token, newest last. */
-  ttftMs: number[];
+  /** Recent times to first token. */
+  firstTokenMs: RecentSamples;
   /** When it was last given a job, as a count of jobs routed by this pool (0: never). */
   lastAssigned: number;
   health: WorkerHealth;
@@ -38,13 +41,6 @@ export interface WorkerLease {
 
 /** Told when a worker is removed for failing jobs, so its connection can be closed too. */
 export type UnfitListener = (worker: WorkerHandle, reason: string) => void;
-
-function median(values: number[]): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
-}
 
 /** Outstanding jobs per slot the worker declared. */
 function load(w: WorkerState): number {
@@ -79,7 +75,7 @@ export class WorkerPool {
   /** Adds a worker; one already here under the same address is replaced (a reconnection). */
   add(handle: WorkerHandle): void {
     if (this.suspended.has(handle.address)) return;
-    this.workers.set(handle.address, { handle, outstanding: 0, ttftMs: [], lastAssigned: 0, health: new WorkerHealth() });
+    this.workers.set(handle.address, { handle, outstanding: 0, firstTokenMs: new RecentSamples(LATENCY_WINDOW), lastAssigned: 0, health: new WorkerHealth() });
     for (const model of handle.models()) this.outages.hosted(model);
   }
 
@@ -153,8 +149,17 @@ export class WorkerPool {
   /** p50 time to first token over recent jobs of the workers hosting the model. */
   medianLatencyMs(model: string): number | null {
     const samples: number[] = [];
-    for (const w of this.workers.values()) if (w.handle.models().includes(model)) samples.push(...w.ttftMs);
-    return median(samples);
+    for (const w of this.workers.values()) if (w.handle.models().includes(model)) samples.push(...w.firstTokenMs.all());
+    const typicalMs = median(samples);
+    return typicalMs === null ? null : Math.round(typicalMs);
+  }
+
+  /**
+   * The median of the worker's latest few times to first token (null before its first job):
+   * recent enough to follow a worker whose upstream slows down or speeds up.
+   */
+  recentFirstTokenMs(address: string): number | null {
+    return this.workers.get(address)?.firstTokenMs.median(RECENT_FIRST_TOKENS) ?? null;
   }
 
   /**
@@ -192,10 +197,7 @@ export class WorkerPool {
     let released = false;
     return {
       worker: chosen.handle,
-      firstToken: (ms) => {
-        chosen.ttftMs.push(ms);
-        if (chosen.ttftMs.length > LATENCY_WINDOW) chosen.ttftMs.shift();
-      },
+      firstToken: (ms) => chosen.firstTokenMs.add(ms),
       outcome: (outcome) => {
         if (chosen.health.record(outcome) !== "unfit" || this.workers.get(chosen.handle.address) !== chosen) return;
         this.remove(chosen.handle.address, chosen.handle);

@@ -18,18 +18,22 @@ import { until } from "../support/eventually.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { MODEL, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
 
+type CountingEngine = Engine & { signals: (AbortSignal | undefined)[]; count?: (begun: () => number) => Promise<number> };
+
 /**
- * The wiring model's engine, keeping the signal of each generation it was asked for. `count`,
- * when set, answers prompt counts instead, given how many generations had begun when asked.
+ * The wiring model's engine, keeping the signal of each generation it was asked for, and taking
+ * `firstTokenMs` before its output as a model reading its prompt does. `count`, when set, answers
+ * prompt counts instead, given how many generations had begun when asked.
  */
-function countingEngine(inner: Engine): Engine & { signals: (AbortSignal | undefined)[]; count?: (begun: () => number) => Promise<number> } {
-  const counting: Engine & { signals: (AbortSignal | undefined)[]; count?: (begun: () => number) => Promise<number> } = {
+function countingEngine(inner: Engine, firstTokenMs: number): CountingEngine {
+  const counting: CountingEngine = {
     signals: [] as (AbortSignal | undefined)[],
     contextWindow: inner.contextWindow,
     countPromptTokens: (messages: GenerationRequest["messages"]) => counting.count?.(() => counting.signals.length) ?? inner.countPromptTokens(messages),
-    generate: (request: GenerationRequest, signal?: AbortSignal) => {
+    async *generate(request: GenerationRequest, signal?: AbortSignal) {
       counting.signals.push(signal);
-      return inner.generate(request, signal);
+      await new Promise((resolve) => setTimeout(resolve, firstTokenMs));
+      yield* inner.generate(request, signal);
     },
     close: () => Promise.resolve(),
   };
@@ -43,10 +47,11 @@ const looping = [{ role: "user" as const, content: `Say ${TRIGGER_WORD}` }];
 for (const backend of testDatabases()) {
   describe(`early start on ${backend.name}`, () => {
     let gateway: TestGateway;
-    let engine: ReturnType<typeof countingEngine>;
+    let engine: CountingEngine;
     let worker: WorkerClient;
     before(async () => {
-      engine = countingEngine(await testEngine());
+      // Its first tokens come later than an admission commits, so a job may start before its count.
+      engine = countingEngine(await testEngine(), 100);
       // A worker over the protocol, as in production: a job it stops for a reason other than
       // the caller leaving is abandoned, which would count against it were the gateway to blame it.
       gateway = await startTestGateway({ db: await backend.open(), credits: 0, workers: [] });
@@ -123,6 +128,48 @@ for (const backend of testDatabases()) {
     });
   });
 }
+
+describe("a worker quick to its first token", () => {
+  let gateway: TestGateway;
+  let engine: CountingEngine;
+  let worker: WorkerClient;
+  before(async () => {
+    engine = countingEngine(await testEngine(), 0);
+    gateway = await startTestGateway({ credits: 0, workers: [] });
+    worker = await attachProtocolWorker(gateway.service, { engines: new Map([[MODEL, engine]]) });
+  });
+  after(async () => {
+    await worker?.close();
+    await gateway?.close();
+  });
+
+  test("has its jobs start after their prompts are counted: its output would only slow the admission's commit", async () => {
+    const caller = await gateway.newAccount(100);
+    // Counts that take 50 ms make this node's admissions slower than the worker's first tokens.
+    engine.count = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return 8;
+    };
+    for (let i = 0; i < 3; i++) await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+    assert.ok((gateway.service.pool.recentFirstTokenMs(worker.address) ?? Infinity) < 50, "the worker's first tokens came within 50 ms");
+    const before = engine.signals.length;
+    let begunWhenCounted: boolean | undefined;
+    engine.count = async (begun) => {
+      // Long enough for a generation begun before the count to reach the engine.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      begunWhenCounted = begun() > before;
+      return 8;
+    };
+    try {
+      const reply = await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+      assert.ok(reply.choices[0]!.message.content, "the job answered");
+    } finally {
+      delete engine.count;
+    }
+    assert.equal(begunWhenCounted, false, "the generation waited for the prompt's count");
+    assert.equal(engine.signals.length, before + 1);
+  });
+});
 
 /**
  * After a refused job that had begun on `worker`: its generation stopped, its lease given back,
