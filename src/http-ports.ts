@@ -3,7 +3,7 @@
  * parts that own the data and to the database handle: no route, and nothing the http part holds,
  * sees the handle. One place to read what the HTTP layer asks of the rest of the service.
  */
-import { authenticate, getWallet } from "./accounts/index.ts";
+import { type ApiKeyCache, authenticate, getWallet } from "./accounts/index.ts";
 import { ApiError, isId, newId } from "./core/index.ts";
 import { deleteWebhook, insertWebhook, listWebhooks, parseTargetUrl, resolveTarget, TargetRefusedError, webhookToApi, type Webhooks } from "./events/index.ts";
 import type { AccountRoutesOptions, HttpPorts, JobRoutesOptions, WebhookInput, WebhookRoutesOptions } from "./http/index.ts";
@@ -12,10 +12,10 @@ import { listJobs, money, type Disputes, type JobService } from "./jobs/index.ts
 import type { Db } from "./store/index.ts";
 
 /** Every port of the /v1 routes, bound to the service's parts. */
-export function httpPorts(parts: { db: Db; jobs: JobService; disputes: Disputes; catalog: Catalog; webhooks: Webhooks }): HttpPorts {
+export function httpPorts(parts: { db: Db; apiKeys: ApiKeyCache; jobs: JobService; disputes: Disputes; catalog: Catalog; webhooks: Webhooks }): HttpPorts {
   const { db } = parts;
   return {
-    authenticate: (authorization) => authenticate(db, authorization),
+    authenticate: (authorization) => authenticate(db, authorization, parts.apiKeys),
     account: accountPort(db),
     jobs: jobsPort(parts),
     disputes: { openDispute: (wallet, jobId, hash) => parts.disputes.open(wallet, jobId, hash) },

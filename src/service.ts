@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { ACCOUNTS_MIGRATIONS } from "./accounts/index.ts";
+import { ACCOUNTS_MIGRATIONS, ApiKeyCache } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
 import { type ActionOwnerNode, CHAIN_MIGRATIONS, type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
 import { DISPUTE_WINDOW_MS, type Logger, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
@@ -357,7 +357,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
 
     const host = options.host ?? "127.0.0.1";
-    const ports = httpPorts({ db, jobs, disputes, catalog, webhooks });
+    const ports = httpPorts({ db, apiKeys: await ApiKeyCache.open(db), jobs, disputes, catalog, webhooks });
     const ctx: HttpContext = {
       ports,
       jobs,

@@ -1,6 +1,7 @@
 /** Wallets and their API keys: issue, replace, authenticate. Balances live in the ledger. */
 import { ApiError } from "../core/index.ts";
 import { valuesList, type Db } from "../store/index.ts";
+import type { ApiKeyCache, KeyOwner } from "./api-key-cache.ts";
 import { generateApiKey, hashApiKey, isWellFormedKey } from "./api-key.ts";
 
 export interface Wallet {
@@ -10,10 +11,6 @@ export interface Wallet {
   creditLowThreshold: number;
 }
 
-export interface KeyOwner {
-  wallet: string;
-  keyCreatedAt: Date;
-}
 
 export async function ensureWallet(db: Db, address: string): Promise<void> {
   await db.query("INSERT INTO wallets (address) VALUES ($1) ON CONFLICT (address) DO NOTHING", [address]);
@@ -65,18 +62,24 @@ export async function suspendApiKey(db: Db, key: string): Promise<void> {
   await db.query("UPDATE api_keys SET suspended_at = now() WHERE key_hash = $1", [hashApiKey(key)]);
 }
 
-/** The wallet behind an `Authorization` header value, or the spec's authentication error. */
-export async function authenticate(db: Db, authorization: string | undefined): Promise<KeyOwner> {
+/**
+ * The wallet behind an `Authorization` header value, or the spec's authentication error. With a
+ * cache, a key it holds is not looked up (api-key-cache.ts).
+ */
+export async function authenticate(db: Db, authorization: string | undefined, cache?: ApiKeyCache): Promise<KeyOwner> {
   if (authorization === undefined || authorization.trim() === "") {
     throw new ApiError("missing_api_key", "No API key was sent. Send it as 'Authorization: Bearer svc_live_...'.");
   }
   const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? authorization;
-  // Every key that was sent costs one hash and one lookup, malformed or not, so the answer's
-  // timing does not tell a malformed key from an unknown one. No cache: a revoked key must fail
-  // on the next request, on every gateway node.
+  const keyHash = hashApiKey(key);
+  const cached = cache?.get(keyHash);
+  if (cached !== undefined) return cached;
+  const mark = cache?.mark() ?? 0;
+  // Every key that was sent and is not cached costs one hash and one lookup, malformed or not,
+  // so the answer's timing does not tell a malformed key from an unknown one.
   const rows = await db.query<{ wallet: string; created_at: Date; revoked_at: Date | null; suspended_at: Date | null }>(
     "SELECT wallet, created_at, revoked_at, suspended_at FROM api_keys WHERE key_hash = $1",
-    [hashApiKey(key)],
+    [keyHash],
   );
   if (!isWellFormedKey(key)) {
     throw new ApiError("invalid_api_key", "The API key is not valid. Keys look like 'svc_live_' followed by 32 letters and digits.");
@@ -88,7 +91,9 @@ export async function authenticate(db: Db, authorization: string | undefined): P
   if (row.suspended_at !== null) {
     throw new ApiError("key_suspended", "This API key was suspended after a policy violation.");
   }
-  return { wallet: row.wallet, keyCreatedAt: row.created_at };
+  const owner = { wallet: row.wallet, keyCreatedAt: row.created_at };
+  cache?.put(keyHash, owner, mark);
+  return owner;
 }
 
 /**

@@ -1,4 +1,8 @@
 /** Tables owned by the accounts part: wallets and their API keys. */
+
+/** The channel a changed API key's hash is sent on (NOTIFY), to every node. */
+export const API_KEY_CHANGES = "svc_api_key_changes";
+
 export const ACCOUNTS_MIGRATIONS = [
   {
     id: "accounts/001_wallets_and_keys",
@@ -19,6 +23,21 @@ export const ACCOUNTS_MIGRATIONS = [
         suspended_at timestamptz
       );
       CREATE UNIQUE INDEX api_keys_one_live_key_per_wallet ON api_keys (wallet) WHERE revoked_at IS NULL;
+    `,
+  },
+  {
+    // Every node keeps the keys it recently accepted (api-key-cache.ts); a key revoked, suspended
+    // or deleted, by this service or by hand, tells every node listening, once it commits.
+    id: "accounts/002_api_key_changes",
+    sql: `
+      CREATE FUNCTION notify_api_key_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('${API_KEY_CHANGES}', OLD.key_hash);
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER api_key_changed AFTER UPDATE OR DELETE ON api_keys
+        FOR EACH ROW EXECUTE FUNCTION notify_api_key_change();
     `,
   },
 ];

@@ -23,7 +23,23 @@ export interface Db {
    * queries on it concurrently, and inside `fn` use `tx`, never the Db it came from.
    */
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
+  /**
+   * Hears what any connection to this database (this process's own too) NOTIFYs on `channel`,
+   * from when the returned promise resolves until the database is closed. Only on the database
+   * itself, not on a transaction's handle.
+   */
+  listen?(channel: string, listener: NotificationListener): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What a `listen` reports. */
+export interface NotificationListener {
+  /** A payload sent on the channel by a transaction that committed. */
+  notified(payload: string): void;
+  /** The listening connection was lost: notifications from now until `resumed` are missed. */
+  lost(): void;
+  /** Listening again after `lost`. */
+  resumed(): void;
 }
 
 export interface OpenDbOptions {

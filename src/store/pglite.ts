@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { PGlite, types } from "@electric-sql/pglite";
-import type { Db } from "./db.ts";
+import type { Db, NotificationListener } from "./db.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
 import { TxHandle } from "./tx.ts";
 
@@ -108,6 +108,11 @@ class PgliteDb implements Db {
         }
       }),
     );
+  }
+
+  /** One process holds the embedded database, so its listener is never lost. */
+  async listen(channel: string, listener: NotificationListener): Promise<void> {
+    await this.pg.listen(channel, (payload) => listener.notified(payload));
   }
 
   async close(): Promise<void> {

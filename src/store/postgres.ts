@@ -2,8 +2,9 @@
  * PostgreSQL backend: a `pg` pool. A transaction checks out one client and runs BEGIN/COMMIT on
  * it; plain queries go to whichever client is free.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import type { Db, OpenDbOptions } from "./db.ts";
+import type { Db, NotificationListener, OpenDbOptions } from "./db.ts";
 import { TxHandle } from "./tx.ts";
 
 const INT8 = 20;
@@ -50,7 +51,7 @@ export async function openPostgres(url: string, options: Pick<OpenDbOptions, "sc
     await pool.end();
     throw err;
   }
-  return new PostgresDb(pool);
+  return new PostgresDb(pool, url);
 }
 
 /** Distinct statement texts run as named statements; past this, unnamed (multi-row VALUES lists vary in length). */
@@ -72,11 +73,87 @@ class StatementNames {
   }
 }
 
+/** Waits between attempts to listen again after a lost connection: from 0.1 s, doubling to 5 s. */
+const RELISTEN_FIRST_MS = 100;
+const RELISTEN_MAX_MS = 5_000;
+/** The listening connections' application_name, so an operator can tell them in pg_stat_activity. */
+export const LISTENER_NAME = "svc-listener";
+
+/**
+ * A connection of its own, outside the pool, that LISTENs on one channel. When it is lost
+ * (PostgreSQL restarted, the network cut) that is reported at once, and it connects and listens
+ * again until it succeeds or is closed.
+ */
+class ChannelListener {
+  private client: pg.Client | undefined;
+  private closed = false;
+
+  constructor(private readonly url: string, private readonly channel: string, private readonly listener: NotificationListener) {}
+
+  /** The first connection: a failure here is the caller's to handle. */
+  async start(): Promise<void> {
+    this.client = await this.connect();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.client?.end().catch(() => undefined);
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.url, application_name: LISTENER_NAME });
+    client.on("notification", (message) => {
+      if (message.channel === this.channel) this.listener.notified(message.payload ?? "");
+    });
+    client.on("error", () => this.drop(client));
+    client.on("end", () => this.drop(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`);
+      return client;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private drop(client: pg.Client): void {
+    if (this.client !== client || this.closed) return;
+    this.client = undefined;
+    this.listener.lost();
+    client.end().catch(() => undefined);
+    void this.listenAgain();
+  }
+
+  private async listenAgain(): Promise<void> {
+    for (let waitMs = RELISTEN_FIRST_MS; !this.closed; waitMs = Math.min(2 * waitMs, RELISTEN_MAX_MS)) {
+      await sleep(waitMs, undefined, { ref: false });
+      if (this.closed) return;
+      const client = await this.connect().catch(() => undefined);
+      if (client === undefined) continue;
+      if (this.closed) {
+        await client.end().catch(() => undefined);
+        return;
+      }
+      this.client = client;
+      this.listener.resumed();
+      return;
+    }
+  }
+}
+
 class PostgresDb implements Db {
   readonly kind = "postgres" as const;
   private readonly statements = new StatementNames();
+  private readonly listeners: ChannelListener[] = [];
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly pool: pg.Pool, private readonly url: string) {}
+
+  async listen(channel: string, listener: NotificationListener): Promise<void> {
+    const listening = new ChannelListener(this.url, channel, listener);
+    await listening.start();
+    this.listeners.push(listening);
+  }
 
   async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
     return (await this.pool.query(this.statements.config(sql, params))).rows as T[];
@@ -118,6 +195,7 @@ class PostgresDb implements Db {
   }
 
   async close(): Promise<void> {
+    await Promise.all(this.listeners.map((listening) => listening.close()));
     await this.pool.end();
   }
 }

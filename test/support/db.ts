@@ -91,6 +91,7 @@ async function openPostgresSchema(url: string, options: TestDbOptions = {}): Pro
     query: (sql, params) => db.query(sql, params),
     exec: (sql) => db.exec(sql),
     transaction: (fn) => db.transaction(fn),
+    listen: (channel, listener) => db.listen!(channel, listener),
     close: async () => {
       try {
         await db.exec(`DROP SCHEMA ${schema} CASCADE`);

@@ -1,0 +1,77 @@
+/**
+ * The API keys this node accepted recently, so a paid request costs no key lookup in the
+ * database (a third of a job's statements under load, and on PGlite a wait behind whatever
+ * transaction is running). Only accepted keys are kept: an unknown, malformed, revoked or
+ * suspended key is looked up every time, as before.
+ *
+ * A key that changes is dropped from every node's cache by the database itself: a trigger on
+ * api_keys NOTIFYs its hash when the change commits (schema.ts), and each node LISTENs. So a
+ * revocation reaches every node as soon as PostgreSQL delivers the notification, a fraction of
+ * a millisecond on one network; on PGlite, within the same process, before the revoking call
+ * returns. While a node's listening connection is lost the cache is emptied and not used, and an
+ * entry older than a minute is looked up again whatever happened.
+ */
+import { BoundedMap } from "../core/index.ts";
+import type { Db } from "../store/index.ts";
+import { API_KEY_CHANGES } from "./schema.ts";
+
+/** Who a key belongs to. */
+export interface KeyOwner {
+  wallet: string;
+  keyCreatedAt: Date;
+}
+
+const MAX_KEYS = 10_000;
+const MAX_AGE_MS = 60_000;
+
+export class ApiKeyCache {
+  private readonly owners = new BoundedMap<{ owner: KeyOwner; cachedAtMs: number }>(MAX_KEYS);
+  private listening = false;
+  /** Counts the drops, so a lookup that raced one does not put back what it read before it. */
+  private drops = 0;
+
+  /** A cache kept current by the database's notifications; one that caches nothing where the database cannot notify. */
+  static async open(db: Db): Promise<ApiKeyCache> {
+    const cache = new ApiKeyCache();
+    if (db.listen === undefined) return cache;
+    await db.listen(API_KEY_CHANGES, {
+      notified: (keyHash) => cache.drop(keyHash),
+      lost: () => cache.stopUsing(),
+      resumed: () => {
+        cache.listening = true;
+      },
+    });
+    cache.listening = true;
+    return cache;
+  }
+
+  /** A mark to hand to `put` with what a lookup started now finds. */
+  mark(): number {
+    return this.drops;
+  }
+
+  get(keyHash: string, nowMs = Date.now()): KeyOwner | undefined {
+    if (!this.listening) return undefined;
+    const entry = this.owners.get(keyHash);
+    if (entry === undefined) return undefined;
+    if (nowMs - entry.cachedAtMs < MAX_AGE_MS) return entry.owner;
+    this.owners.delete(keyHash);
+    return undefined;
+  }
+
+  /** Keeps an accepted key, unless a key was dropped since `mark` (its lookup may have read the key before the change). */
+  put(keyHash: string, owner: KeyOwner, mark: number): void {
+    if (this.listening && mark === this.drops) this.owners.set(keyHash, { owner, cachedAtMs: Date.now() });
+  }
+
+  private drop(keyHash: string): void {
+    this.drops++;
+    this.owners.delete(keyHash);
+  }
+
+  private stopUsing(): void {
+    this.listening = false;
+    this.drops++;
+    this.owners.clear();
+  }
+}

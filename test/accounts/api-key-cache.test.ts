@@ -1,0 +1,129 @@
+/**
+ * Accepted API keys are kept by each node, and a key that changes is dropped from every node's
+ * cache by the database's notification: a revoked or suspended key fails on the next request,
+ * here at once on PGlite and, on PostgreSQL, on another node as soon as the notification lands.
+ * A node that loses its listening connection stops trusting its cache until it listens again.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { ACCOUNTS_MIGRATIONS, ApiKeyCache, authenticate, issueApiKey } from "../../src/accounts/index.ts";
+import { revokeApiKeys, suspendApiKey } from "../../src/accounts/accounts.ts";
+import { ApiError } from "../../src/core/errors.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
+import { openDb, type Db } from "../../src/store/index.ts";
+import { LISTENER_NAME } from "../../src/store/postgres.ts";
+import { testDatabases } from "../support/db.ts";
+import { until } from "../support/eventually.ts";
+
+/** The database, counting the statements sent through this handle. */
+function counting(db: Db): Db & { statements: number } {
+  const handle = {
+    kind: db.kind,
+    statements: 0,
+    query: <T,>(sql: string, params?: unknown[]) => {
+      handle.statements++;
+      return db.query<T>(sql, params);
+    },
+    exec: (sql: string) => db.exec(sql),
+    transaction: <T,>(fn: (tx: Db) => Promise<T>) => db.transaction(fn),
+    close: () => db.close(),
+  };
+  return handle;
+}
+
+async function refusal(db: Db, key: string, cache: ApiKeyCache): Promise<string> {
+  return authenticate(db, `Bearer ${key}`, cache).then(
+    () => "accepted",
+    (error: unknown) => (error instanceof ApiError ? error.code : String(error)),
+  );
+}
+
+for (const backend of testDatabases()) {
+  describe(`API key cache on ${backend.name}`, () => {
+    let db: Db;
+    let cache: ApiKeyCache;
+    before(async () => {
+      db = await backend.open({ migrations: ACCOUNTS_MIGRATIONS });
+      cache = await ApiKeyCache.open(db);
+    });
+    after(() => db.close());
+
+    test("an accepted key is looked up once; revoked, it fails on the next request", async () => {
+      const wallet = generateKeypair().address;
+      const key = await issueApiKey(db, wallet);
+      const seen = counting(db);
+      assert.equal((await authenticate(seen, `Bearer ${key}`, cache)).wallet, wallet);
+      assert.equal((await authenticate(seen, `Bearer ${key}`, cache)).wallet, wallet);
+      assert.equal(seen.statements, 1, "the second request used the cache");
+      await revokeApiKeys(db, wallet);
+      if (backend.name === "postgres") await until(() => refusal(db, key, cache), (code) => code === "invalid_api_key", "the revocation's notification arrived", 2_000);
+      assert.equal(await refusal(db, key, cache), "invalid_api_key");
+    });
+
+    test("a suspended key fails on the next request", async () => {
+      const key = await issueApiKey(db, generateKeypair().address);
+      assert.equal(await refusal(db, key, cache), "accepted");
+      await suspendApiKey(db, key);
+      if (backend.name === "postgres") await until(() => refusal(db, key, cache), (code) => code === "key_suspended", "the suspension's notification arrived", 2_000);
+      assert.equal(await refusal(db, key, cache), "key_suspended");
+    });
+
+    test("unknown and malformed keys are never kept", async () => {
+      const seen = counting(db);
+      for (let i = 0; i < 2; i++) {
+        assert.equal(await refusal(seen, "svc_live_" + "a".repeat(32), cache), "invalid_api_key");
+        assert.equal(await refusal(seen, "not-a-key", cache), "invalid_api_key");
+      }
+      assert.equal(seen.statements, 4);
+    });
+  });
+}
+
+const url = process.env.DATABASE_URL;
+describe("API key cache across PostgreSQL nodes", { skip: url === undefined && "DATABASE_URL is not set" }, () => {
+  let nodeA: Db;
+  let nodeB: Db;
+  before(async () => {
+    nodeA = await testDatabases().find((d) => d.name === "postgres")!.open({ migrations: ACCOUNTS_MIGRATIONS });
+    const [{ schema }] = (await nodeA.query<{ schema: string }>("SELECT current_schema() AS schema")) as [{ schema: string }];
+    nodeB = await openDb({ databaseUrl: url!, schema });
+  });
+  after(async () => {
+    await nodeB?.close();
+    await nodeA?.close();
+  });
+
+  test("a key revoked through one node fails on the other once notified", async () => {
+    const cacheB = await ApiKeyCache.open(nodeB);
+    const wallet = generateKeypair().address;
+    const key = await issueApiKey(nodeA, wallet);
+    assert.equal(await refusal(nodeB, key, cacheB), "accepted");
+    const revokedAt = performance.now();
+    await revokeApiKeys(nodeA, wallet);
+    await until(() => refusal(nodeB, key, cacheB), (code) => code === "invalid_api_key", "node B dropped the revoked key", 2_000);
+    assert.ok(performance.now() - revokedAt < 2_000);
+  });
+
+  test("a node whose listening connection is lost looks every key up until it listens again", async () => {
+    const cacheB = await ApiKeyCache.open(nodeB);
+    const key = await issueApiKey(nodeA, generateKeypair().address);
+    const seen = counting(nodeB);
+    await authenticate(seen, `Bearer ${key}`, cacheB);
+    await authenticate(seen, `Bearer ${key}`, cacheB);
+    assert.equal(seen.statements, 1);
+    // The fault: PostgreSQL ends the listening connections (as a restart or a network cut would).
+    await nodeA.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [LISTENER_NAME]);
+    await until(async () => {
+      const before = seen.statements;
+      await authenticate(seen, `Bearer ${key}`, cacheB);
+      return seen.statements - before;
+    }, (lookups) => lookups === 1, "the cache stopped answering", 2_000);
+    // Listening again, it keeps keys again.
+    await until(async () => {
+      await authenticate(seen, `Bearer ${key}`, cacheB);
+      const before = seen.statements;
+      await authenticate(seen, `Bearer ${key}`, cacheB);
+      return seen.statements - before;
+    }, (lookups) => lookups === 0, "the cache answers again", 5_000);
+  });
+});
