@@ -90,22 +90,7 @@ for (const backend of testDatabases()) {
     test("with max_tokens, a wallet seen here has its job begin on the worker before its prompt is counted", async () => {
       const caller = await gateway.newAccount(100);
       await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
-      const before = engine.signals.length;
-      // The count answers once the job's generation has begun, or after 2 s, saying which.
-      let begunWhenCounted: boolean | undefined;
-      engine.count = async (begun) => {
-        const started = await until(async () => begun() > before, (yes) => yes, "", 2_000).then(() => true, () => false);
-        begunWhenCounted = started;
-        return 8;
-      };
-      try {
-        const reply = await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
-        assert.ok(reply.choices[0]!.message.content, "the job answered");
-      } finally {
-        delete engine.count;
-      }
-      assert.equal(begunWhenCounted, true, "the generation began before the prompt's count was answered");
-      assert.equal(engine.signals.length, before + 1, "one generation, not a second after the count");
+      assert.equal(await begunBeforeCount(engine, caller.client, 2_000), true, "the generation began before the prompt's count was answered");
       await until(async () => (await checkJobInvariants(gateway.service.db)).length, (n) => n === 0, "job invariants hold");
     });
 
@@ -152,24 +137,31 @@ describe("a worker quick to its first token", () => {
     };
     for (let i = 0; i < 3; i++) await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
     assert.ok((gateway.service.pool.recentFirstTokenMs(worker.address) ?? Infinity) < 50, "the worker's first tokens came within 50 ms");
-    const before = engine.signals.length;
-    let begunWhenCounted: boolean | undefined;
-    engine.count = async (begun) => {
-      // Long enough for a generation begun before the count to reach the engine.
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      begunWhenCounted = begun() > before;
-      return 8;
-    };
-    try {
-      const reply = await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
-      assert.ok(reply.choices[0]!.message.content, "the job answered");
-    } finally {
-      delete engine.count;
-    }
-    assert.equal(begunWhenCounted, false, "the generation waited for the prompt's count");
-    assert.equal(engine.signals.length, before + 1);
+    // 300 ms is long enough for a generation begun before the count to reach the engine.
+    assert.equal(await begunBeforeCount(engine, caller.client, 300), false, "the generation waited for the prompt's count");
   });
 });
+
+/**
+ * Sends a request whose prompt's count answers once the job's generation has begun on `engine`,
+ * or after `waitMs`, and says which; the request must be answered, by one generation.
+ */
+async function begunBeforeCount(engine: CountingEngine, client: OpenAI, waitMs: number): Promise<boolean> {
+  const before = engine.signals.length;
+  let begunWhenCounted: boolean | undefined;
+  engine.count = async (begun) => {
+    begunWhenCounted = await until(async () => begun() > before, (yes) => yes, "", waitMs).then(() => true, () => false);
+    return 8;
+  };
+  try {
+    const reply = await client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+    assert.ok(reply.choices[0]!.message.content, "the job answered");
+  } finally {
+    delete engine.count;
+  }
+  assert.equal(engine.signals.length, before + 1, "one generation, not a second after the count");
+  return begunWhenCounted!;
+}
 
 /**
  * After a refused job that had begun on `worker`: its generation stopped, its lease given back,
