@@ -12,7 +12,9 @@
  *  - where the context window and the tokenizer are found (openai-discovery.ts, openai-tokens.ts);
  *  - a server that ignores `stream: true` and answers with one JSON completion.
  */
+import { createHash } from "node:crypto";
 import { setMaxListeners } from "node:events";
+import { BoundedMap } from "../core/index.ts";
 import { ContextLengthExceededError } from "./context-length-error.ts";
 import type { ChatMessage, Engine, FinishReason, GenerationEvent, GenerationRequest, Usage } from "./engine.ts";
 import { discoverContextWindow, type ContextWindowSource } from "./openai-discovery.ts";
@@ -61,6 +63,20 @@ interface StreamState {
   sawDone: boolean;
 }
 
+/** How many distinct prompts' counts an engine keeps. */
+const KEPT_COUNTS = 256;
+
+/** `promise`, or a rejection with the signal's reason as soon as `signal` aborts. */
+function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -83,6 +99,8 @@ export class OpenAiEngine implements Engine {
   private readonly tokenizer: ServerTokenizer | null;
   private limitField: TokenLimitField = "max_tokens";
   private closed = false;
+  /** Recent prompts' counts by a hash of their messages (promptTokens). */
+  private readonly counts = new BoundedMap<Promise<number>>(KEPT_COUNTS);
 
   private constructor(
     private readonly client: UpstreamClient,
@@ -157,10 +175,26 @@ export class OpenAiEngine implements Engine {
     return this.promptTokens(messages);
   }
 
+  /**
+   * A gateway asks a worker to count a prompt and then sends it the job with that same prompt,
+   * which the engine counts again while its request opens: each distinct prompt's count is asked
+   * of the upstream once (the same tokenizer gives the same count), and callers asking while it is
+   * under way share the request. A count that failed is asked again next time.
+   */
   private async promptTokens(messages: readonly ChatMessage[], signal?: AbortSignal): Promise<number> {
     if (this.closed) throw new Error("the engine is closed");
-    if (this.tokenizer) return serverPromptTokens(this.client, this.tokenizer, this.model, messages, signal);
-    return estimatePromptTokens(messages);
+    if (!this.tokenizer) return estimatePromptTokens(messages);
+    const key = createHash("sha256").update(JSON.stringify(messages)).digest("base64");
+    let counting = this.counts.get(key);
+    if (counting === undefined) {
+      // Shared, so no one caller's signal cuts it; the client's idle timeout and close still do.
+      const asked = serverPromptTokens(this.client, this.tokenizer, this.model, messages);
+      asked.catch(() => {
+        if (this.counts.get(key) === asked) this.counts.delete(key);
+      });
+      this.counts.set(key, (counting = asked));
+    }
+    return untilAborted(counting, signal);
   }
 
   generate(request: GenerationRequest, signal?: AbortSignal): AsyncIterable<GenerationEvent> {

@@ -301,6 +301,29 @@ describe("upstream failures", () => {
     assert.equal(done?.usage.promptTokens, server.promptTokens(MESSAGES));
   });
 
+  it("asks the upstream to count each distinct prompt once, callers at once sharing the request, and again after a failed count", async () => {
+    const server = await upstream("vllm");
+    const engine = await engineFor(server);
+    const tokenizes = () => server.requests.filter((r) => r.path === "/tokenize").length;
+    const before = tokenizes();
+    // A gateway counts the prompt on the worker, then sends it the job.
+    const counted = await engine.countPromptTokens(MESSAGES);
+    const { done } = await collect(engine, { messages: MESSAGES, maxTokens: 8 });
+    assert.equal(done?.usage.promptTokens, counted);
+    assert.equal(tokenizes(), before + 1, "the job's count was the one already asked");
+
+    const other: ChatMessage[] = [{ role: "user", content: "Something else" }];
+    const [first, second] = await Promise.all([engine.countPromptTokens(other), engine.countPromptTokens(other)]);
+    assert.deepEqual([first, second], [server.promptTokens(other), server.promptTokens(other)]);
+    assert.equal(tokenizes(), before + 2, "two callers at once, one request");
+
+    const third: ChatMessage[] = [{ role: "user", content: "A third prompt" }];
+    server.behaviour.tokenizer = false;
+    await assert.rejects(engine.countPromptTokens(third));
+    server.behaviour.tokenizer = true;
+    assert.equal(await engine.countPromptTokens(third), server.promptTokens(third), "the failure was not kept");
+  });
+
   it("never sends a prompt that its local estimate (no tokenizer) finds too long", async () => {
     const server = await upstream("vllm", { contextWindow: 64, tokenizer: false });
     const engine = await engineFor(server);
