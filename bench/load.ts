@@ -10,7 +10,7 @@
  * on PostgreSQL when DATABASE_URL is set.
  *
  * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes a CPU
- * profile of each gateway's 32-connection run.
+ * profile of each gateway's 32-connection run (PROFILE_CONNECTIONS=256 for that run instead).
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
@@ -27,6 +27,8 @@ import { BENCH_MODEL as MODEL, startWorkerProcess, UPSTREAM_MODEL, type WorkerPr
 const SECONDS = Number(process.argv[2] ?? 5);
 /** PROFILE=<file>: a CPU profile of this process over each gateway's run at 32 connections (<file>-pglite.cpuprofile, <file>-postgres.cpuprofile). */
 const PROFILE = process.env.PROFILE;
+/** PROFILE_CONNECTIONS=<n>: profile the run at 1 or 256 connections instead. */
+const PROFILE_CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 32);
 /** The same request: the gateway's catalog id, the upstream's own name for the proxy. */
 const body = (model: string) => JSON.stringify({ model, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
 
@@ -134,7 +136,7 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   for (const connections of [1, 32, 256]) {
     rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL, worker));
     const before = await settledJobs(service);
-    const profiling = PROFILE !== undefined && connections === 32 ? await startProfile() : undefined;
+    const profiling = PROFILE !== undefined && connections === PROFILE_CONNECTIONS ? await startProfile() : undefined;
     const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL, worker);
     if (profiling) await profiling.save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
     row.settleMs = await settled(service);
