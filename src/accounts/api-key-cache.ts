@@ -5,7 +5,8 @@
  * suspended key is looked up every time, as before.
  *
  * A key that changes is dropped from every node's cache by the database itself: a trigger on
- * api_keys NOTIFYs its hash when the change commits (schema.ts), and each node LISTENs. So a
+ * api_keys NOTIFYs its hash when the change commits (every key's, for a TRUNCATE: schema.ts),
+ * and each node LISTENs. So a
  * revocation reaches every node as soon as PostgreSQL delivers the notification, a fraction of
  * a millisecond on one network; on PGlite, within the same process, before the revoking call
  * returns. While a node's listening connection is lost the cache is emptied and not used, and an
@@ -13,7 +14,7 @@
  */
 import { BoundedMap } from "../core/index.ts";
 import type { Db } from "../store/index.ts";
-import { API_KEY_CHANGES } from "./schema.ts";
+import { API_KEY_CHANGES, EVERY_API_KEY } from "./schema.ts";
 
 /** Who a key belongs to. */
 export interface KeyOwner {
@@ -66,7 +67,8 @@ export class ApiKeyCache {
 
   private drop(keyHash: string): void {
     this.drops++;
-    this.owners.delete(keyHash);
+    if (keyHash === EVERY_API_KEY) this.owners.clear();
+    else this.owners.delete(keyHash);
   }
 
   private stopUsing(): void {

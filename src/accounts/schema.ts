@@ -2,6 +2,8 @@
 
 /** The channel a changed API key's hash is sent on (NOTIFY), to every node. */
 export const API_KEY_CHANGES = "svc_api_key_changes";
+/** The payload that says every key changed (the table was truncated); a key's hash is hex, never this. */
+export const EVERY_API_KEY = "*";
 
 export const ACCOUNTS_MIGRATIONS = [
   {
@@ -32,12 +34,14 @@ export const ACCOUNTS_MIGRATIONS = [
     sql: `
       CREATE FUNCTION notify_api_key_change() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        PERFORM pg_notify('${API_KEY_CHANGES}', OLD.key_hash);
+        PERFORM pg_notify('${API_KEY_CHANGES}', CASE WHEN TG_OP = 'TRUNCATE' THEN '${EVERY_API_KEY}' ELSE OLD.key_hash END);
         RETURN NULL;
       END
       $$;
       CREATE TRIGGER api_key_changed AFTER UPDATE OR DELETE ON api_keys
         FOR EACH ROW EXECUTE FUNCTION notify_api_key_change();
+      CREATE TRIGGER api_keys_truncated AFTER TRUNCATE ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION notify_api_key_change();
     `,
   },
 ];

@@ -68,6 +68,17 @@ for (const backend of testDatabases()) {
       assert.equal(await refusal(db, key, cache), "key_suspended");
     });
 
+    test("keys deleted by hand, or the whole table truncated, are dropped too", async () => {
+      const wallet = generateKeypair().address;
+      const deleted = await issueApiKey(db, wallet);
+      const truncated = await issueApiKey(db, generateKeypair().address);
+      for (const key of [deleted, truncated]) assert.equal(await refusal(db, key, cache), "accepted");
+      await db.query("DELETE FROM api_keys WHERE wallet = $1", [wallet]);
+      await until(() => refusal(db, deleted, cache), (code) => code === "invalid_api_key", "the deleted key dropped", 2_000);
+      await db.exec("TRUNCATE api_keys");
+      await until(() => refusal(db, truncated, cache), (code) => code === "invalid_api_key", "the truncated keys dropped", 2_000);
+    });
+
     test("unknown and malformed keys are never kept", async () => {
       const seen = counting(db);
       for (let i = 0; i < 2; i++) {
