@@ -136,18 +136,19 @@ export class ChainJournal {
    * Send a recorded action and apply its outcome. Resolves once confirmed; rejects with
    * ChainRejectedError (after applying the failure) when the chain executes and refuses it. One
    * that could not land at all (its blockhash expired) is replaced by its owner's fresh copy, at
-   * most `rebuilds` times, or given up when the owner has none.
+   * most `rebuilds` times, or given up when the owner has none. `executed` hears the slot as
+   * soon as the chain has executed it, before its confirmation is committed here.
    */
-  async send(action: ChainAction, rebuilds = 1): Promise<SentAction> {
+  async send(action: ChainAction, rebuilds = 1, executed?: (slot: number) => void): Promise<SentAction> {
     this.sending.add(action.signature);
     try {
-      return await this.sendAndApply(action, rebuilds);
+      return await this.sendAndApply(action, rebuilds, executed);
     } finally {
       this.sending.delete(action.signature);
     }
   }
 
-  private async sendAndApply(action: ChainAction, rebuilds: number): Promise<SentAction> {
+  private async sendAndApply(action: ChainAction, rebuilds: number, executed: ((slot: number) => void) | undefined): Promise<SentAction> {
     let slot: number;
     try {
       slot = (await this.chain.send(action.wire)).slot;
@@ -159,8 +160,9 @@ export class ChainJournal {
       }
       const fresh = await this.replace(action);
       if (fresh === undefined || rebuilds === 0) throw error;
-      return this.send(fresh, rebuilds - 1);
+      return this.send(fresh, rebuilds - 1, executed);
     }
+    executed?.(slot);
     return { slot, ...(await this.confirmed(action, slot)) };
   }
 
