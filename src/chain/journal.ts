@@ -136,19 +136,18 @@ export class ChainJournal {
    * Send a recorded action and apply its outcome. Resolves once confirmed; rejects with
    * ChainRejectedError (after applying the failure) when the chain executes and refuses it. One
    * that could not land at all (its blockhash expired) is replaced by its owner's fresh copy, at
-   * most `rebuilds` times, or given up when the owner has none. `executed` hears the slot as
-   * soon as the chain has executed it, before its confirmation is committed here.
+   * most `rebuilds` times, or given up when the owner has none.
    */
-  async send(action: ChainAction, rebuilds = 1, executed?: (slot: number) => void): Promise<SentAction> {
+  async send(action: ChainAction, rebuilds = 1): Promise<SentAction> {
     this.sending.add(action.signature);
     try {
-      return await this.sendAndApply(action, rebuilds, executed);
+      return await this.sendAndApply(action, rebuilds);
     } finally {
       this.sending.delete(action.signature);
     }
   }
 
-  private async sendAndApply(action: ChainAction, rebuilds: number, executed: ((slot: number) => void) | undefined): Promise<SentAction> {
+  private async sendAndApply(action: ChainAction, rebuilds: number): Promise<SentAction> {
     let slot: number;
     try {
       slot = (await this.chain.send(action.wire)).slot;
@@ -160,9 +159,8 @@ export class ChainJournal {
       }
       const fresh = await this.replace(action);
       if (fresh === undefined || rebuilds === 0) throw error;
-      return this.send(fresh, rebuilds - 1, executed);
+      return this.send(fresh, rebuilds - 1);
     }
-    executed?.(slot);
     return { slot, ...(await this.confirmed(action, slot)) };
   }
 

@@ -9,7 +9,7 @@ import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
-import { getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, recordEscrowSlots, updateJob } from "./job-repo.ts";
+import { getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
@@ -70,9 +70,9 @@ async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promis
 
 function escrowOwner(): ActionOwner {
   return {
-    confirmed: (tx, action, slot) => recordEscrowSlots(tx, [{ id: action.subject, slot }]),
+    confirmed: (tx, action, slot) => updateJob(tx, action.subject, { slot }),
     confirmedAll: async (tx, confirmed) => {
-      await recordEscrowSlots(tx, confirmed.map(({ action, slot }) => ({ id: action.subject, slot })));
+      await updateJobs(tx, confirmed.map(({ action, slot }) => ({ id: action.subject, changes: { slot } })));
       return confirmed.map(() => undefined);
     },
     rejected: (tx, action) => giveUpEscrow(tx, action, "escrow_failed"),

@@ -144,16 +144,16 @@ export async function updateJob(db: Db, id: string, changes: JobChanges): Promis
   await db.query(`UPDATE jobs SET ${sets} WHERE id = $1`, [id, ...fields.map((f) => toColumn(f, changes[f]))]);
 }
 
-/**
- * The slots at which the jobs' escrows executed. A job's settlement may be sent once its escrow
- * executed, before this confirmation is written: a job whose row already holds a later slot (its
- * settlement's or refund's) keeps it.
- */
-export async function recordEscrowSlots(db: Db, escrows: readonly { id: string; slot: number }[]): Promise<void> {
+/** `updateJob` for several jobs in one statement, each with its own values of the same fields. */
+export async function updateJobs(db: Db, updates: readonly { id: string; changes: JobChanges }[]): Promise<void> {
+  if (updates.length === 0) return;
+  const fields = Object.keys(updates[0]!.changes) as (keyof JobChanges)[];
+  if ((fields as string[]).includes("status")) throw new Error("a job's status changes only through moveJob");
   await db.query(
-    `UPDATE jobs j SET slot = e.slot FROM (VALUES ${valuesList(escrows.length, ["text", "bigint"])}) AS e (id, slot)
-      WHERE j.id = e.id AND j.slot IS NULL`,
-    escrows.flatMap(({ id, slot }) => [id, slot]),
+    `UPDATE jobs j SET ${fields.map((f) => `${COLUMNS[f]} = u.${COLUMNS[f]}`).join(", ")}
+       FROM (VALUES ${valuesList(updates.length, ["text", ...fields.map((f) => TYPES[f])])}) AS u (id, ${fields.map((f) => COLUMNS[f]).join(", ")})
+      WHERE j.id = u.id`,
+    updates.flatMap(({ id, changes }) => [id, ...fields.map((f) => toColumn(f, changes[f]))]),
   );
 }
 

@@ -263,7 +263,7 @@ export class JobService {
    */
   private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
     const admitted = admission.then((a) => a.creditsAfterLock);
-    const escrowLanded = this.sendEscrow(admission);
+    const escrowLanded = admission.then((a) => this.journal.send(a.escrow)).then((sent) => sent.slot);
     // Awaited later by the job's driver; never let an early rejection count as unhandled.
     escrowLanded.catch(() => undefined);
     const channel = new Channel<JobEvent>();
@@ -292,26 +292,6 @@ export class JobService {
       .finally(() => this.running.delete(drive));
     this.running.add(drive);
     return credited;
-  }
-
-  /**
-   * Sends the admitted job's escrow. Resolves with its slot once the chain has executed it: the
-   * settlement needs the lock on-chain, not its confirmation's commit here, which proceeds beside
-   * the job's settlement record (a crash between them leaves the escrow's row open, for recovery to
-   * confirm). Rejects when the escrow was refused or could not land.
-   */
-  private sendEscrow(admission: Promise<Admitted>): Promise<number> {
-    let executed!: (slot: number) => void;
-    let onChainAt: number | undefined;
-    const onChain = new Promise<number>((resolve) => (executed = resolve));
-    const confirmed = admission
-      .then((a) => this.journal.send(a.escrow, 1, (slot) => executed((onChainAt = slot))))
-      .then((sent) => sent.slot);
-    confirmed.catch((error: unknown) => {
-      // Before the chain executed it, the job's driver hears of it through the race below.
-      if (onChainAt !== undefined) this.logger.error({ err: error, slot: onChainAt }, "an escrow executed on-chain but its confirmation was not recorded; left for recovery");
-    });
-    return Promise.race([onChain, confirmed]);
   }
 
   /**

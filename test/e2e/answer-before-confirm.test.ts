@@ -88,36 +88,3 @@ test("past the bound of callers answered before their settlements confirm, the n
   assert.equal((await jobConcluded(gateway.service, first)).status, "settled");
   assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
 });
-
-test("a settlement goes out once its escrow executed: the escrow's confirmation failing to be recorded leaves it to recovery, the job settled", async () => {
-  const { db, journal, nodeId } = gateway.service;
-  // FAULT: the database refuses to mark an escrow confirmed (a trigger raising), as a lost
-  // connection or a full disk would at that moment.
-  await db.exec(`
-    CREATE FUNCTION refuse_escrow_confirmation() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF NEW.kind = 'escrow' AND NEW.state = 'confirmed' THEN RAISE EXCEPTION 'escrow confirmation refused'; END IF;
-      RETURN NEW;
-    END $$;
-    CREATE TRIGGER refuse_escrow_confirmation BEFORE UPDATE ON chain_actions FOR EACH ROW EXECUTE FUNCTION refuse_escrow_confirmation();
-  `);
-  let jobId: string;
-  try {
-    const { data, response } = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 600, temperature: 0 }, { timeout: 30_000 }).withResponse();
-    assert.ok(data.choices[0]!.message.content);
-    jobId = response.headers.get("x-svc-job-id")!;
-    const settled = await jobConcluded(gateway.service, jobId);
-    assert.equal(settled.status, "settled");
-    const [escrow] = await db.query<{ state: string }>("SELECT state FROM chain_actions WHERE subject = $1 AND kind = 'escrow'", [jobId]);
-    assert.equal(escrow?.state, "sent", "the escrow's confirmation was not recorded");
-  } finally {
-    await db.exec("DROP TRIGGER refuse_escrow_confirmation ON chain_actions; DROP FUNCTION refuse_escrow_confirmation()");
-  }
-  const slot = (await jobConcluded(gateway.service, jobId)).slot;
-  assert.equal(await journal.resumeStale({ nodeId, orUnowned: true }, 0), 1);
-  const [escrow] = await db.query<{ state: string }>("SELECT state FROM chain_actions WHERE subject = $1 AND kind = 'escrow'", [jobId]);
-  assert.equal(escrow?.state, "confirmed");
-  assert.equal((await jobConcluded(gateway.service, jobId)).slot, slot, "the job keeps its settlement's slot, not the escrow's");
-  assert.deepEqual(await checkInvariants(db), []);
-  assert.deepEqual(await checkJobInvariants(db), []);
-});
