@@ -182,8 +182,20 @@ export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain):
  * chain transaction in flight: their escrow must go back to the wallet.
  */
 export async function jobsAwaitingRefund(db: Db, journal: ChainJournal, owner?: ActionOwnerNode): Promise<JobRecord[]> {
-  const statuses: JobStatus[] = ["pending", "processing", "settling"];
-  const unfinished = owner ? await nodeJobsWithStatus(db, statuses, owner) : await jobsWithStatus(db, statuses);
+  const unfinished = owner ? await nodeJobsWithStatus(db, UNFINISHED, owner) : await jobsWithStatus(db, UNFINISHED);
+  return withoutChainWork(journal, unfinished);
+}
+
+/** `jobsAwaitingRefund` for one job: the job, when its escrow must go back. */
+export async function jobAwaitingRefund(db: Db, journal: ChainJournal, jobId: string): Promise<JobRecord | undefined> {
+  const job = await getJob(db, jobId);
+  return job && UNFINISHED.includes(job.status) ? (await withoutChainWork(journal, [job]))[0] : undefined;
+}
+
+const UNFINISHED: JobStatus[] = ["pending", "processing", "settling"];
+
+/** The jobs with no chain transaction in flight and no settlement sent or confirmed. */
+async function withoutChainWork(journal: ChainJournal, unfinished: JobRecord[]): Promise<JobRecord[]> {
   const actions = await journal.actionsAbout(unfinished.map((j) => j.id));
   const inFlight = new Set(actions.filter((a) => a.state === "sent").map((a) => a.subject));
   const settling = new Set(actions.filter((a) => a.kind === "settlement" && (a.state === "sent" || a.state === "confirmed")).map((a) => a.subject));

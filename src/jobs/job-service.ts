@@ -29,7 +29,7 @@ import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
-import { jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
+import { jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
@@ -285,9 +285,10 @@ export class JobService {
       return started;
     });
     const drive = this.drive({ job, request, firstLease: lease, admitted, ready: escrowLanded, channel, clientSignal, started })
-      .catch((error: unknown) => {
+      .catch(async (error: unknown) => {
         this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
         channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
+        await this.refundAbandoned(job.id);
       })
       .finally(() => this.running.delete(drive));
     this.running.add(drive);
@@ -603,12 +604,31 @@ export class JobService {
   async refundInterrupted(owner?: ActionOwnerNode): Promise<number> {
     let returned = 0;
     for (const job of await jobsAwaitingRefund(this.db, this.journal, owner)) {
-      const escrowLanded = job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain"));
-      escrowLanded.catch(() => undefined);
-      await refundJob(this.ending, job, escrowLanded, "failed", "interrupted");
+      await this.returnEscrow(job);
       returned++;
     }
     return returned;
+  }
+
+  /** Sends back the escrow of an unfinished job that nothing drives; `slot` says whether it landed. */
+  private async returnEscrow(job: JobRecord): Promise<void> {
+    const escrowLanded = job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain"));
+    escrowLanded.catch(() => undefined);
+    await refundJob(this.ending, job, escrowLanded, "failed", "interrupted");
+  }
+
+  /**
+   * A job whose driver failed unexpectedly (its settlement's record refused by the database, say)
+   * has its escrow sent back now, as recovery at this node's next start would. One with a chain
+   * transaction in flight, or whose refund fails too, is still left to that recovery.
+   */
+  private async refundAbandoned(jobId: string): Promise<void> {
+    try {
+      const job = await jobAwaitingRefund(this.db, this.journal, jobId);
+      if (job !== undefined) await this.returnEscrow(job);
+    } catch (error) {
+      this.logger.error({ err: error, job: jobId }, "could not return the escrow of a failed job; the next start's recovery will");
+    }
   }
 
   /** After finishing a dead node's work: its jobs become this node's, for the sweeps that follow their end. */
