@@ -11,7 +11,6 @@ export interface Wallet {
   creditLowThreshold: number;
 }
 
-
 export async function ensureWallet(db: Db, address: string): Promise<void> {
   await db.query("INSERT INTO wallets (address) VALUES ($1) ON CONFLICT (address) DO NOTHING", [address]);
 }

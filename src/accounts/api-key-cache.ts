@@ -6,11 +6,10 @@
  *
  * A key that changes is dropped from every node's cache by the database itself: a trigger on
  * api_keys NOTIFYs its hash when the change commits (every key's, for a TRUNCATE: schema.ts),
- * and each node LISTENs. So a
- * revocation reaches every node as soon as PostgreSQL delivers the notification, a fraction of
- * a millisecond on one network; on PGlite, within the same process, before the revoking call
- * returns. While a node's listening connection is lost the cache is emptied and not used, and an
- * entry older than a minute is looked up again whatever happened.
+ * and each node LISTENs. So a revocation reaches every node as soon as PostgreSQL delivers the
+ * notification; on PGlite, within the same process, before the revoking call returns. While a
+ * node's listening connection is lost the cache is emptied and not used, and an entry older than
+ * a minute is looked up again whatever happened.
  */
 import { BoundedMap } from "../core/index.ts";
 import type { Db } from "../store/index.ts";
@@ -51,11 +50,11 @@ export class ApiKeyCache {
     return this.drops;
   }
 
-  get(keyHash: string, nowMs = Date.now()): KeyOwner | undefined {
+  get(keyHash: string): KeyOwner | undefined {
     if (!this.listening) return undefined;
     const entry = this.owners.get(keyHash);
     if (entry === undefined) return undefined;
-    if (nowMs - entry.cachedAtMs < MAX_AGE_MS) return entry.owner;
+    if (Date.now() - entry.cachedAtMs < MAX_AGE_MS) return entry.owner;
     this.owners.delete(keyHash);
     return undefined;
   }

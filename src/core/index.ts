@@ -1,4 +1,6 @@
 /** The core part's public surface: what other parts import from it. */
+export { Backoff } from "./backoff.ts";
+export type { BackoffOptions } from "./backoff.ts";
 export { base58Decode, base58Encode } from "./base58.ts";
 export { BoundedMap } from "./bounded-map.ts";
 export { Channel } from "./channel.ts";

@@ -177,6 +177,8 @@ export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain):
   journal.register("refund", refundOwner(db, chain));
 }
 
+const UNFINISHED: JobStatus[] = ["pending", "processing", "settling"];
+
 /**
  * Jobs that were interrupted while running (or whose settlement the chain rejected) and have no
  * chain transaction in flight: their escrow must go back to the wallet.
@@ -191,8 +193,6 @@ export async function jobAwaitingRefund(db: Db, journal: ChainJournal, jobId: st
   const job = await getJob(db, jobId);
   return job && UNFINISHED.includes(job.status) ? (await withoutChainWork(journal, [job]))[0] : undefined;
 }
-
-const UNFINISHED: JobStatus[] = ["pending", "processing", "settling"];
 
 /** The jobs with no chain transaction in flight and no settlement sent or confirmed. */
 async function withoutChainWork(journal: ChainJournal, unfinished: JobRecord[]): Promise<JobRecord[]> {

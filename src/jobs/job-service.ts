@@ -226,10 +226,9 @@ export class JobService {
    * after its latest admission here cover it (admitsEarly), on a worker recently slow to its first
    * token (slowToFirstToken), has its job start on the worker now, while the prompt is counted and
    * the admission commits: the count's round trip to the worker leaves the caller's wait for the
-   * first token. The job's record is completed (prompt tokens,
-   * escrow) before its admission; until then its output waits in the job's channel. `admit` hands
-   * it the admission; `abandon` stops it as not admitted, when the count refuses the request or
-   * moves it to another worker.
+   * first token. The job's record is completed (prompt tokens, escrow) before its admission; until
+   * then its output waits in the job's channel. `admit` hands it the admission; `abandon` stops it
+   * as not admitted, when the count refuses the request or moves it to another worker.
    */
   private startBeforeCount(wallet: string, model: CatalogModel, request: ChatRequest, lease: WorkerLease, clientSignal: AbortSignal): EarlyJob | undefined {
     if (request.maxTokens === undefined || !this.slowToFirstToken(lease)) return undefined;

@@ -4,6 +4,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
+import { Backoff } from "../core/index.ts";
 import type { Db, NotificationListener, OpenDbOptions } from "./db.ts";
 import { TxHandle } from "./tx.ts";
 
@@ -73,9 +74,8 @@ class StatementNames {
   }
 }
 
-/** Waits between attempts to listen again after a lost connection: from 0.1 s, doubling to 5 s. */
-const RELISTEN_FIRST_MS = 100;
-const RELISTEN_MAX_MS = 5_000;
+/** Waits between attempts to listen again after a lost connection: from about 0.1 s, doubling to about 5 s. */
+const RELISTEN_BACKOFF = { initialMs: 100, maxMs: 5_000 };
 /** The listening connections' application_name, so an operator can tell them in pg_stat_activity. */
 export const LISTENER_NAME = "svc-listener";
 
@@ -126,8 +126,9 @@ class ChannelListener {
   }
 
   private async listenAgain(): Promise<void> {
-    for (let waitMs = RELISTEN_FIRST_MS; !this.closed; waitMs = Math.min(2 * waitMs, RELISTEN_MAX_MS)) {
-      await sleep(waitMs, undefined, { ref: false });
+    const backoff = new Backoff(RELISTEN_BACKOFF);
+    while (!this.closed) {
+      await sleep(backoff.next(), undefined, { ref: false });
       if (this.closed) return;
       const client = await this.connect().catch(() => undefined);
       if (client === undefined) continue;

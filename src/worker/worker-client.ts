@@ -27,7 +27,7 @@ import {
   type RefusedModel,
   type WorkerMessage,
 } from "../network/index.ts";
-import { Backoff, type BackoffOptions } from "./backoff.ts";
+import { Backoff, type BackoffOptions } from "../core/index.ts";
 import { WorkerNode } from "./worker-node.ts";
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { WIRING_MODEL_ID } from "../../src/catalog/catalog.ts";
-import { Backoff } from "../../src/worker/backoff.ts";
+import { Backoff } from "../../src/core/backoff.ts";
 import { ModelSpecError, parseModelSpec } from "../../src/worker/engine-spec.ts";
 
 test("each kind of engine", () => {

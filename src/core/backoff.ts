@@ -1,6 +1,6 @@
 /**
- * Reconnection delays: exponential, capped, and jittered so that workers cut off by the same
- * gateway restart do not all dial back in the same instant.
+ * Reconnection delays: exponential, capped, and jittered so that clients cut off by the same
+ * restart (workers of a gateway, gateways of a database) do not all dial back in the same instant.
  */
 export interface BackoffOptions {
   /** First delay, before jitter (default 500 ms). */
