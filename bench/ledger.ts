@@ -1,6 +1,8 @@
 /**
  * Ledger throughput: a job's money path, reserve then settle (post + worker and treasury payouts),
- * and reserve then a plain post. Run: node --import tsx bench/ledger.ts [jobs]
+ * and reserve then a plain post, one job per operation; then the same settle path in groups of
+ * 16 jobs per operation (reserveAll, resolveAll), as the job service's group commits make them,
+ * with this process's CPU per job. Run: node --import tsx bench/ledger.ts [jobs]
  * PGlite in memory and on disk always; PostgreSQL too when DATABASE_URL is set (in a scratch schema).
  */
 import { randomBytes } from "node:crypto";
@@ -10,6 +12,8 @@ import { join } from "node:path";
 import { splitPayout } from "../src/core/payout.ts";
 import {
   ensureWalletAccounts,
+  reserveAll,
+  resolveAll,
   ensureWorkerAccount,
   FUNDING_ACCOUNT,
   LEDGER_MIGRATIONS,
@@ -79,6 +83,29 @@ async function measure(db: Db, wallets: string[], step: Step, concurrency: numbe
   return JOBS / ((performance.now() - started) / 1000);
 }
 
+const GROUP = 16;
+
+/** Jobs per second and this process's CPU µs per job, reserving then settling GROUP jobs per operation. */
+async function measureGroups(db: Db, wallets: string[]): Promise<{ rate: number; cpuMicros: number }> {
+  const run = randomBytes(4).toString("hex");
+  const { worker, treasury } = splitPayout(37, false);
+  const payouts = [
+    { accountId: workerAccountId("bench-worker"), amount: worker, code: "worker_payout" as const },
+    { accountId: TREASURY_ACCOUNT, amount: treasury, code: "protocol_fee" as const },
+  ];
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  for (let first = 0; first < JOBS; first += GROUP) {
+    const jobs = Array.from({ length: Math.min(GROUP, JOBS - first) }, (_, i) => ({ id: `${run}-${first + i}`, wallet: wallets[(first + i) % wallets.length]! }));
+    await db.transaction((tx) => reserveAll(tx, jobs.map((j) => ({ id: `${j.id}:r`, wallet: j.wallet, amount: 500_000n, reference: j.id }))));
+    await db.transaction((tx) =>
+      resolveAll(tx, jobs.map((j) => ({ id: `${j.id}:s`, pendingId: `${j.id}:r`, post: true, amount: 370_000n, code: "charge" as const, payouts }))),
+    );
+  }
+  const used = process.cpuUsage(cpu);
+  return { rate: JOBS / ((performance.now() - started) / 1000), cpuMicros: (used.user + used.system) / JOBS };
+}
+
 const targets: Target[] = [
   { name: "pglite memory", concurrency: [1, 8], open: async () => { const db = await openDb(); return { db, cleanup: () => db.close() }; } },
   {
@@ -108,6 +135,7 @@ if (url) {
 
 console.log(`ledger bench: ${JOBS} jobs per row, ${WALLETS} wallets; jobs/s (each job = 2 ledger operations)`);
 console.log("backend        | in flight | reserve+settle | reserve+post");
+const grouped: string[] = [];
 for (const target of targets) {
   const { db, cleanup } = await target.open();
   try {
@@ -118,7 +146,12 @@ for (const target of targets) {
       const postRate = await measure(db, wallets, reservePost, c);
       console.log(`${target.name.padEnd(14)} | ${String(c).padStart(9)} | ${settleRate.toFixed(0).padStart(14)} | ${postRate.toFixed(0).padStart(12)}`);
     }
+    const { rate, cpuMicros } = await measureGroups(db, wallets);
+    grouped.push(`${target.name.padEnd(14)} | ${rate.toFixed(0).padStart(6)} | ${cpuMicros.toFixed(0).padStart(22)}`);
   } finally {
     await cleanup();
   }
 }
+console.log(`\nreserve+settle in groups of ${GROUP} jobs per operation`);
+console.log("backend        | jobs/s | this process's CPU µs/job");
+for (const line of grouped) console.log(line);

@@ -3,14 +3,17 @@
  *
  * An operation is two statements in its own transaction (a savepoint inside a caller's):
  *
- * 1. INSERT the transfers ... ON CONFLICT DO NOTHING. A transfer id or a pending transfer's
- *    resolution that already exists inserts nothing; the operation then rolls back and reports
- *    what exists. Unique indexes make this hold under concurrency: a second insert of the same id
- *    waits for the first transaction and then conflicts.
+ * 1. INSERT the transfers. A transfer id or a pending transfer's resolution that already exists
+ *    fails the statement on a unique index; the operation then rolls back and reports what
+ *    exists. The indexes make this hold under concurrency: a second insert of the same id waits
+ *    for the first transaction and then fails. (A plain insert, not ON CONFLICT DO NOTHING: on
+ *    PGlite the speculative insertion that clause needs cost about as much as the insert itself.)
  * 2. One UPDATE of every account involved, adding the operation's changes, WHERE a limited account
  *    stays within its credits, RETURNING the accounts it changed with their new totals (handed to
- *    the caller, who then needs no read of a balance it just changed). A missing account means the
- *    limit check refused: the operation throws ExceedsCreditsError and rolls back.
+ *    the caller, who then needs no read of a balance it just changed). An account missing from
+ *    what it returns was refused by the limit check, or does not exist: the operation throws
+ *    ExceedsCreditsError or AccountNotFoundError and rolls back. This is where a transfer's
+ *    accounts are checked to exist: the table has no foreign keys (./schema.ts says why).
  *
  * Why a conditional UPDATE and not SELECT ... FOR UPDATE then a check in code: the check and the
  * write are one statement, and on PostgreSQL a concurrent UPDATE of the same row waits for the
@@ -41,13 +44,6 @@ export interface Movement {
 /** Thrown inside an operation's transaction to undo it: its transfer (or resolution) already exists. */
 export class AlreadyRecorded extends Error {}
 
-/** Thrown inside an operation's transaction when a foreign key named a missing account. */
-class MissingAccount extends Error {
-  constructor(readonly candidates: string[]) {
-    super("a transfer names an account that does not exist");
-  }
-}
-
 /**
  * Runs `body` atomically (a savepoint when `db` is a transaction). If it throws AlreadyRecorded,
  * the work is rolled back and `whenRecorded` answers instead, reading what the earlier attempt left.
@@ -57,11 +53,6 @@ export async function runOperation<T>(db: Db, body: (tx: Db) => Promise<T>, when
     return await db.transaction(body);
   } catch (err) {
     if (err instanceof AlreadyRecorded) return whenRecorded();
-    if (err instanceof MissingAccount) {
-      const rows = await db.query<{ id: string }>("SELECT id FROM ledger_accounts WHERE id = ANY($1::text[])", [err.candidates]);
-      const missing = err.candidates.find((id) => !rows.some((r) => r.id === id));
-      throw new AccountNotFoundError(missing ?? err.candidates.join(", "));
-    }
     throw err;
   }
 }
@@ -81,10 +72,9 @@ export async function record(tx: Db, movements: readonly Movement[]): Promise<Re
   try {
     inserted = await insert(tx, movements);
   } catch (err) {
-    if (sqlState(err) === "23503") throw new MissingAccount(accountIds(movements));
+    if (sqlState(err) === UNIQUE_VIOLATION) throw new AlreadyRecorded();
     throw err;
   }
-  if (inserted.length < movements.length) throw new AlreadyRecorded();
   const accounts = await applyChanges(tx, movements);
   const byId = new Map(inserted.map((row) => [row.id, toTransfer(row)]));
   return { transfers: movements.map((m) => byId.get(m.transfer.id)!), accounts };
@@ -108,6 +98,7 @@ function byCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+const UNIQUE_VIOLATION = "23505";
 const TRANSFER_TYPES = ["text", "text", "text", "text", "bigint", "text", "text", "text"] as const;
 const CHANGE_TYPES = ["text", "bigint", "bigint", "bigint", "bigint"] as const;
 
@@ -115,7 +106,6 @@ async function insert(tx: Db, movements: readonly Movement[]): Promise<TransferR
   return tx.query<TransferRow>(
     `INSERT INTO ledger_transfers (id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference)
      VALUES ${valuesList(movements.length, TRANSFER_TYPES)}
-     ON CONFLICT DO NOTHING
      RETURNING id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference, created_at,
        CASE WHEN kind = 'pending' THEN 'pending' END AS pending_state`,
     movements.flatMap(({ transfer: t }) => [t.id, t.kind, t.debitAccountId, t.creditAccountId, t.amount, t.pendingId, t.code, t.reference]),
@@ -195,8 +185,9 @@ async function refuse(tx: Db, byAccount: Map<string, Change>, refused: string[])
     "SELECT id, debits_pending, debits_posted, credits_posted FROM ledger_accounts WHERE id = ANY($1::text[]) ORDER BY id",
     [refused],
   );
-  const row = rows[0];
-  if (!row) throw new AccountNotFoundError(refused[0]!);
+  const missing = refused.find((id) => !rows.some((r) => r.id === id));
+  if (missing !== undefined) throw new AccountNotFoundError(missing);
+  const row = rows[0]!;
   const change = byAccount.get(row.id)!;
   const available = row.credits_posted - row.debits_posted - row.debits_pending;
   throw new ExceedsCreditsError(row.id, change.debitsPending + change.debitsPosted, available);

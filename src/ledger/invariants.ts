@@ -6,13 +6,15 @@
  *   totals_match_transfers each account's four running totals equal the sum of its transfers
  *   resolution_matches     every post or void names a pending transfer on the same two accounts,
  *                          posts at most its amount, and a void releases exactly its amount
+ *   references_exist       every account and pending transfer a transfer names exists (the table
+ *                          has no foreign keys: ./schema.ts)
  *
  * One statement, so it reads one snapshot and gives no false alarms while transfers commit. It
  * scans everything: for tests, audits and an admin command, not for a request path.
  */
 import type { Db } from "../store/index.ts";
 
-export type Invariant = "balanced" | "within_credits" | "totals_match_transfers" | "resolution_matches";
+export type Invariant = "balanced" | "within_credits" | "totals_match_transfers" | "resolution_matches" | "references_exist";
 
 export interface InvariantViolation {
   invariant: Invariant;
@@ -70,7 +72,16 @@ FROM ledger_transfers r JOIN ledger_transfers p ON p.id = r.pending_id
 WHERE p.kind <> 'pending'
    OR p.debit_account_id <> r.debit_account_id OR p.credit_account_id <> r.credit_account_id
    OR (r.kind = 'post_pending' AND r.amount > p.amount)
-   OR (r.kind = 'void_pending' AND r.amount <> p.amount)`;
+   OR (r.kind = 'void_pending' AND r.amount <> p.amount)
+UNION ALL
+SELECT 'references_exist', NULL, t.id, format('names account %s, which does not exist', missing.id)
+FROM ledger_transfers t
+CROSS JOIN LATERAL (VALUES (t.debit_account_id), (t.credit_account_id)) AS missing (id)
+WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.id = missing.id)
+UNION ALL
+SELECT 'references_exist', NULL, r.id, format('resolves %s, which does not exist', r.pending_id)
+FROM ledger_transfers r
+WHERE r.pending_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ledger_transfers p WHERE p.id = r.pending_id)`;
 
 /** Every violation found; an empty list means the ledger is healthy. */
 export async function checkInvariants(db: Db): Promise<InvariantViolation[]> {

@@ -2,7 +2,8 @@
  * The ledger's tables. The rules that must hold whatever code runs are stated here, so the
  * database refuses a broken write even if a bug slips past the checks in ./transfers.ts:
  * totals never negative, a limited account never overdrawn, transfers never changed or removed,
- * a pending transfer resolved (posted or voided) at most once.
+ * a pending transfer resolved (posted or voided) at most once. That a transfer's accounts exist
+ * is checked by ./apply.ts and by the invariants instead (migration 002 says why).
  */
 import type { Migration } from "../store/index.ts";
 
@@ -55,6 +56,21 @@ CREATE TRIGGER ledger_transfers_immutable BEFORE UPDATE OR DELETE ON ledger_tran
 
 -- The system's shared accounts exist from the start; per-user ones are created on demand.
 INSERT INTO ledger_accounts (id, code) VALUES ('funding', 'funding'), ('treasury', 'treasury');
+`,
+  },
+  {
+    // A foreign key is checked by a query of its own for every row inserted: on PGlite the three
+    // of a transfer cost about as much as the rest of its insert (docs/performance.md, step 10).
+    // What they guarded is checked anyway: the one statement that records transfers updates every
+    // account they name and refuses the operation when one is missing (./apply.ts), a resolution
+    // is recorded only after its pending transfer was read (./pending.ts), and checkInvariants
+    // reports a transfer naming an account or a pending transfer that does not exist.
+    id: "ledger/002_references_checked_by_the_ledger",
+    sql: `
+ALTER TABLE ledger_transfers
+  DROP CONSTRAINT ledger_transfers_debit_account_id_fkey,
+  DROP CONSTRAINT ledger_transfers_credit_account_id_fkey,
+  DROP CONSTRAINT ledger_transfers_pending_id_fkey;
 `,
   },
 ];

@@ -55,5 +55,20 @@ for (const backend of testDatabases()) {
       const found = await checkInvariants(db);
       assert.ok(found.some((v) => v.invariant === "resolution_matches" && v.transferId === "bad-void"));
     });
+
+    it("reports a transfer naming an account or a pending transfer that does not exist", async () => {
+      await db.query(
+        `INSERT INTO ledger_transfers (id, kind, debit_account_id, credit_account_id, amount, pending_id, code)
+         VALUES ('to-nobody', 'posted', $1, 'wallet:nobody', 1, NULL, 'deposit'),
+                ('void-of-nothing', 'void_pending', $1, 'wallet:nobody', 1, 'no-such-transfer', 'reserve')`,
+        [walletAccountId(address)],
+      );
+      const found = (await checkInvariants(db)).filter((v) => v.invariant === "references_exist");
+      assert.deepEqual(found.map((v) => [v.transferId, v.detail]).sort(), [
+        ["to-nobody", "names account wallet:nobody, which does not exist"],
+        ["void-of-nothing", "names account wallet:nobody, which does not exist"],
+        ["void-of-nothing", "resolves no-such-transfer, which does not exist"],
+      ]);
+    });
   });
 }
