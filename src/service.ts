@@ -30,7 +30,7 @@ import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
 import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool } from "./network/index.ts";
 import { type Bus, connectBus } from "./bus/index.ts";
-import { NODES_MIGRATIONS, NodeLease, loadNodeId } from "./nodes/index.ts";
+import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
 import { type CreditPageOptions, WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
@@ -303,9 +303,9 @@ function openServiceDb(options: ServiceOptions): Promise<Db> {
 }
 
 /** With a bus, the other gateway nodes' workers join this node's pool and this node's theirs. */
-async function joinOtherNodes(options: ServiceOptions, pool: WorkerPool, nodeId: string, logger: Logger): Promise<{ bus?: Bus; bridge?: NodeBridge }> {
+async function joinOtherNodes(options: ServiceOptions, db: Db, pool: WorkerPool, nodeId: string, logger: Logger): Promise<{ bus?: Bus; bridge?: NodeBridge }> {
   if (!options.natsUrl) return {};
-  const bus = await connectBus(options.natsUrl, logger);
+  const bus = await connectBus(options.natsUrl, logger, `deployment.${await deploymentId(db)}`);
   return { bus, bridge: new NodeBridge({ bus, pool, nodeId, logger, ...(options.announceMs ? { announceMs: options.announceMs } : {}) }) };
 }
 
@@ -350,7 +350,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
     const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
     await moveCustodialCredits(db, chain, logger);
-    const { bus, bridge } = await joinOtherNodes(options, pool, nodeId, logger);
+    const { bus, bridge } = await joinOtherNodes(options, db, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });
     await arbitration.resumeOpen();
     disputes.start();

@@ -20,7 +20,11 @@ export interface Bus {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export async function connectBus(url: string, logger: Logger): Promise<Bus> {
+/**
+ * `namespace` goes before every subject this bus publishes or subscribes to: the nodes of one
+ * deployment share it, and a deployment beside them on the same NATS server never hears them.
+ */
+export async function connectBus(url: string, logger: Logger, namespace: string): Promise<Bus> {
   // Reconnects forever: a NATS restart must not take the gateway down with it.
   const nc: NatsConnection = await connect({ servers: url, name: "svc-gateway", maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   let up = true;
@@ -32,9 +36,9 @@ export async function connectBus(url: string, logger: Logger): Promise<Bus> {
     }
   })();
   return {
-    publish: (subject, message) => nc.publish(subject, encoder.encode(JSON.stringify(message))),
+    publish: (subject, message) => nc.publish(`${namespace}.${subject}`, encoder.encode(JSON.stringify(message))),
     subscribe: (subject, onMessage) => {
-      const subscription = nc.subscribe(subject, {
+      const subscription = nc.subscribe(`${namespace}.${subject}`, {
         callback: (error, msg) => {
           if (error) return void logger.error({ err: error, subject }, "message bus subscription failed");
           let message: unknown;

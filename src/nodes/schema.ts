@@ -14,4 +14,16 @@ export const NODES_MIGRATIONS = [
       );
     `,
   },
+  {
+    // What the nodes sharing this database have in common and no other deployment has: it names
+    // their subjects on the message bus, so two deployments on one NATS server stay apart.
+    id: "nodes/002_deployment_id",
+    sql: `
+      CREATE TABLE deployment (
+        one_row boolean PRIMARY KEY DEFAULT true CHECK (one_row),
+        id text NOT NULL
+      );
+      INSERT INTO deployment (id) VALUES (replace(gen_random_uuid()::text, '-', ''));
+    `,
+  },
 ];
