@@ -12,13 +12,13 @@ import { join } from "node:path";
 import { splitPayout } from "../src/core/payout.ts";
 import {
   ensureWalletAccounts,
-  reserveAll,
-  resolveAll,
   ensureWorkerAccount,
   FUNDING_ACCOUNT,
   LEDGER_MIGRATIONS,
   postPending,
   reserve,
+  reserveAll,
+  resolveAll,
   settle,
   transfer,
   TREASURY_ACCOUNT,
