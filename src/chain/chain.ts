@@ -42,7 +42,7 @@ import type {
   RefundInput,
   SettleInput,
 } from "./types.ts";
-import { buildTransaction, parseTransaction } from "./wire.ts";
+import { buildTransactionInBackground, parseTransaction } from "./wire.ts";
 import { BoundedMap } from "../core/index.ts";
 
 export type {
@@ -77,7 +77,7 @@ function chainStatus(status: TransactionStatus | null): ChainStatus | null {
 
 /** A signer whose signature slot stays empty: the wallet fills it (`solana:signTransaction`). */
 function awaitingSignature(wallet: Address): Signer {
-  return { address: wallet, publicKey: addressBytes(wallet), sign: () => new Uint8Array(64) };
+  return { address: wallet, publicKey: addressBytes(wallet), sign: () => new Uint8Array(64), signInBackground: async () => new Uint8Array(64) };
 }
 
 /**
@@ -186,7 +186,7 @@ export class Chain {
     const { bytes, lastValidBlockHeight } = await this.backend.latestBlockhash();
     const signers = authoritySigns ? [this.keys.custody, ...extra] : extra;
     const priced = ix.withPriorityFee(instructions, this.priorityFeeMicroLamports);
-    return { ...buildTransaction(this.keys.feePayer, priced, bytes, signers), lastValidBlockHeight: Number(lastValidBlockHeight) };
+    return { ...(await buildTransactionInBackground(this.keys.feePayer, priced, bytes, signers)), lastValidBlockHeight: Number(lastValidBlockHeight) };
   }
 
   /** Development funding: mints USDC base units for `credits` into the wallet's vault. */

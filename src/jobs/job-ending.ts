@@ -207,7 +207,7 @@ async function charge(
   }
   // Checked here, before anything is signed, so a settled job's proof is always over the text the
   // caller received; the program would refuse a bad one too, but only after a fee was spent.
-  if (!deps.skipProofCheck && !proofVerifies(job.id, text, job.workerAddress ?? "", done.signature)) {
+  if (!deps.skipProofCheck && !(await proofVerifies(job.id, text, job.workerAddress ?? "", done.signature))) {
     deps.logger.warn({ job: job.id, worker: job.workerAddress }, "the worker's proof does not match the output it sent; nothing is charged");
     return { ok: false, ...(await refundJob(deps, job, escrowLanded, "failed", "proof_rejected")) };
   }

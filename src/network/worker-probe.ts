@@ -42,12 +42,12 @@ export async function probeWorker(worker: WorkerHandle, model: string, timeoutMs
     clearTimeout(timer);
   }
   if (done === undefined) return { ok: false, reason: `no finished probe job within ${timeoutMs} ms` };
-  return judge(worker.address, jobId, text, done);
+  return await judge(worker.address, jobId, text, done);
 }
 
-function judge(address: string, jobId: string, text: string, done: Extract<WorkerEvent, { type: "done" }>): ProbeResult {
+async function judge(address: string, jobId: string, text: string, done: Extract<WorkerEvent, { type: "done" }>): Promise<ProbeResult> {
   if (text === "") return { ok: false, reason: "the probe job produced no output" };
-  if (!proofVerifies(jobId, text, address, done.signature)) {
+  if (!(await proofVerifies(jobId, text, address, done.signature))) {
     return { ok: false, reason: "the probe job's proof does not verify against its output" };
   }
   const most = Math.min(PROBE_REQUEST.maxTokens, completionTokensAtMost({ text, stop: PROBE_REQUEST.stop, finishReason: done.finishReason }));
