@@ -52,7 +52,7 @@ export async function openPostgres(url: string, options: Pick<OpenDbOptions, "sc
     await pool.end();
     throw err;
   }
-  return new PostgresDb(pool, url);
+  return new PostgresDb(pool, url, options.schema);
 }
 
 /** Distinct statement texts run as named statements; past this, unnamed (multi-row VALUES lists vary in length). */
@@ -76,8 +76,13 @@ class StatementNames {
 
 /** Waits between attempts to listen again after a lost connection: from about 0.1 s, doubling to about 5 s. */
 const RELISTEN_BACKOFF = { initialMs: 100, maxMs: 5_000 };
-/** The listening connections' application_name, so an operator can tell them in pg_stat_activity. */
-export const LISTENER_NAME = "svc-listener";
+/**
+ * The listening connections' application_name, so an operator can tell them, and the schema of
+ * the deployment they listen for, in pg_stat_activity.
+ */
+export function listenerName(schema: string | undefined): string {
+  return schema === undefined ? "svc-listener" : `svc-listener ${schema}`;
+}
 
 /**
  * A connection of its own, outside the pool, that LISTENs on one channel. When it is lost
@@ -88,7 +93,12 @@ class ChannelListener {
   private client: pg.Client | undefined;
   private closed = false;
 
-  constructor(private readonly url: string, private readonly channel: string, private readonly listener: NotificationListener) {}
+  constructor(
+    private readonly url: string,
+    private readonly applicationName: string,
+    private readonly channel: string,
+    private readonly listener: NotificationListener,
+  ) {}
 
   /** The first connection: a failure here is the caller's to handle. */
   async start(): Promise<void> {
@@ -101,7 +111,7 @@ class ChannelListener {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.url, application_name: LISTENER_NAME });
+    const client = new pg.Client({ connectionString: this.url, application_name: this.applicationName });
     client.on("notification", (message) => {
       if (message.channel === this.channel) this.listener.notified(message.payload ?? "");
     });
@@ -148,10 +158,14 @@ class PostgresDb implements Db {
   private readonly statements = new StatementNames();
   private readonly listeners: ChannelListener[] = [];
 
-  constructor(private readonly pool: pg.Pool, private readonly url: string) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly url: string,
+    private readonly schema: string | undefined,
+  ) {}
 
   async listen(channel: string, listener: NotificationListener): Promise<void> {
-    const listening = new ChannelListener(this.url, channel, listener);
+    const listening = new ChannelListener(this.url, listenerName(this.schema), channel, listener);
     await listening.start();
     this.listeners.push(listening);
   }

@@ -11,7 +11,7 @@ import { revokeApiKeys, suspendApiKey } from "../../src/accounts/accounts.ts";
 import { ApiError } from "../../src/core/errors.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { openDb, type Db } from "../../src/store/index.ts";
-import { LISTENER_NAME } from "../../src/store/postgres.ts";
+import { listenerName } from "../../src/store/postgres.ts";
 import { testDatabases } from "../support/db.ts";
 import { until } from "../support/eventually.ts";
 
@@ -94,9 +94,10 @@ const url = process.env.DATABASE_URL;
 describe("API key cache across PostgreSQL nodes", { skip: url === undefined && "DATABASE_URL is not set" }, () => {
   let nodeA: Db;
   let nodeB: Db;
+  let schema: string;
   before(async () => {
     nodeA = await testDatabases().find((d) => d.name === "postgres")!.open({ migrations: ACCOUNTS_MIGRATIONS });
-    const [{ schema }] = (await nodeA.query<{ schema: string }>("SELECT current_schema() AS schema")) as [{ schema: string }];
+    [{ schema }] = (await nodeA.query<{ schema: string }>("SELECT current_schema() AS schema")) as [{ schema: string }];
     nodeB = await openDb({ databaseUrl: url!, schema });
   });
   after(async () => {
@@ -122,8 +123,11 @@ describe("API key cache across PostgreSQL nodes", { skip: url === undefined && "
     await authenticate(seen, `Bearer ${key}`, cacheB);
     await authenticate(seen, `Bearer ${key}`, cacheB);
     assert.equal(seen.statements, 1);
-    // The fault: PostgreSQL ends the listening connections (as a restart or a network cut would).
-    await nodeA.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [LISTENER_NAME]);
+    // The fault: PostgreSQL ends this deployment's listening connections (as a restart or a network
+    // cut would); other test files' deployments on the same server keep theirs.
+    const [{ ended }] = (await nodeA.query<{ ended: bigint }>("SELECT count(pg_terminate_backend(pid)) AS ended FROM pg_stat_activity WHERE application_name = $1", [listenerName(schema)])) as [{ ended: bigint }];
+    // Each cache opened on node B in this file listens: at least this one's connection was ended.
+    assert.ok(ended >= 1n, "node B's listening connections were ended");
     await until(async () => {
       const before = seen.statements;
       await authenticate(seen, `Bearer ${key}`, cacheB);
