@@ -15,6 +15,7 @@ import { generateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { startChainServer, type ChainServer } from "../support/chain-server.ts";
 import { tempDir } from "../support/service.ts";
+import { until } from "../support/eventually.ts";
 import { startFaultyRpcProxy, type FaultyRpcProxy } from "../support/faulty-rpc-proxy.ts";
 
 test("a cluster's transaction errors read as the embedded chain spells them", () => {
@@ -107,9 +108,10 @@ describe("the cluster backend through a faulty RPC", () => {
     let sends = 0;
     proxy.fault = ({ method }) => (method !== "sendTransaction" ? { kind: "pass" } : sends++ < 3 ? { kind: "lose-response" } : { kind: "delay", ms: 400 });
     const deposits = wallets.slice(0, 3).map((wallet) => chain.deposit({ wallet, credits: 2 }));
-    await new Promise((r) => setTimeout(r, 50));
+    // Waited for, not timed: on a busy machine building and sending them can take longer than any fixed pause.
+    await until(() => Promise.all(wallets.slice(0, 3).map(credited)), (balances) => balances.every((b) => b > 0n), "the first three deposits executed");
     deposits.push(...wallets.slice(3).map((wallet) => chain.deposit({ wallet, credits: 2 })));
-    await new Promise((r) => setTimeout(r, 100));
+    await until(async () => sends, (n) => n >= 6, "the last three deposits reached the proxy");
     await server.kill();
     await new Promise((r) => setTimeout(r, 300));
     await server.restart();

@@ -51,7 +51,8 @@ for (const backend of testDatabases()) {
     let worker: WorkerClient;
     before(async () => {
       // Its first tokens come later than an admission commits, so a job may start before its count.
-      engine = countingEngine(await testEngine(), 100);
+      // 400 ms leaves room for a machine busy with other work, where an admission can take 100 ms.
+      engine = countingEngine(await testEngine(), 400);
       // A worker over the protocol, as in production: a job it stops for a reason other than
       // the caller leaving is abandoned, which would count against it were the gateway to blame it.
       gateway = await startTestGateway({ db: await backend.open(), credits: 0, workers: [] });
