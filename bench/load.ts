@@ -12,6 +12,7 @@
  * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes a CPU
  * profile of each gateway's 32-connection run (PROFILE_CONNECTIONS=256 for that run instead).
  */
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
@@ -61,6 +62,8 @@ interface Row {
   busy: number;
   /** This process's CPU time (all threads: the service, the proxy, the load generator) per request answered. */
   cpuMsPerRequest: number;
+  /** The part of it on the main thread; the rest is the chain's thread, libuv's pool (signatures) and V8's helpers. */
+  mainCpuMsPerRequest: number;
   /** The worker's and upstream's process's CPU time per request answered. */
   workerCpuMsPerRequest: number;
 }
@@ -68,6 +71,7 @@ interface Row {
 async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string, worker: WorkerProcess): Promise<Row> {
   const idleBefore = performance.eventLoopUtilization();
   const cpuBefore = process.cpuUsage();
+  const mainCpuBefore = mainThreadCpuMs();
   const workerCpuBefore = await worker.cpuMs();
   const r = await autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: SECONDS, timeout: 30 });
   const requests = Math.max(1, r.requests.total);
@@ -82,12 +86,21 @@ async function drive(target: string, url: string, connections: number, headers: 
     timeouts: r.timeouts,
     busy: performance.eventLoopUtilization(idleBefore).utilization,
     cpuMsPerRequest: cpuMs(process.cpuUsage(cpuBefore)) / requests,
+    mainCpuMsPerRequest: (mainThreadCpuMs() - mainCpuBefore) / requests,
     workerCpuMsPerRequest: ((await worker.cpuMs()) - workerCpuBefore) / requests,
   };
 }
 
 function cpuMs(usage: NodeJS.CpuUsage): number {
   return (usage.user + usage.system) / 1000;
+}
+
+/** The main thread's CPU time so far, from Linux's /proc (user and system time, in 10 ms ticks). */
+function mainThreadCpuMs(): number {
+  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
@@ -159,14 +172,14 @@ for (const kind of kinds) jobs += await driveService(await benchStorage(kind, jo
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
-console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req  worker ms/req  settled/s  backlog settled in");
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  settled/s  backlog settled in");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
   const proxyRow = rows[i - 1]!;
   const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
   const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)}`;
   console.log(
-    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${r.cpuMsPerRequest.toFixed(2).padStart(11)} ${r.workerCpuMsPerRequest.toFixed(2).padStart(14)} ${settledColumns}`,
+    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${`${r.cpuMsPerRequest.toFixed(2)} (${r.mainCpuMsPerRequest.toFixed(2)})`.padStart(18)} ${r.workerCpuMsPerRequest.toFixed(2).padStart(14)} ${settledColumns}`,
   );
 }
 console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");
