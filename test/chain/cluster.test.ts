@@ -103,19 +103,26 @@ describe("the cluster backend through a faulty RPC", () => {
 
   test("the chain killed and restarted mid-send: every deposit is credited exactly once", async () => {
     const wallets = Array.from({ length: 6 }, () => generateKeypair().address);
-    // The first three execute but their answers are lost: they are being confirmed when the chain
-    // dies. The last three are on their way to it.
-    let sends = 0;
-    proxy.fault = ({ method }) => (method !== "sendTransaction" ? { kind: "pass" } : sends++ < 3 ? { kind: "lose-response" } : { kind: "delay", ms: 400 });
-    const deposits = wallets.slice(0, 3).map((wallet) => chain.deposit({ wallet, credits: 2 }));
+    // The first three transactions execute but their answers are lost: they are being confirmed
+    // when the chain dies. The last three are on their way to it. Told apart by their bytes, as
+    // the sender broadcasts each one again while it waits.
+    const transactions: string[] = [];
+    proxy.fault = ({ method, params }) => {
+      if (method !== "sendTransaction") return { kind: "pass" };
+      const wire = String(params[0]);
+      if (!transactions.includes(wire)) transactions.push(wire);
+      return transactions.indexOf(wire) < 3 ? { kind: "lose-response" } : { kind: "delay", ms: 400 };
+    };
+    // Settled as they go, so a deposit that fails while the chain is down is not an unhandled rejection.
+    const first = Promise.allSettled(wallets.slice(0, 3).map((wallet) => chain.deposit({ wallet, credits: 2 })));
     // Waited for, not timed: on a busy machine building and sending them can take longer than any fixed pause.
     await until(() => Promise.all(wallets.slice(0, 3).map(credited)), (balances) => balances.every((b) => b > 0n), "the first three deposits executed");
-    deposits.push(...wallets.slice(3).map((wallet) => chain.deposit({ wallet, credits: 2 })));
-    await until(async () => sends, (n) => n >= 6, "the last three deposits reached the proxy");
+    const last = Promise.allSettled(wallets.slice(3).map((wallet) => chain.deposit({ wallet, credits: 2 })));
+    await until(async () => transactions.length, (n) => n >= 6, "the last three deposits reached the proxy");
     await server.kill();
     await new Promise((r) => setTimeout(r, 300));
     await server.restart();
-    const outcomes = await Promise.allSettled(deposits);
+    const outcomes = [...(await first), ...(await last)];
     proxy.fault = () => ({ kind: "pass" });
     for (const [i, outcome] of outcomes.entries()) {
       const balance = await credited(wallets[i]!);
