@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { it } from "node:test";
 import { migrate, openDb } from "../../src/store/index.ts";
+import { initializeOnThread } from "../../src/store/pglite.ts";
 
 it("PGlite keeps its data across close and reopen of the same data dir", async () => {
   const dataDir = await mkdtemp(join(tmpdir(), "svc-store-"));
@@ -24,5 +25,21 @@ it("PGlite keeps its data across close and reopen of the same data dir", async (
     }
   } finally {
     await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+it("a new data dir is initialized on a thread of its own, which reports its failure", async () => {
+  const root = await mkdtemp(join(tmpdir(), "svc-store-"));
+  try {
+    const dir = join(root, "pgdata");
+    await mkdir(dir);
+    await initializeOnThread(dir);
+    assert.ok((await stat(join(dir, "PG_VERSION"))).isFile(), "initdb ran on the thread");
+    // A data dir where a file stands: initdb fails there, and the caller hears it.
+    const blocked = join(root, "blocked");
+    await writeFile(blocked, "not a directory");
+    await assert.rejects(initializeOnThread(blocked), /PGlite could not initialize a database in .*blocked/);
+  } finally {
+    await rm(root, { recursive: true, force: true });
   }
 });
