@@ -67,7 +67,14 @@ function verifyingKey(address: string): KeyObject | null {
 export function verifyEd25519InBackground(address: string, message: Uint8Array, signature: Uint8Array): Promise<boolean> {
   const key = verifyingKey(address);
   if (key === null || signature.length !== 64) return Promise.resolve(false);
-  return new Promise((resolve) => verify(null, message, key, signature, (error, valid) => resolve(error === null && valid)));
+  return new Promise((resolve) => {
+    // As verifyEd25519: anything OpenSSL refuses, at once or on the pool, is not a valid signature.
+    try {
+      verify(null, message, key, signature, (error, valid) => resolve(error === null && valid));
+    } catch {
+      resolve(false);
+    }
+  });
 }
 
 /** Whether `signature` is the Ed25519 signature of `message` by the key of `address`. */

@@ -7,10 +7,10 @@
  * so that is refused with an error (see `insideOwnTransaction`).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { Worker } from "node:worker_threads";
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { Worker } from "node:worker_threads";
 import { PGlite, types } from "@electric-sql/pglite";
 import type { Db, NotificationListener } from "./db.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
