@@ -7,14 +7,17 @@
  * so that is refused with an error (see `insideOwnTransaction`).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { Worker } from "node:worker_threads";
+import { promisify } from "node:util";
 import { PGlite, types } from "@electric-sql/pglite";
 import type { Db, NotificationListener } from "./db.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
 import { TxHandle } from "./tx.ts";
+
+const runFile = promisify(execFile);
 
 /**
  * PostgreSQL's defaults as PGlite sets them give a 160 MB buffer cache, allocated inside the
@@ -43,40 +46,40 @@ export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
     dir = join(dataDir, "pgdata");
     await mkdir(dir, { recursive: true });
   }
-  if (dir !== undefined && !existsSync(join(dir, "PG_VERSION"))) await initializeOnThread(dir);
+  if (dir !== undefined && !existsSync(join(dir, "PG_VERSION"))) await initializeInOwnProcess(dir);
   return new PgliteDb(await createPglite(dir, image));
 }
 
 /**
- * initdb, for a new data directory, on a thread of its own. It grows PGlite's WebAssembly memory
- * past half a gigabyte, which an instance never gives back. On the main thread that memory was
- * freed only when the garbage collector next collected the closed instance: an idle first `svc
- * dev` measured 775-812 MB 20 s after it was ready, and 431 MB once collected. A thread's memory
- * goes when the thread exits. The thread loads PGlite alone, resolved from here, so it needs
- * neither tsx nor the bundle.
+ * initdb, for a new data directory, in a process of its own. It grows PGlite's WebAssembly memory
+ * past half a gigabyte. Run in this process, none of that came back: closed on the main thread, the
+ * instance kept it until the garbage collector next collected it (775-812 MB 20 s after a first
+ * `svc dev` was ready); run on a worker thread, about 150 MB of it stayed in the process after the
+ * thread exited (docs/performance.md). A process's memory all goes when it exits. The child
+ * loads PGlite alone, resolved from here, so it needs neither tsx nor the bundle.
  */
-export async function initializeOnThread(dir: string): Promise<void> {
-  const worker = new Worker(INITDB_ON_THREAD, {
-    eval: true,
-    execArgv: [],
-    workerData: { pglite: import.meta.resolve("@electric-sql/pglite"), dir, settings: MEMORY_SETTINGS },
-  });
-  await new Promise<void>((resolve, reject) => {
-    worker.once("error", reject);
-    worker.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`PGlite's initdb thread exited with code ${code}`))));
-  });
+export async function initializeInOwnProcess(dir: string): Promise<void> {
+  const pglite = import.meta.resolve("@electric-sql/pglite");
+  try {
+    await runFile(process.execPath, ["--input-type=module", "--eval", INITDB_IN_PROCESS, pglite, dir, JSON.stringify(MEMORY_SETTINGS)], { env: { ...process.env, NODE_OPTIONS: "" } });
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr?.trim();
+    const why = stderr ? stderr.split("\n").at(-1) : error instanceof Error ? error.message : String(error);
+    throw new Error(`PGlite could not initialize a database in ${dir}: ${why}`);
+  }
 }
 
-// Emscripten's file system errors carry an errno and no message; the rethrown error names both.
-const INITDB_ON_THREAD = `
-const { workerData } = require("node:worker_threads");
-import(workerData.pglite).then(async ({ PGlite }) => {
-  const pg = await PGlite.create(workerData.dir, { postgresqlconf: workerData.settings });
+// Emscripten's file system errors carry an errno and no message; the last line of stderr names one or the other.
+const INITDB_IN_PROCESS = `
+const [pglite, dir, settings] = process.argv.slice(1);
+try {
+  const { PGlite } = await import(pglite);
+  const pg = await PGlite.create(dir, { postgresqlconf: JSON.parse(settings) });
   await pg.close();
-}).catch((error) => {
-  const why = error instanceof Error && error.message ? error.message : "errno " + (error && error.errno);
-  throw new Error("PGlite could not initialize a database in " + workerData.dir + ": " + why);
-});
+} catch (error) {
+  process.stderr.write((error instanceof Error && error.message ? error.message : "errno " + (error && error.errno)) + "\\n");
+  process.exitCode = 1;
+}
 `;
 
 /** The data directory of a new, empty database, as an uncompressed tar image. */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { it } from "node:test";
 import { migrate, openDb } from "../../src/store/index.ts";
-import { initializeOnThread } from "../../src/store/pglite.ts";
+import { initializeInOwnProcess } from "../../src/store/pglite.ts";
 
 it("PGlite keeps its data across close and reopen of the same data dir", async () => {
   const dataDir = await mkdtemp(join(tmpdir(), "svc-store-"));
@@ -28,17 +28,17 @@ it("PGlite keeps its data across close and reopen of the same data dir", async (
   }
 });
 
-it("a new data dir is initialized on a thread of its own, which reports its failure", async () => {
+it("a new data dir is initialized in a process of its own, which reports its failure", async () => {
   const root = await mkdtemp(join(tmpdir(), "svc-store-"));
   try {
     const dir = join(root, "pgdata");
     await mkdir(dir);
-    await initializeOnThread(dir);
-    assert.ok((await stat(join(dir, "PG_VERSION"))).isFile(), "initdb ran on the thread");
+    await initializeInOwnProcess(dir);
+    assert.ok((await stat(join(dir, "PG_VERSION"))).isFile(), "initdb ran in the child process");
     // A data dir where a file stands: initdb fails there, and the caller hears it.
     const blocked = join(root, "blocked");
     await writeFile(blocked, "not a directory");
-    await assert.rejects(initializeOnThread(blocked), /PGlite could not initialize a database in .*blocked/);
+    await assert.rejects(initializeInOwnProcess(blocked), /PGlite could not initialize a database in .*blocked/);
   } finally {
     await rm(root, { recursive: true, force: true });
   }
