@@ -88,12 +88,22 @@ function escrowOwner(): ActionOwner {
 /**
  * The program picks the worker's share from its stake record when the settlement executes, not
  * from what the gateway read when the worker registered; the ledger pays what the program paid.
+ * The escrow records are read all at once: each read is a round trip to the chain, taken while the
+ * confirmations' database transaction is open.
  */
-async function paidAsTheProgramPaid(tx: Db, chain: Chain, job: JobRecord): Promise<JobRecord> {
-  const escrow = await chain.escrowRecord(job.id);
-  if (!escrow || escrow.status !== "settled" || escrow.workerStaked === job.workerStaked) return job;
-  await updateJob(tx, job.id, { workerStaked: escrow.workerStaked });
-  return { ...job, workerStaked: escrow.workerStaked };
+async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
+  const escrows = await Promise.all(jobs.map((job) => chain.escrowRecord(job.id)));
+  const paid: JobRecord[] = [];
+  for (const [i, job] of jobs.entries()) {
+    const escrow = escrows[i];
+    if (!escrow || escrow.status !== "settled" || escrow.workerStaked === job.workerStaked) {
+      paid.push(job);
+      continue;
+    }
+    await updateJob(tx, job.id, { workerStaked: escrow.workerStaked });
+    paid.push({ ...job, workerStaked: escrow.workerStaked });
+  }
+  return paid;
 }
 
 function settlementOwner(db: Db, chain: Chain): ActionOwner {
@@ -123,12 +133,12 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
  */
 async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
   const found = await getJobs(tx, confirmed.map(({ action }) => action.subject));
-  const jobs: JobRecord[] = [];
-  for (const { action } of confirmed) {
+  const recorded = confirmed.map(({ action }) => {
     const job = found.get(action.subject);
     if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
-    jobs.push(await paidAsTheProgramPaid(tx, chain, job));
-  }
+    return job;
+  });
+  const jobs = await paidAsTheProgramPaid(tx, chain, recorded);
   await money.payOutAll(tx, jobs);
   const available = await money.availableCreditsOf(tx, [...new Set(jobs.map((job) => job.wallet))]);
   const creditsRemaining = jobs.map((job) => available.get(job.wallet)!);
