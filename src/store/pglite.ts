@@ -12,6 +12,7 @@ import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { setFlagsFromString } from "node:v8";
 import { PGlite, types } from "@electric-sql/pglite";
 import type { Db, NotificationListener } from "./db.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
@@ -26,7 +27,22 @@ const runFile = promisify(execFile);
  */
 const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers=1MB", "maintenance_work_mem=16MB"];
 
+/**
+ * V8 compiles WebAssembly twice by default: every function with its baseline compiler (Liftoff),
+ * then the ones that run often again with its optimizing one. For PGlite that second tier cost an
+ * idle \`svc dev\` about 90 MB (354-360 against 263-272 MB) and initdb most of a second, and bought
+ * no latency that the benches could tell from noise (docs/performance.md, "PGlite's WebAssembly
+ * on the baseline compiler"). The flag is the process's, read when a module compiles: it is set
+ * before PGlite's first, and PGlite is the only WebAssembly the service runs.
+ */
+const BASELINE_ONLY = "--liftoff-only";
+
+function baselineWasmCompilerOnly(): void {
+  setFlagsFromString(BASELINE_ONLY);
+}
+
 function createPglite(dir: string | undefined, image?: Blob): Promise<PGlite> {
+  baselineWasmCompilerOnly();
   // int8 (and int8[] through it) as bigint: money amounts exceed 2^53 in base units only in
   // theory, but a number that silently rounds is not acceptable for a ledger.
   return PGlite.create(dir, {
@@ -61,7 +77,7 @@ export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
 export async function initializeInOwnProcess(dir: string): Promise<void> {
   const pglite = import.meta.resolve("@electric-sql/pglite");
   try {
-    await runFile(process.execPath, ["--input-type=module", "--eval", INITDB_IN_PROCESS, pglite, dir, JSON.stringify(MEMORY_SETTINGS)], { env: { ...process.env, NODE_OPTIONS: "" } });
+    await runFile(process.execPath, [BASELINE_ONLY, "--input-type=module", "--eval", INITDB_IN_PROCESS, pglite, dir, JSON.stringify(MEMORY_SETTINGS)], { env: { ...process.env, NODE_OPTIONS: "" } });
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim();
     const why = stderr ? stderr.split("\n").at(-1) : error instanceof Error ? error.message : String(error);
@@ -84,6 +100,7 @@ try {
 
 /** The data directory of a new, empty database, as an uncompressed tar image. */
 export async function pgliteImage(): Promise<Blob> {
+  baselineWasmCompilerOnly();
   const pg = await PGlite.create();
   try {
     return await pg.dumpDataDir("none");
