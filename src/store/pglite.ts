@@ -30,7 +30,7 @@ const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers
 /**
  * V8 compiles WebAssembly twice by default: every function with its baseline compiler (Liftoff),
  * then the ones that run often again with its optimizing one. For PGlite that second tier cost an
- * idle \`svc dev\` about 90 MB (354-360 against 263-272 MB) and initdb most of a second, and bought
+ * idle `svc dev` about 90 MB (354-360 against 263-272 MB) and initdb most of a second, and bought
  * no latency that the benches could tell from noise (docs/performance.md, "PGlite's WebAssembly
  * on the baseline compiler"). The flag is the process's, read when a module compiles: it is set
  * before PGlite's first, and PGlite is the only WebAssembly the service runs.
