@@ -76,6 +76,16 @@ Object.defineProperty(root, "transaction", {
   },
 });
 
+// A transaction inside a transaction is a savepoint: two more exchanges (SAVEPOINT, RELEASE).
+let savepoints = 0;
+const nested = TxHandle.prototype.transaction;
+Object.defineProperty(TxHandle.prototype, "transaction", {
+  value: function (this: Db, fn: (tx: Db) => Promise<unknown>) {
+    if (counting) savepoints++;
+    return nested.call(this, fn);
+  },
+});
+
 const started = performance.now();
 let asked = 0;
 await Promise.all(
@@ -101,6 +111,7 @@ for (const [key, c] of [...counts].sort((a, b) => b[1].n - a[1].n)) {
 }
 console.log(
   `per job: ${(statements / JOBS).toFixed(1)} statements, ${(transactions / JOBS).toFixed(1)} transactions, ` +
+    `${(savepoints / JOBS).toFixed(1)} savepoints, ` +
     `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms of wall time per request`,
 );
 await service.close();
