@@ -1,19 +1,25 @@
 /**
  * The one place balances change: record new transfers and move the account totals with them.
  *
- * An operation is two statements in its own transaction (a savepoint inside a caller's):
+ * An operation is one statement, in its own transaction (a savepoint inside a caller's, or for the
+ * batch operations of the job service's group commits the caller's transaction itself:
+ * inCallersTransaction). On PGlite every statement, savepoint and release is an exchange with a
+ * fixed cost, and on PostgreSQL a round trip; an operation was four of them before 2026-11-27.
+ * The statement has two parts:
  *
- * 1. INSERT the transfers. A transfer id or a pending transfer's resolution that already exists
- *    fails the statement on a unique index; the operation then rolls back and reports what
- *    exists. The indexes make this hold under concurrency: a second insert of the same id waits
- *    for the first transaction and then fails. (A plain insert, not ON CONFLICT DO NOTHING: on
- *    PGlite the speculative insertion that clause needs cost about as much as the insert itself.)
+ * 1. INSERT the transfers (in a WITH clause). A transfer id or a pending transfer's resolution
+ *    that already exists fails the statement on a unique index; the operation then rolls back and
+ *    reports what exists. The indexes make this hold under concurrency: a second insert of the
+ *    same id waits for the first transaction and then fails. (A plain insert, not ON CONFLICT DO
+ *    NOTHING: on PGlite the speculative insertion that clause needs cost about as much as the
+ *    insert itself.)
  * 2. One UPDATE of every account involved, adding the operation's changes, WHERE a limited account
  *    stays within its credits, RETURNING the accounts it changed with their new totals (handed to
  *    the caller, who then needs no read of a balance it just changed). An account missing from
  *    what it returns was refused by the limit check, or does not exist: the operation throws
- *    ExceedsCreditsError or AccountNotFoundError and rolls back. This is where a transfer's
- *    accounts are checked to exist: the table has no foreign keys (./schema.ts says why).
+ *    ExceedsCreditsError or AccountNotFoundError and rolls back, the transfers with it. This is
+ *    where a transfer's accounts are checked to exist: the table has no foreign keys
+ *    (./schema.ts says why).
  *
  * Why a conditional UPDATE and not SELECT ... FOR UPDATE then a check in code: the check and the
  * write are one statement, and on PostgreSQL a concurrent UPDATE of the same row waits for the
@@ -21,15 +27,15 @@
  * racing for a wallet's last credits are serialized on its row and the second sees the first's
  * debit (on PGlite transactions are serialized anyway). The statement also locks its rows through
  * a sub-select ordered by id, so every operation takes row locks in one global order (no
- * deadlocks between operations, however many accounts each touches), and takes them last, so a
- * shared row such as the treasury stays locked only for one statement and the commit.
+ * deadlocks between operations, however many accounts each touches), in the operation's one
+ * statement, so a shared row such as the treasury stays locked only for that statement and the commit.
  * The CHECK constraints in ./schema.ts back this up: a bug here fails the statement instead of
  * overdrawing. Limits are checked on each account's total change, which is exact for the
  * operations of this module: none debits and credits the same limited account.
  */
-import { sqlState, valuesList, type Db } from "../store/index.ts";
+import { isTransaction, sqlState, valuesList, type Db } from "../store/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "./errors.ts";
-import { accountColumns, toAccount, toTransfer, type AccountRow, type TransferRow } from "./rows.ts";
+import { accountColumns, toAccount, type AccountRow } from "./rows.ts";
 import type { Account, Transfer } from "./types.ts";
 
 /** A transfer as written: the stored fields less what the database sets or derives. */
@@ -64,20 +70,46 @@ export interface Recorded {
 }
 
 /**
- * Records `movements` and applies them to the accounts, inside runOperation's transaction.
- * Throws AlreadyRecorded unless every transfer was new.
+ * Records `movements` and applies them to the accounts, in one statement, inside a transaction
+ * (runOperation's, or the caller's: see inCallersTransaction). Throws AlreadyRecorded unless every
+ * transfer was new.
  */
 export async function record(tx: Db, movements: readonly Movement[]): Promise<Recorded> {
-  let inserted: TransferRow[];
+  let updated: (AccountRow & { recorded_at: Date })[];
+  const byAccount = changes(movements);
   try {
-    inserted = await insert(tx, movements);
+    updated = await recordAndApply(tx, movements, byAccount);
   } catch (err) {
     if (sqlState(err) === UNIQUE_VIOLATION) throw new AlreadyRecorded();
     throw err;
   }
-  const accounts = await applyChanges(tx, movements);
-  const byId = new Map(inserted.map((row) => [row.id, toTransfer(row)]));
-  return { transfers: movements.map((m) => byId.get(m.transfer.id)!), accounts };
+  if (updated.length !== byAccount.size) {
+    return refuse(tx, byAccount, [...byAccount.keys()].sort(byCodeUnits).filter((id) => !updated.some((u) => u.id === id)));
+  }
+  // The transfers' created_at is now(), the transaction's time, as is what the UPDATE returns.
+  const recordedAt = updated[0]!.recorded_at;
+  return {
+    transfers: movements.map(({ transfer }) => ({ ...transfer, createdAt: recordedAt, pendingState: transfer.kind === "pending" ? "pending" : null })),
+    accounts: updated.map(toAccount).sort((a, b) => byCodeUnits(a.id, b.id)),
+  };
+}
+
+/**
+ * Runs a batch operation (reserveAll, resolveAll, payOutAll) in the caller's transaction when
+ * `db` is one, without a savepoint of its own: those callers (group commits) let any error undo
+ * their whole transaction and then do each item alone, so a savepoint would only cost two more
+ * round trips per operation. Given the database itself, in a transaction of its own.
+ */
+export function inCallersTransaction<T>(db: Db, body: (tx: Db) => Promise<T>, whenRecorded: () => never): Promise<T> {
+  const run = async (tx: Db) => {
+    try {
+      return await body(tx);
+    } catch (err) {
+      if (err instanceof AlreadyRecorded) whenRecorded();
+      throw err;
+    }
+  };
+  return isTransaction(db) ? run(db) : db.transaction(run);
 }
 
 /**
@@ -101,16 +133,6 @@ function byCodeUnits(a: string, b: string): number {
 const UNIQUE_VIOLATION = "23505";
 const TRANSFER_TYPES = ["text", "text", "text", "text", "bigint", "text", "text", "text"] as const;
 const CHANGE_TYPES = ["text", "bigint", "bigint", "bigint", "bigint"] as const;
-
-async function insert(tx: Db, movements: readonly Movement[]): Promise<TransferRow[]> {
-  return tx.query<TransferRow>(
-    `INSERT INTO ledger_transfers (id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference)
-     VALUES ${valuesList(movements.length, TRANSFER_TYPES)}
-     RETURNING id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference, created_at,
-       CASE WHEN kind = 'pending' THEN 'pending' END AS pending_state`,
-    movements.flatMap(({ transfer: t }) => [t.id, t.kind, t.debitAccountId, t.creditAccountId, t.amount, t.pendingId, t.code, t.reference]),
-  );
-}
 
 interface Change {
   debitsPending: bigint;
@@ -154,29 +176,45 @@ function changes(movements: readonly Movement[]): Map<string, Change> {
   return byAccount;
 }
 
-async function applyChanges(tx: Db, movements: readonly Movement[]): Promise<Account[]> {
-  const byAccount = changes(movements);
+/**
+ * The transfers inserted and the accounts updated in one statement (one round trip). Both parts
+ * run or fail together: a transfer id or resolution that exists fails the whole statement on its
+ * unique index. An account the limit check refused, or that does not exist, is missing from what
+ * it returns (record then throws, and the transaction rolls back).
+ *
+ * The insert runs first, as when they were two statements: the UPDATE's WHERE counts its rows, a
+ * condition the planner evaluates once before anything else. Unreferenced, it would run after the
+ * UPDATE, and of two concurrent resolutions of one pending transfer the second would then fail on
+ * the accounts' CHECK (its release applied twice) instead of on the unique index that says the
+ * transfer was resolved already.
+ */
+async function recordAndApply(tx: Db, movements: readonly Movement[], byAccount: Map<string, Change>): Promise<(AccountRow & { recorded_at: Date })[]> {
+  const params: unknown[] = movements.flatMap(({ transfer: t }) => [t.id, t.kind, t.debitAccountId, t.creditAccountId, t.amount, t.pendingId, t.code, t.reference]);
+  const transfers = valuesList(movements.length, TRANSFER_TYPES);
   const ids = [...byAccount.keys()].sort(byCodeUnits);
-  const params: unknown[] = ids.flatMap((id) => {
+  const changesFrom = params.length;
+  for (const id of ids) {
     const c = byAccount.get(id)!;
-    return [id, c.debitsPending, c.debitsPosted, c.creditsPending, c.creditsPosted];
-  });
+    params.push(id, c.debitsPending, c.debitsPosted, c.creditsPending, c.creditsPosted);
+  }
   params.push(ids);
-  const updated = await tx.query<AccountRow>(
-    `UPDATE ledger_accounts a
+  return tx.query(
+    `WITH inserted AS (
+       INSERT INTO ledger_transfers (id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference)
+       VALUES ${transfers} RETURNING id
+     )
+     UPDATE ledger_accounts a
      SET debits_pending = a.debits_pending + c.dp, debits_posted = a.debits_posted + c.dpo,
          credits_pending = a.credits_pending + c.cp, credits_posted = a.credits_posted + c.cpo
-     FROM (VALUES ${valuesList(ids.length, CHANGE_TYPES)}) AS c (id, dp, dpo, cp, cpo),
+     FROM (VALUES ${valuesList(ids.length, CHANGE_TYPES, changesFrom)}) AS c (id, dp, dpo, cp, cpo),
           (SELECT id FROM ledger_accounts WHERE id = ANY($${params.length}::text[])
            ORDER BY id COLLATE "C" FOR NO KEY UPDATE) AS locked
-     WHERE a.id = c.id AND locked.id = c.id
+     WHERE (SELECT count(*) FROM inserted) > 0 AND a.id = c.id AND locked.id = c.id
        AND (NOT a.debits_must_not_exceed_credits
             OR a.debits_pending + c.dp + a.debits_posted + c.dpo <= a.credits_posted + c.cpo)
-     RETURNING ${accountColumns("a")}`,
+     RETURNING ${accountColumns("a")}, now() AS recorded_at`,
     params,
   );
-  if (updated.length === ids.length) return updated.map(toAccount).sort((a, b) => byCodeUnits(a.id, b.id));
-  return refuse(tx, byAccount, ids.filter((id) => !updated.some((u) => u.id === id)));
 }
 
 /** Explains why the UPDATE left `refused` accounts alone, with the figures as they now stand. */

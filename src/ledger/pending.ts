@@ -5,7 +5,7 @@
  * void (even a concurrent one) into PendingTransferResolvedError.
  */
 import type { Db } from "../store/index.ts";
-import { accountsNow, AlreadyRecorded, record, runOperation, type Movement, type NewTransfer } from "./apply.ts";
+import { accountsNow, AlreadyRecorded, inCallersTransaction, record, runOperation, type Movement, type NewTransfer } from "./apply.ts";
 import {
   ExceedsPendingAmountError,
   InvalidTransferError,
@@ -99,15 +99,15 @@ export async function resolvePending(db: Db, req: Resolution): Promise<Resolved>
 }
 
 /**
- * Several resolutions as one operation: one read of their pending transfers, one insert and one
- * update for all of them. All or nothing: where resolvePending would refuse one, or find it
- * resolved already (a retry), nothing is recorded and the error says which; the caller then
- * resolves them one by one, each with resolvePending's own answer. Returns every account
- * touched, as the batch left them.
+ * Several resolutions as one operation: one read of their pending transfers and one statement
+ * recording all of them. All or nothing, with the caller's transaction when `db` is one: where
+ * resolvePending would refuse one, or find it resolved already (a retry), the error says which;
+ * the caller then resolves them one by one, each with resolvePending's own answer. Returns every
+ * account touched, as the batch left them.
  */
 export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<Account[]> {
   reqs.forEach(requireResolution);
-  return runOperation<Account[]>(
+  return inCallersTransaction<Account[]>(
     db,
     async (tx) => {
       const pendings = await getTransfers(tx, reqs.map((req) => req.pendingId));
@@ -119,7 +119,7 @@ export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<A
       });
       return (await record(tx, movements)).accounts;
     },
-    async () => {
+    () => {
       throw new Error(`a resolution among ${reqs.map((r) => r.id).join(", ")} was already recorded`);
     },
   );

@@ -18,7 +18,7 @@
  */
 import type { Db } from "../store/index.ts";
 import { escrowAccountId, walletAccountId } from "./accounts.ts";
-import { record, runOperation, type Movement } from "./apply.ts";
+import { inCallersTransaction, record, type Movement } from "./apply.ts";
 import { resolvePending, type Payout, type Resolved } from "./pending.ts";
 import { plannedTransfer, requireId, transfer, type TransferInput } from "./transfers.ts";
 import type { Account, TransferResult } from "./types.ts";
@@ -37,18 +37,19 @@ export async function reserve(db: Db, input: ReserveInput): Promise<TransferResu
 }
 
 /**
- * Several reservations as one operation: one insert and one update however many there are, so
- * jobs admitted together cost about what one does. All or nothing: when a wallet cannot cover
- * its share of the whole batch, nothing is recorded and ExceedsCreditsError names its account;
- * the caller then reserves one by one to learn which fit. Returns every account touched, as the
+ * Several reservations as one operation: one statement however many there are, so jobs admitted
+ * together cost about what one does. All or nothing, with the caller's transaction when `db` is
+ * one (the error leaves it to be rolled back): when a wallet cannot cover its share of the whole
+ * batch, ExceedsCreditsError names its account; the caller then reserves one by one to learn
+ * which fit. Returns every account touched, as the
  * batch left them (ids are new: a reservation already recorded is a bug, not a retry).
  */
 export async function reserveAll(db: Db, inputs: readonly ReserveInput[]): Promise<Account[]> {
   const movements: Movement[] = inputs.map((input) => ({ transfer: plannedTransfer(reservation(input)), pendingAmount: 0n }));
-  return runOperation(
+  return inCallersTransaction(
     db,
     async (tx) => (await record(tx, movements)).accounts,
-    async () => {
+    () => {
       throw new Error(`a reservation among ${inputs.map((i) => i.id).join(", ")} was already recorded`);
     },
   );
@@ -99,7 +100,7 @@ export interface PayOutInput {
 
 /**
  * Pays out charges already posted to their wallets' escrow accounts, as one operation. All or
- * nothing; ids are new (a payout already recorded is a bug, not a retry). Returns every account
+ * nothing, with the caller's transaction when `db` is one; ids are new (a payout already recorded is a bug, not a retry). Returns every account
  * touched, as the batch left them.
  */
 export async function payOutAll(db: Db, inputs: readonly PayOutInput[]): Promise<Account[]> {
@@ -121,10 +122,10 @@ export async function payOutAll(db: Db, inputs: readonly PayOutInput[]): Promise
       }));
   });
   if (movements.length === 0) return [];
-  return runOperation(
+  return inCallersTransaction(
     db,
     async (tx) => (await record(tx, movements)).accounts,
-    async () => {
+    () => {
       throw new Error(`a payout among ${inputs.map((i) => i.id).join(", ")} was already recorded`);
     },
   );

@@ -66,3 +66,8 @@ export class TxHandle implements Db {
     if (this.#savepointActive) throw new Error("transaction handle used while a nested transaction is open");
   }
 }
+
+/** Whether `db` is a transaction's handle (from either backend), not the database itself. */
+export function isTransaction(db: Db): boolean {
+  return db instanceof TxHandle;
+}
