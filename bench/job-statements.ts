@@ -6,7 +6,9 @@
  * settlement's confirmation, which finishes after the reply.
  *
  * With a concurrency above 1, that many requests run at once, and jobs arriving together share
- * their transactions (group commit): the counts show what that leaves per job.
+ * their transactions (group commit): the counts show what that leaves per job. The wall time per
+ * request is also printed for each tenth of the run: one that grows says a cost grows with the
+ * tables (as plans made on empty tables did before the embedded database analyzed them).
  *
  * Run: node --import tsx bench/job-statements.ts [jobs=100] [concurrency=1]
  */
@@ -88,11 +90,15 @@ Object.defineProperty(TxHandle.prototype, "transaction", {
 
 const started = performance.now();
 let asked = 0;
+/** When each tenth of the jobs had been answered: a cost that grows with the tables shows as later tenths taking longer. */
+const tenths: number[] = [];
+let answered = 0;
 await Promise.all(
   Array.from({ length: CONCURRENCY }, async () => {
     while (asked < JOBS) {
       asked++;
       await ask();
+      if (++answered % Math.max(1, Math.floor(JOBS / 10)) === 0) tenths.push(performance.now());
     }
   }),
 );
@@ -114,6 +120,10 @@ console.log(
     `${(savepoints / JOBS).toFixed(1)} savepoints, ` +
     `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms of wall time per request`,
 );
+if (JOBS >= 100) {
+  const perTenth = tenths.slice(0, 10).map((at, i) => (at - (i === 0 ? started : tenths[i - 1]!)) / Math.floor(JOBS / 10));
+  console.log(`ms of wall time per request, by tenth of the run: ${perTenth.map((ms) => ms.toFixed(1)).join(" ")}`);
+}
 await service.close();
 await storage.drop();
 await engine.close();
