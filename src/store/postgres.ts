@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { Backoff } from "../core/index.ts";
+import { AutoAnalyze, autovacuumRuns } from "./auto-analyze.ts";
 import type { Db, NotificationListener, OpenDbOptions } from "./db.ts";
 import { TxHandle } from "./tx.ts";
 
@@ -52,7 +53,10 @@ export async function openPostgres(url: string, options: Pick<OpenDbOptions, "sc
     await pool.end();
     throw err;
   }
-  return new PostgresDb(pool, url, options.schema);
+  const db = new PostgresDb(pool, url, options.schema);
+  // Where the server's autovacuum is off, nothing else would analyze the tables (auto-analyze.ts).
+  if (!(await autovacuumRuns(db))) db.analyzeItself();
+  return db;
 }
 
 /** Distinct statement texts run as named statements; past this, unnamed (multi-row VALUES lists vary in length). */
@@ -157,6 +161,7 @@ class PostgresDb implements Db {
   readonly kind = "postgres" as const;
   private readonly statements = new StatementNames();
   private readonly listeners: ChannelListener[] = [];
+  private analyze: AutoAnalyze | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -209,7 +214,13 @@ class PostgresDb implements Db {
     }
   }
 
+  /** Keep the statistics of this database's tables, as autovacuum would. */
+  analyzeItself(): void {
+    this.analyze ??= new AutoAnalyze(this);
+  }
+
   async close(): Promise<void> {
+    await this.analyze?.stop();
     await Promise.all(this.listeners.map((listening) => listening.close()));
     await this.pool.end();
   }
