@@ -98,14 +98,15 @@ export async function record(tx: Db, movements: readonly Movement[]): Promise<Re
  * Runs a batch operation (reserveAll, resolveAll, payOutAll) in the caller's transaction when
  * `db` is one, without a savepoint of its own: those callers (group commits) let any error undo
  * their whole transaction and then do each item alone, so a savepoint would only cost two more
- * round trips per operation. Given the database itself, in a transaction of its own.
+ * round trips per operation. Given the database itself, in a transaction of its own. A batch's
+ * ids are new: one already recorded (`what` among `ids`) is a bug, not a retry.
  */
-export function inCallersTransaction<T>(db: Db, body: (tx: Db) => Promise<T>, whenRecorded: () => never): Promise<T> {
+export function inCallersTransaction<T>(db: Db, what: string, ids: readonly string[], body: (tx: Db) => Promise<T>): Promise<T> {
   const run = async (tx: Db) => {
     try {
       return await body(tx);
     } catch (err) {
-      if (err instanceof AlreadyRecorded) whenRecorded();
+      if (err instanceof AlreadyRecorded) throw new Error(`a ${what} among ${ids.join(", ")} was already recorded`);
       throw err;
     }
   };

@@ -109,6 +109,8 @@ export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<A
   reqs.forEach(requireResolution);
   return inCallersTransaction<Account[]>(
     db,
+    "resolution",
+    reqs.map((r) => r.id),
     async (tx) => {
       const pendings = await getTransfers(tx, reqs.map((req) => req.pendingId));
       const movements = reqs.flatMap((req) => {
@@ -118,9 +120,6 @@ export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<A
         return movementsOf(planned, pending!);
       });
       return (await record(tx, movements)).accounts;
-    },
-    () => {
-      throw new Error(`a resolution among ${reqs.map((r) => r.id).join(", ")} was already recorded`);
     },
   );
 }

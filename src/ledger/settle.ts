@@ -41,17 +41,16 @@ export async function reserve(db: Db, input: ReserveInput): Promise<TransferResu
  * together cost about what one does. All or nothing, with the caller's transaction when `db` is
  * one (the error leaves it to be rolled back): when a wallet cannot cover its share of the whole
  * batch, ExceedsCreditsError names its account; the caller then reserves one by one to learn
- * which fit. Returns every account touched, as the
- * batch left them (ids are new: a reservation already recorded is a bug, not a retry).
+ * which fit. Returns every account touched, as the batch left them (ids are new: a reservation
+ * already recorded is a bug, not a retry).
  */
 export async function reserveAll(db: Db, inputs: readonly ReserveInput[]): Promise<Account[]> {
   const movements: Movement[] = inputs.map((input) => ({ transfer: plannedTransfer(reservation(input)), pendingAmount: 0n }));
   return inCallersTransaction(
     db,
+    "reservation",
+    inputs.map((i) => i.id),
     async (tx) => (await record(tx, movements)).accounts,
-    () => {
-      throw new Error(`a reservation among ${inputs.map((i) => i.id).join(", ")} was already recorded`);
-    },
   );
 }
 
@@ -100,8 +99,8 @@ export interface PayOutInput {
 
 /**
  * Pays out charges already posted to their wallets' escrow accounts, as one operation. All or
- * nothing, with the caller's transaction when `db` is one; ids are new (a payout already recorded is a bug, not a retry). Returns every account
- * touched, as the batch left them.
+ * nothing, with the caller's transaction when `db` is one; ids are new (a payout already
+ * recorded is a bug, not a retry). Returns every account touched, as the batch left them.
  */
 export async function payOutAll(db: Db, inputs: readonly PayOutInput[]): Promise<Account[]> {
   const movements: Movement[] = inputs.flatMap((input) => {
@@ -124,10 +123,9 @@ export async function payOutAll(db: Db, inputs: readonly PayOutInput[]): Promise
   if (movements.length === 0) return [];
   return inCallersTransaction(
     db,
+    "payout",
+    inputs.map((i) => i.id),
     async (tx) => (await record(tx, movements)).accounts,
-    () => {
-      throw new Error(`a payout among ${inputs.map((i) => i.id).join(", ")} was already recorded`);
-    },
   );
 }
 

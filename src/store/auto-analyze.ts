@@ -19,8 +19,8 @@
  */
 import type { Db } from "./db.ts";
 
-/** How often the embedded database checks for tables to analyze. */
-export const AUTO_ANALYZE_INTERVAL_MS = 10_000;
+/** How often a database without autovacuum is checked for tables to analyze. */
+const AUTO_ANALYZE_INTERVAL_MS = 10_000;
 
 /** Whether the server keeps its tables' statistics itself (autovacuum on, and counting changes). */
 export async function autovacuumRuns(db: Db): Promise<boolean> {
