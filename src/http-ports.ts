@@ -3,7 +3,7 @@
  * parts that own the data and to the database handle: no route, and nothing the http part holds,
  * sees the handle. One place to read what the HTTP layer asks of the rest of the service.
  */
-import { type ApiKeyCache, authenticate, getWallet } from "./accounts/index.ts";
+import { type ApiKeyCache, authenticate, confirmKeys, getWallet } from "./accounts/index.ts";
 import { ApiError, isId, newId } from "./core/index.ts";
 import { deleteWebhook, insertWebhook, listWebhooks, parseTargetUrl, resolveTarget, TargetRefusedError, webhookToApi, type Webhooks } from "./events/index.ts";
 import type { AccountRoutesOptions, HttpPorts, JobRoutesOptions, WebhookInput, WebhookRoutesOptions } from "./http/index.ts";
@@ -15,7 +15,12 @@ import type { Db } from "./store/index.ts";
 export function httpPorts(parts: { db: Db; apiKeys: ApiKeyCache; jobs: JobService; disputes: Disputes; catalog: Catalog; webhooks: Webhooks }): HttpPorts {
   const { db } = parts;
   return {
-    authenticate: (authorization) => authenticate(db, authorization, parts.apiKeys),
+    async authenticate(authorization, confirmedAtAdmission) {
+      const owner = await authenticate(db, authorization, parts.apiKeys);
+      if (owner.keyToConfirm === undefined || confirmedAtAdmission) return owner;
+      await confirmKeys(db, [owner.keyToConfirm]);
+      return { wallet: owner.wallet, keyCreatedAt: owner.keyCreatedAt };
+    },
     account: accountPort(db),
     jobs: jobsPort(parts),
     disputes: { openDispute: (wallet, jobId, hash) => parts.disputes.open(wallet, jobId, hash) },

@@ -63,7 +63,9 @@ export async function suspendApiKey(db: Db, key: string): Promise<void> {
 
 /**
  * The wallet behind an `Authorization` header value, or the spec's authentication error. With a
- * cache, a key it holds is not looked up (api-key-cache.ts).
+ * cache, a key it holds is not looked up (api-key-cache.ts); where the cache can lag a revocation
+ * made through another node, the owner carries `keyToConfirm` for the caller to confirm
+ * (confirmKeys) before it spends anything.
  */
 export async function authenticate(db: Db, authorization: string | undefined, cache?: ApiKeyCache): Promise<KeyOwner> {
   if (authorization === undefined || authorization.trim() === "") {
@@ -72,27 +74,51 @@ export async function authenticate(db: Db, authorization: string | undefined, ca
   const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? authorization;
   const keyHash = hashApiKey(key);
   const cached = cache?.get(keyHash);
-  if (cached !== undefined) return cached;
+  if (cached !== undefined) return cache!.mayLagRevocations ? { ...cached, keyToConfirm: keyHash } : cached;
   const mark = cache?.mark() ?? 0;
   // Every key that was sent and is not cached costs one hash and one lookup, malformed or not,
   // so the answer's timing does not tell a malformed key from an unknown one.
-  const rows = await db.query<{ wallet: string; created_at: Date; revoked_at: Date | null; suspended_at: Date | null }>(
-    "SELECT wallet, created_at, revoked_at, suspended_at FROM api_keys WHERE key_hash = $1",
+  const rows = await db.query<KeyRow & { wallet: string; created_at: Date }>(
+    "SELECT key_hash, wallet, created_at, revoked_at, suspended_at FROM api_keys WHERE key_hash = $1",
     [keyHash],
   );
   if (!isWellFormedKey(key)) {
     throw new ApiError("invalid_api_key", "The API key is not valid. Keys look like 'svc_live_' followed by 32 letters and digits.");
   }
   const row = rows[0];
-  if (!row || row.revoked_at !== null) {
-    throw new ApiError("invalid_api_key", "The API key does not exist or was revoked.");
-  }
-  if (row.suspended_at !== null) {
-    throw new ApiError("key_suspended", "This API key was suspended after a policy violation.");
-  }
-  const owner = { wallet: row.wallet, keyCreatedAt: row.created_at };
+  const refused = refusal(row);
+  if (refused !== undefined) throw refused;
+  const owner = { wallet: row!.wallet, keyCreatedAt: row!.created_at };
   cache?.put(keyHash, owner, mark);
   return owner;
+}
+
+/**
+ * Refuses, with the error `authenticate` would give now, when any of these keys (by hash) was
+ * revoked, suspended or deleted: one statement for a whole admission group (jobs/admission.ts),
+ * so a key accepted from a cache that had not yet heard of its revocation spends nothing.
+ */
+export async function confirmKeys(db: Db, keyHashes: readonly string[]): Promise<void> {
+  const wanted = [...new Set(keyHashes)];
+  const rows = await db.query<KeyRow>("SELECT key_hash, revoked_at, suspended_at FROM api_keys WHERE key_hash = ANY($1::text[])", [wanted]);
+  const byHash = new Map(rows.map((row) => [row.key_hash, row]));
+  for (const keyHash of wanted) {
+    const refused = refusal(byHash.get(keyHash));
+    if (refused !== undefined) throw refused;
+  }
+}
+
+interface KeyRow {
+  key_hash: string;
+  revoked_at: Date | null;
+  suspended_at: Date | null;
+}
+
+/** Why a key found as `row` (or not found) is refused, if it is. */
+function refusal(row: KeyRow | undefined): ApiError | undefined {
+  if (!row || row.revoked_at !== null) return new ApiError("invalid_api_key", "The API key does not exist or was revoked.");
+  if (row.suspended_at !== null) return new ApiError("key_suspended", "This API key was suspended after a policy violation.");
+  return undefined;
 }
 
 /**

@@ -14,6 +14,8 @@ import type { WebOptions } from "../web/index.ts";
 export interface KeyOwner {
   wallet: string;
   keyCreatedAt: Date;
+  /** Set when the key was accepted from a cache that may not yet know of its revocation: the job's admission confirms it. */
+  keyToConfirm?: string;
 }
 
 /**
@@ -21,8 +23,13 @@ export interface KeyOwner {
  * the service (src/http-ports.ts), so that nothing in this part holds a database handle.
  */
 export interface HttpPorts {
-  /** The wallet behind an Authorization header value, or the spec's authentication error. */
-  authenticate(authorization: string | undefined): Promise<KeyOwner>;
+  /**
+   * The wallet behind an Authorization header value, or the spec's authentication error. Every
+   * request with a revoked key is refused (spec): a key taken from a cache that may lag is
+   * confirmed in the database now, unless `confirmedAtAdmission` (the route spends only through
+   * a job's admission, which confirms `keyToConfirm` in its own transaction).
+   */
+  authenticate(authorization: string | undefined, confirmedAtAdmission: boolean): Promise<KeyOwner>;
   account: AccountRoutesOptions;
   jobs: JobRoutesOptions;
   disputes: DisputeRoutesOptions;

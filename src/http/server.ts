@@ -30,8 +30,22 @@ export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
  */
 export const AJV_OPTIONS = { customOptions: { coerceTypes: false, verbose: true, allowUnionTypes: true } } as const;
 
+/** What a route's `config` may say about it to the hooks here. */
+interface RouteFlags {
+  /** Open without an API key. */
+  public?: boolean;
+  /** Not counted by the per-IP limit. */
+  rateLimited?: boolean;
+  /** Spends only through a job's admission, which confirms a key accepted from the cache (HttpPorts.authenticate). */
+  keyConfirmedAtAdmission?: boolean;
+}
+
+function routeFlags(request: FastifyRequest): RouteFlags {
+  return (request.routeOptions.config as RouteFlags | undefined) ?? {};
+}
+
 function isPublic(request: FastifyRequest): boolean {
-  return Boolean(request.routeOptions.config && (request.routeOptions.config as { public?: boolean }).public);
+  return routeFlags(request).public === true;
 }
 
 /** Text a path parameter holds that no id, model or webhook can have, and the database cannot store (NUL). */
@@ -106,7 +120,7 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
   });
   const limiter = ctx.rateLimit === false ? undefined : new RateLimiter(ctx.rateLimit);
   app.addHook("onRequest", async (request) => {
-    if (!limiter || (request.routeOptions.config as { rateLimited?: boolean } | undefined)?.rateLimited === false) return;
+    if (!limiter || routeFlags(request).rateLimited === false) return;
     const retryAfter = limiter.take(request.ip);
     if (retryAfter > 0) {
       throw new ApiError("rate_limited", "Too many requests from this address; slow down.", null, { retry_after: retryAfter });
@@ -122,10 +136,10 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
       v1.decorateRequest("owner", undefined as unknown as KeyOwner);
       v1.decorateRequest("completion", undefined);
       v1.addHook("preHandler", async (request) => {
-        if (!isPublic(request)) request.owner = await ctx.ports.authenticate(soleAuthorization(request));
+        if (!isPublic(request)) request.owner = await ctx.ports.authenticate(soleAuthorization(request), routeFlags(request).keyConfirmedAtAdmission === true);
         checkParams(request);
       });
-      await v1.register(chatCompletionRoutes, { startJob: (wallet, chat, signal) => ctx.jobs.start(wallet, chat, signal), appUrl: () => ctx.appUrl });
+      await v1.register(chatCompletionRoutes, { startJob: (owner, chat, signal) => ctx.jobs.start(owner, chat, signal), appUrl: () => ctx.appUrl });
       await v1.register(modelRoutes, { catalog: ctx.catalog, pool: ctx.pool });
       await v1.register(accountRoutes, ctx.ports.account);
       await v1.register(jobRoutes, ctx.ports.jobs);

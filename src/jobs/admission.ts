@@ -1,11 +1,13 @@
 /**
- * Admission: a job's credits reserved, its row, escrow transaction and worker recorded, and its
- * events written, atomically, committed together with the jobs that arrived beside it.
+ * Admission: the caller's key confirmed where it came from a cache that may lag, a job's credits
+ * reserved, its row, escrow transaction and worker recorded, and its events written, atomically,
+ * committed together with the jobs that arrived beside it.
  *
  * A group is all or nothing in the ledger: when a wallet cannot cover its share, the group is
  * rolled back and each job is admitted alone (GroupCommit does that for any failure), so a
  * refused job fails by itself with the error it would have had alone and the others go through.
  */
+import { confirmKeys } from "../accounts/index.ts";
 import type { ChainAction, ChainJournal } from "../chain/index.ts";
 import { creditLowEvent, emitEvents, jobProcessingEvent, jobSubmittedEvent, type NewEvent } from "../events/index.ts";
 import { GroupCommit, type Db } from "../store/index.ts";
@@ -18,6 +20,8 @@ export interface Admission {
   job: JobRecord;
   escrow: ChainAction;
   worker: { address: string; staked: boolean };
+  /** The caller's key, accepted from a cache that may lag its revocation (accounts.confirmKeys). */
+  keyToConfirm?: string;
 }
 
 /**
@@ -55,6 +59,9 @@ interface Admitted {
  * of the job that crossed the threshold, as it would one job at a time.
  */
 async function admitAll(tx: Db, admissions: readonly Admission[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
+  // A refused key fails the group, which is redone job by job: only its own jobs are refused.
+  const keysToConfirm = admissions.flatMap((a) => a.keyToConfirm ?? []);
+  if (keysToConfirm.length > 0) await confirmKeys(tx, keysToConfirm);
   const creditsAfter = await money.reserveAll(
     tx,
     admissions.map(({ job }) => ({ wallet: job.wallet, jobId: job.id, credits: job.lockedCredits })),

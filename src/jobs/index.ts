@@ -6,7 +6,7 @@ export { JOB_STATUSES, jobToApi } from "./job-record.ts";
 export type { JobRecord } from "./job-record.ts";
 export { listJobs } from "./job-repo.ts";
 export { JobService } from "./job-service.ts";
-export type { JobEvent, StartedJob } from "./job-service.ts";
+export type { JobCaller, JobEvent, StartedJob } from "./job-service.ts";
 export * as money from "./money.ts";
 export { availableCredits } from "./money.ts";
 export { JOBS_MIGRATIONS } from "./schema.ts";

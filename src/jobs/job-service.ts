@@ -99,6 +99,12 @@ interface DrivenJob {
   started: StartedJob;
 }
 
+/** Who asks for a job: the wallet, and the hash of a key its admission must confirm (accounts.authenticate). */
+export interface JobCaller {
+  wallet: string;
+  keyToConfirm?: string;
+}
+
 /** What a job's admission gives it: the wallet's credits after the lock, and the escrow to send. */
 interface Admitted {
   creditsAfterLock: number;
@@ -186,7 +192,8 @@ export class JobService {
    * the job to a worker. Resolves once the job is running; errors before that are ApiErrors that
    * leave nothing charged.
    */
-  async start(wallet: string, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
+  async start(caller: JobCaller, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
+    const { wallet } = caller;
     const model = this.catalog.get(request.model);
     const arrived = performance.now();
     if (!model) throw new ApiError("model_not_found", `The model '${request.model}' does not exist.`, "model");
@@ -211,7 +218,7 @@ export class JobService {
       }
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
-      const started = await this.reserve(wallet, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, early);
+      const started = await this.reserve(caller, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, early);
       this.admissionMs.add(performance.now() - arrived);
       return started;
     } catch (error) {
@@ -358,7 +365,7 @@ export class JobService {
    * `held.lease` is the lease in use, for the caller to release if this fails.
    */
   private async reserve(
-    wallet: string,
+    caller: JobCaller,
     model: CatalogModel,
     request: ChatRequest,
     fit: { promptTokens: number; wanted: number; contextWindow: number },
@@ -367,6 +374,7 @@ export class JobService {
     early: EarlyJob | undefined,
   ): Promise<StartedJob> {
     const { promptTokens, wanted, contextWindow } = fit;
+    const { wallet } = caller;
     const rates = TIERS[model.tier];
     for (let attempt = 0; ; attempt++) {
       const available = request.maxTokens !== undefined ? Number.POSITIVE_INFINITY : await money.availableCredits(this.db, wallet);
@@ -389,7 +397,7 @@ export class JobService {
         request,
       };
       const job = early ? Object.assign(early.job, record) : newPendingJob(record);
-      const admitted = this.admissions.admit({ job, escrow, worker: held.lease.worker });
+      const admitted = this.admissions.admit({ job, escrow, worker: held.lease.worker, keyToConfirm: caller.keyToConfirm });
       const admission = admitted.then((creditsAfterLock) => ({ creditsAfterLock, escrow }));
       // A refusal is handled below, through `admitted`.
       admission.catch(() => undefined);

@@ -1,12 +1,14 @@
 /**
  * Accepted API keys are kept by each node, and a key that changes is dropped from every node's
  * cache by the database's notification: a revoked or suspended key fails on the next request,
- * here at once on PGlite and, on PostgreSQL, on another node as soon as the notification lands.
+ * here at once on PGlite and, on PostgreSQL, on another node as soon as the notification lands;
+ * before it lands, a key the cache accepted there is refused when confirmed (accounts.confirmKeys).
  * A node that loses its listening connection stops trusting its cache until it listens again.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ACCOUNTS_MIGRATIONS, ApiKeyCache, authenticate, issueApiKey } from "../../src/accounts/index.ts";
+import { ACCOUNTS_MIGRATIONS, ApiKeyCache, authenticate, confirmKeys, issueApiKey } from "../../src/accounts/index.ts";
+import { hashApiKey } from "../../src/accounts/api-key.ts";
 import { revokeApiKeys, suspendApiKey } from "../../src/accounts/accounts.ts";
 import { ApiError } from "../../src/core/errors.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
@@ -29,6 +31,17 @@ function counting(db: Db): Db & { statements: number } {
     close: () => db.close(),
   };
   return handle;
+}
+
+/**
+ * The fault: a change whose notification has not reached the other nodes yet. The triggers that
+ * notify do not fire for a session replaying changes as a replica, so this one never arrives.
+ */
+async function changeUnheard(db: Db, sql: string, keyHash: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.exec("SET LOCAL session_replication_role = replica");
+    await tx.query(sql, [keyHash]);
+  });
 }
 
 async function refusal(db: Db, key: string, cache: ApiKeyCache): Promise<string> {
@@ -55,6 +68,9 @@ for (const backend of testDatabases()) {
       assert.equal((await authenticate(seen, `Bearer ${key}`, cache)).wallet, wallet);
       assert.equal((await authenticate(seen, `Bearer ${key}`, cache)).wallet, wallet);
       assert.equal(seen.statements, 1, "the second request used the cache");
+      // Only PostgreSQL's notifications can arrive after a request that should have been refused.
+      const fromCache = await authenticate(seen, `Bearer ${key}`, cache);
+      assert.equal(fromCache.keyToConfirm, backend.name === "postgres" ? hashApiKey(key) : undefined);
       await revokeApiKeys(db, wallet);
       if (backend.name === "postgres") await until(() => refusal(db, key, cache), (code) => code === "invalid_api_key", "the revocation's notification arrived", 2_000);
       assert.equal(await refusal(db, key, cache), "invalid_api_key");
@@ -114,6 +130,23 @@ describe("API key cache across PostgreSQL nodes", { skip: url === undefined && "
     await revokeApiKeys(nodeA, wallet);
     await until(() => refusal(nodeB, key, cacheB), (code) => code === "invalid_api_key", "node B dropped the revoked key", 2_000);
     assert.ok(performance.now() - revokedAt < 2_000);
+  });
+
+  test("a key accepted from a cache that has not yet heard of its revocation is refused when confirmed", async () => {
+    const cacheB = await ApiKeyCache.open(nodeB);
+    const keys = [await issueApiKey(nodeA, generateKeypair().address), await issueApiKey(nodeA, generateKeypair().address), await issueApiKey(nodeA, generateKeypair().address)];
+    for (const key of keys) assert.equal(await refusal(nodeB, key, cacheB), "accepted");
+    const [revoked, suspended, live] = keys.map(hashApiKey) as [string, string, string];
+    await changeUnheard(nodeA, "UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1", revoked);
+    await changeUnheard(nodeA, "UPDATE api_keys SET suspended_at = now() WHERE key_hash = $1", suspended);
+    for (const key of keys) {
+      const owner = await authenticate(nodeB, `Bearer ${key}`, cacheB);
+      assert.equal(owner.keyToConfirm, hashApiKey(key), "still cached on node B, to be confirmed");
+    }
+    await confirmKeys(nodeB, [live, live]);
+    assert.equal(await confirmKeys(nodeB, [live, revoked]).catch((e: ApiError) => e.code), "invalid_api_key");
+    assert.equal(await confirmKeys(nodeB, [suspended, live]).catch((e: ApiError) => e.code), "key_suspended");
+    assert.equal(await confirmKeys(nodeB, [hashApiKey("svc_live_" + "b".repeat(32))]).catch((e: ApiError) => e.code), "invalid_api_key");
   });
 
   test("a node whose listening connection is lost looks every key up until it listens again", async () => {

@@ -82,7 +82,7 @@ describe("a request a worker cannot read", () => {
       seed: 1e20,
     };
     for (let i = 0; i < 3; i++) {
-      const started = await gateway.service.jobs.start(gateway.wallet, request, new AbortController().signal);
+      const started = await gateway.service.jobs.start({ wallet: gateway.wallet }, request, new AbortController().signal);
       const firstWorker = started.workerAddress;
       await assert.rejects(async () => {
         for await (const _ of started.events);

@@ -1,7 +1,7 @@
 /** POST /chat/completions: JSON or SSE, with the x-svc-* headers and the settlement trailer. */
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { ApiError } from "../../core/index.ts";
-import type { ChatRequest, JobEvent, StartedJob } from "../../jobs/index.ts";
+import type { ChatRequest, JobCaller, JobEvent, StartedJob } from "../../jobs/index.ts";
 import type { FinishReason, Usage } from "../../inference/index.ts";
 import { parseChatRequest, type ChatCompletionBody } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
@@ -38,7 +38,8 @@ function noteUsage<T extends { usage: Usage }>(log: CompletionLog, finished: T):
 }
 
 export interface ChatCompletionsOptions {
-  startJob(wallet: string, chat: ChatRequest, signal: AbortSignal): Promise<StartedJob>;
+  /** Starts the caller's job; its admission confirms `keyToConfirm` (the route's `keyConfirmedAtAdmission`). */
+  startJob(caller: JobCaller, chat: ChatRequest, signal: AbortSignal): Promise<StartedJob>;
   /** Error bodies link into `<appUrl>/docs/errors`; the origin is only known once the server listens. */
   appUrl(): string;
 }
@@ -137,11 +138,11 @@ async function streamCompletion({ reply, job, events, log, chat }: Answer, appUr
 }
 
 export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCompletionsOptions): Promise<void> {
-  app.post("/chat/completions", { schema, serializerCompiler: plainJson }, async (request, reply) => {
+  app.post("/chat/completions", { schema, serializerCompiler: plainJson, config: { keyConfirmedAtAdmission: true } }, async (request, reply) => {
     const chat = parseChatRequest(request.body as ChatCompletionBody);
     const log: CompletionLog = (request.completion = { model: chat.model });
     const signal = clientGone(reply);
-    const job = await options.startJob(request.owner.wallet, chat, signal);
+    const job = await options.startJob(request.owner, chat, signal);
     log.jobId = job.id;
     reply.headers(jobHeaders(job));
     const jobEvents = job.events[Symbol.asyncIterator]();
