@@ -4,7 +4,7 @@
  * PGlite runs one transaction at a time and makes a plain `query` wait while a transaction is
  * open, so nothing interleaves into another caller's transaction. The flip side: a transaction
  * callback that awaits a query on the root Db instead of on its `tx` waits for itself forever,
- * so that is refused with an error (see `insideOwnTransaction`).
+ * so that is refused with an error (see `#startStatement`).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { execFile } from "node:child_process";
@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { PGlite, types } from "@electric-sql/pglite";
-import { AutoAnalyze } from "./auto-analyze.ts";
+import { AutoVacuum, type Quietness } from "./auto-vacuum.ts";
 import type { Db, NotificationListener } from "./db.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
 import { TxHandle } from "./tx.ts";
@@ -29,7 +29,7 @@ const runFile = promisify(execFile);
 const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers=1MB", "maintenance_work_mem=16MB"];
 
 /**
- * PGlite runs no autovacuum, so the embedded database analyzes its tables itself (auto-analyze.ts),
+ * PGlite runs no autovacuum, so the embedded database vacuums and analyzes its tables itself (auto-vacuum.ts),
  * on the main thread like everything PGlite does. With PostgreSQL's default target an ANALYZE of
  * the ledger's transfers reads a sample of 30,000 rows: 120 ms at 30,000 transfers, 193 ms at
  * 100,000. With 10, 12 and 32 ms, and the plans as good: the service's statements look rows up by
@@ -126,30 +126,39 @@ interface OpenTransaction {
 
 const currentTransaction = new AsyncLocalStorage<OpenTransaction>();
 
-class PgliteDb implements Db {
+class PgliteDb implements Db, Quietness {
   readonly kind = "pglite" as const;
 
   private readonly statements: PreparedStatements;
-  /** PGlite runs no autovacuum: without statistics, plans made on a small table stay as it grows. */
-  private readonly analyze: AutoAnalyze;
+  /**
+   * PGlite runs no autovacuum: without statistics, plans made on a small table stay as it grows,
+   * and without VACUUM its updated tables keep every dead row version.
+   */
+  private readonly vacuum: AutoVacuum;
+  /** When the latest statement or transaction began, so a VACUUM can wait for a quiet moment. */
+  private lastStatementAtMs = performance.now();
 
   constructor(private readonly pg: PGlite) {
     this.statements = new PreparedStatements(pg);
-    this.analyze = new AutoAnalyze(this);
+    this.vacuum = new AutoVacuum(this, { quietness: this });
+  }
+
+  quietForMs(): number {
+    return performance.now() - this.lastStatementAtMs;
   }
 
   async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
-    this.#refuseInsideOwnTransaction();
+    this.#startStatement();
     return (await this.statements.query<T>(sql, params ?? [], true)) ?? (await this.pg.query<T>(sql, params)).rows;
   }
 
   async exec(sql: string): Promise<void> {
-    this.#refuseInsideOwnTransaction();
+    this.#startStatement();
     await this.pg.exec(sql);
   }
 
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
-    this.#refuseInsideOwnTransaction();
+    this.#startStatement();
     const state: OpenTransaction = { db: this, open: true };
     return currentTransaction.run(state, () =>
       this.pg.transaction(async (raw) => {
@@ -175,11 +184,13 @@ class PgliteDb implements Db {
   }
 
   async close(): Promise<void> {
-    await this.analyze.stop();
+    await this.vacuum.stop();
     await this.pg.close();
   }
 
-  #refuseInsideOwnTransaction(): void {
+  /** Every statement and transaction starts here: noted for `quietForMs`, refused inside its own transaction. */
+  #startStatement(): void {
+    this.lastStatementAtMs = performance.now();
     const state = currentTransaction.getStore();
     if (state?.open && state.db === this) {
       throw new Error("query on the Db inside its own transaction: use the `tx` handle (PGlite would wait forever)");

@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { Backoff } from "../core/index.ts";
-import { AutoAnalyze, autovacuumRuns } from "./auto-analyze.ts";
+import { AutoVacuum, autovacuumRuns } from "./auto-vacuum.ts";
 import type { Db, NotificationListener, OpenDbOptions } from "./db.ts";
 import { TxHandle } from "./tx.ts";
 
@@ -54,8 +54,8 @@ export async function openPostgres(url: string, options: Pick<OpenDbOptions, "sc
     throw err;
   }
   const db = new PostgresDb(pool, url, options.schema);
-  // Where the server's autovacuum is off, nothing else would analyze the tables (auto-analyze.ts).
-  if (!(await autovacuumRuns(db))) db.analyzeItself();
+  // Where the server's autovacuum is off, nothing else would vacuum and analyze the tables (auto-vacuum.ts).
+  if (!(await autovacuumRuns(db))) db.vacuumItself();
   return db;
 }
 
@@ -161,7 +161,7 @@ class PostgresDb implements Db {
   readonly kind = "postgres" as const;
   private readonly statements = new StatementNames();
   private readonly listeners: ChannelListener[] = [];
-  private analyze: AutoAnalyze | undefined;
+  private vacuum: AutoVacuum | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -214,13 +214,17 @@ class PostgresDb implements Db {
     }
   }
 
-  /** Keep the statistics of this database's tables, as autovacuum would. */
-  analyzeItself(): void {
-    this.analyze ??= new AutoAnalyze(this);
+  /**
+   * Vacuum and analyze this database's tables as autovacuum would. VACUUM runs in the server's
+   * backend, beside the statements of requests and without blocking them, so it does not wait for
+   * a quiet moment.
+   */
+  vacuumItself(): void {
+    this.vacuum ??= new AutoVacuum(this);
   }
 
   async close(): Promise<void> {
-    await this.analyze?.stop();
+    await this.vacuum?.stop();
     await Promise.all(this.listeners.map((listening) => listening.close()));
     await this.pool.end();
   }
