@@ -21,8 +21,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { startService, type Service } from "../src/service.ts";
-import { latencyLine, measureLatency } from "./latency.ts";
-import { type BenchStorage, benchStorage, fundedClient, settled } from "./support.ts";
+import { type Latencies, latencyLine, measureLatency } from "./latency.ts";
+import { type BenchStorage, benchStorage, fundedClient, percentile, settled } from "./support.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess, UPSTREAM_MODEL, type WorkerProcess } from "./worker-process.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
@@ -58,6 +58,9 @@ interface Row {
   timeouts: number;
   settleMs?: number;
   settledPerSecond?: number;
+  /** Requests answered 2xx, and (gateway rows) jobs settled from the run's start until its backlog was. */
+  answered: number;
+  settled?: number;
   /** The share of the run this process's main thread was busy (event-loop utilization). */
   busy: number;
   /** This process's CPU time (all threads: the service, the proxy, the load generator) per request answered. */
@@ -84,6 +87,7 @@ async function drive(target: string, url: string, connections: number, headers: 
     non2xx: r.non2xx,
     errors: r.errors,
     timeouts: r.timeouts,
+    answered: r["2xx"],
     busy: performance.eventLoopUtilization(idleBefore).utilization,
     cpuMsPerRequest: cpuMs(process.cpuUsage(cpuBefore)) / requests,
     mainCpuMsPerRequest: (mainThreadCpuMs() - mainCpuBefore) / requests,
@@ -104,6 +108,49 @@ function mainThreadCpuMs(): number {
 }
 
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
+
+/** A database's sequential latencies, upstream and through the gateway. */
+interface SequentialLatencies {
+  label: string;
+  direct: Latencies;
+  through: Latencies;
+}
+
+/** One target: what it asks, what this run measured, and whether that meets it. */
+function verdict(what: string, measured: string, met: boolean): string {
+  return `${met ? "met    " : "NOT met"}  ${what.padEnd(66)} ${measured}`;
+}
+
+/** Each target of the performance issue that this bench measures, per database, with its verdict. */
+function targetLines(rows: Row[], sequential: readonly SequentialLatencies[]): string[] {
+  const lines: string[] = [];
+  for (const { label, direct, through } of sequential) {
+    const gateway = (connections: number) => rows.findIndex((r) => r.target === `gateway, ${label}` && r.connections === connections);
+    const at32 = rows[gateway(32)]!;
+    const proxy32 = rows[gateway(32) - 1]!;
+    const at256 = rows[gateway(256)]!;
+    const gatewayRows = rows.filter((r) => r.target === `gateway, ${label}`);
+    const added = (gatewayMs: number[], upstreamMs: number[], p: number) => percentile(gatewayMs, p) - percentile(upstreamMs, p);
+    const firstTokenP50 = added(through.firstTokenMs, direct.firstTokenMs, 50);
+    const firstTokenP99 = added(through.firstTokenMs, direct.firstTokenMs, 99);
+    const jsonP50 = added(through.jsonMs, direct.jsonMs, 50);
+    const slowestSettleMs = Math.max(...gatewayRows.map((r) => r.settleMs ?? 0));
+    const failed256 = at256.non2xx + at256.errors + at256.timeouts;
+    lines.push(
+      `${label}:`,
+      verdict("at least 1,000 paid JSON completions a second at 32 connections", `${at32.requestsPerSecond.toFixed(0)} req/s`, at32.requestsPerSecond >= 1000),
+      verdict("at least a quarter of the plain proxy's requests a second at 32", `${(at32.requestsPerSecond / proxy32.requestsPerSecond).toFixed(3)}`, at32.requestsPerSecond * 4 >= proxy32.requestsPerSecond),
+      verdict("no request fails or times out at 256 connections", `${failed256} failed or timed out`, failed256 === 0),
+      verdict("every backlog settled within 5 s after the load stops", `longest ${slowestSettleMs.toFixed(0)} ms`, slowestSettleMs <= 5000),
+      // Settled a second at least equal to arrivals: every job answered in a run settled, within the bound above.
+      verdict("every job answered in a run settled (settled / answered, per run)", gatewayRows.map((r) => `${r.settled}/${r.answered}`).join(", "), gatewayRows.every((r) => r.settled! >= r.answered)),
+      verdict("first token at most 2 ms above the upstream's at p50", `${firstTokenP50.toFixed(2)} ms`, firstTokenP50 <= 2),
+      verdict("first token at most 10 ms above the upstream's at p99", `${firstTokenP99.toFixed(2)} ms`, firstTokenP99 <= 10),
+      verdict("a whole JSON request at most 3 ms above the upstream's at p50", `${jsonP50.toFixed(2)} ms`, jsonP50 <= 3),
+    );
+  }
+  return lines;
+}
 
 const settledJobs = async (service: Service) =>
   (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
@@ -146,6 +193,7 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     latencyLine(`JSON request, ${storage.label}`, direct.jsonMs, through.jsonMs),
     latencyLine(`first token, ${storage.label}`, direct.firstTokenMs, through.firstTokenMs),
   );
+  latencies.push({ label: storage.label, direct, through });
   for (const connections of [1, 32, 256]) {
     rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL, worker));
     const before = await settledJobs(service);
@@ -153,7 +201,8 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL, worker);
     if (profiling) await profiling.save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
     row.settleMs = await settled(service);
-    row.settledPerSecond = (await settledJobs(service) - before) / ((SECONDS * 1000 + row.settleMs) / 1000);
+    row.settled = (await settledJobs(service)) - before;
+    row.settledPerSecond = row.settled / ((SECONDS * 1000 + row.settleMs) / 1000);
     rows.push(row);
   }
   const jobs = await settledJobs(service);
@@ -166,6 +215,7 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
 
 const rows: Row[] = [];
 const latencyLines: string[] = [];
+const latencies: SequentialLatencies[] = [];
 const kinds = process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const);
 let jobs = 0;
 for (const kind of kinds) jobs += await driveService(await benchStorage(kind, join(dir, kind)), rows);
@@ -185,5 +235,7 @@ for (const [i, r] of rows.entries()) {
 console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");
 for (const line of latencyLines) console.log(line);
 console.log(`RSS of this process (the services, the proxy and the load generator together): ${rssMb.toFixed(0)} MB`);
+console.log("\nthe performance issue's targets, as this run measured them (memory: bench:idle-memory, bench:streams, bench:worker-memory):");
+for (const line of targetLines(rows, latencies)) console.log(line);
 await rm(dir, { recursive: true, force: true });
 process.exit(0);
