@@ -3,6 +3,7 @@
  * derivation returns the canonical (highest viable) bump, which the program also insists on.
  */
 import type { Address } from "@solana/kit";
+import { BoundedMap } from "../../core/index.ts";
 import { addressBytes, findProgramAddressAndBump, type ProgramAddress } from "../addresses.ts";
 
 export type { ProgramAddress };
@@ -19,7 +20,8 @@ export const UPGRADEABLE_LOADER = "BPFLoaderUpgradeab1e11111111111111111111111" 
 
 const text = (s: string) => new TextEncoder().encode(s);
 
-const derived = new Map<string, ProgramAddress>();
+/** A job's addresses are derived several times in its life (lock, settlement, its record's reads): each costs ~50 µs. */
+const derived = new BoundedMap<ProgramAddress>(100_000);
 
 /** `find_program_address`, keeping the bump (the instructions carry some bumps); cached. */
 export function deriveAddress(seeds: readonly Uint8Array[], program: Address = ESCROW_PROGRAM): ProgramAddress {
@@ -27,7 +29,6 @@ export function deriveAddress(seeds: readonly Uint8Array[], program: Address = E
   let found = derived.get(key);
   if (found === undefined) {
     found = findProgramAddressAndBump(seeds, program);
-    if (derived.size >= 100_000) derived.delete(derived.keys().next().value!);
     derived.set(key, found);
   }
   return found;
