@@ -10,6 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { AutoVacuum, autovacuumRuns, maintain, tablesDue } from "../../src/store/auto-vacuum.ts";
 import type { Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
+import { until as eventually } from "../support/eventually.ts";
 
 interface Statistics {
   changed: bigint;
@@ -49,24 +50,17 @@ async function analyzeDue(db: Db): Promise<string[]> {
  * PostgreSQL publishes a backend's table counters about once a second, and the store's own check
  * may analyze a table first: asks (calling `check` each time, if given) until `done` holds.
  */
-async function until(db: Db, table: string, done: (s: Statistics) => boolean, check?: () => Promise<unknown>, seconds = 10): Promise<Statistics> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
+function until(db: Db, table: string, done: (s: Statistics) => boolean, check?: () => Promise<unknown>, seconds = 10): Promise<Statistics> {
+  const read = async () => {
     await check?.();
-    const now = await statistics(db, table);
-    if (done(now) || Date.now() > deadline) return now;
-    await sleep(200);
-  }
+    return statistics(db, table);
+  };
+  return eventually(read, done, `${table}'s statistics`, seconds * 1000);
 }
 
 /** Waits until the table's dead rows, as the statistics publish them, are `dead`. */
-async function untilDead(db: Db, table: string, dead: bigint): Promise<{ dead: bigint; vacuumed: boolean }> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const now = await deadRows(db, table);
-    if (now.dead === dead || Date.now() > deadline) return now;
-    await sleep(200);
-  }
+function untilDead(db: Db, table: string, dead: bigint): Promise<{ dead: bigint; vacuumed: boolean }> {
+  return eventually(() => deadRows(db, table), (now) => now.dead === dead, `${dead} dead rows in ${table}`, 10_000);
 }
 
 for (const backend of testDatabases()) {
