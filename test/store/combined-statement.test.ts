@@ -1,0 +1,66 @@
+/**
+ * A combined statement carries several parts' writes as one statement: every step runs, its
+ * parameters are numbered after the steps before it, one step's result is what it returns, and
+ * a failing step undoes the others.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { CombinedStatement, sqlState, type Db } from "../../src/store/index.ts";
+import { testDatabases } from "../support/db.ts";
+
+for (const backend of testDatabases()) {
+  describe(`combined statements on ${backend.name}`, () => {
+    let db: Db;
+    before(async () => {
+      db = await backend.open();
+      await db.exec(`
+        CREATE TABLE notes (id text PRIMARY KEY, body text NOT NULL);
+        CREATE TABLE tallies (name text PRIMARY KEY, n bigint NOT NULL CHECK (n >= 0))`);
+    });
+    after(() => db.close());
+
+    /** Two parts' writes: notes (which returns what it wrote) and a tally's change. */
+    function notesAndTally(notes: [string, string][], tally: string, change: bigint): CombinedStatement {
+      const statement = new CombinedStatement();
+      statement.step("tally_changed", `UPDATE tallies SET n = n + ${statement.param(change, "bigint")} WHERE name = ${statement.param(tally, "text")}`);
+      statement.step("notes_written", `INSERT INTO notes (id, body) VALUES ${statement.values(["text", "text"], notes)} RETURNING id`);
+      statement.returns("SELECT id FROM notes_written ORDER BY id");
+      return statement;
+    }
+
+    it("runs every step, each with its own parameters, and returns the one result", async () => {
+      await db.query("INSERT INTO tallies (name, n) VALUES ('a', 1), ('b', 1)");
+      const rows = await notesAndTally([["n2", "second"], ["n1", "first"]], "b", 5n).run<{ id: string }>(db);
+      assert.deepEqual(rows, [{ id: "n1" }, { id: "n2" }]);
+      assert.deepEqual(await db.query("SELECT name, n FROM tallies ORDER BY name"), [{ name: "a", n: 1n }, { name: "b", n: 6n }]);
+      assert.deepEqual(await db.query("SELECT id, body FROM notes ORDER BY id"), [{ id: "n1", body: "first" }, { id: "n2", body: "second" }]);
+    });
+
+    it("writes nothing when one step fails", async () => {
+      const before = await db.query("SELECT name, n FROM tallies ORDER BY name");
+      // The tally cannot go below zero: its step fails, and the notes' step with it.
+      await assert.rejects(notesAndTally([["n3", "third"]], "a", -2n).run(db), (e) => sqlState(e) === "23514");
+      assert.deepEqual(await db.query("SELECT name, n FROM tallies ORDER BY name"), before);
+      assert.deepEqual(await db.query("SELECT id FROM notes WHERE id = 'n3'"), []);
+    });
+
+    it("runs inside a transaction like any statement, and without steps runs nothing", async () => {
+      await db.transaction(async (tx) => {
+        assert.deepEqual(await new CombinedStatement().run(tx), []);
+        const written = new CombinedStatement();
+        written.step("notes_written", `INSERT INTO notes (id, body) VALUES ${written.values(["text", "text"], [["n4", "fourth"]])}`);
+        assert.deepEqual(await written.run(tx), [], "no step's result was asked for");
+      });
+      assert.deepEqual(await db.query("SELECT body FROM notes WHERE id = 'n4'"), [{ body: "fourth" }]);
+    });
+
+    it("refuses two steps of one name, a second result, and a row of the wrong width", () => {
+      const statement = new CombinedStatement();
+      statement.step("notes_written", "SELECT 1");
+      assert.throws(() => statement.step("notes_written", "SELECT 2"), /named notes_written already/);
+      statement.returns("SELECT 1");
+      assert.throws(() => statement.returns("SELECT 2"), /result is given already/);
+      assert.throws(() => statement.values(["text", "text"], [["only one"]]), /a row of 1 values for 2 columns/);
+    });
+  });
+}
