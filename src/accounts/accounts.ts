@@ -1,6 +1,6 @@
 /** Wallets and their API keys: issue, replace, authenticate. Balances live in the ledger. */
 import { ApiError } from "../core/index.ts";
-import { valuesList, type Db } from "../store/index.ts";
+import { CombinedStatement, type Db } from "../store/index.ts";
 import type { ApiKeyCache, KeyOwner } from "./api-key-cache.ts";
 import { generateApiKey, hashApiKey, isWellFormedKey } from "./api-key.ts";
 
@@ -146,36 +146,83 @@ export async function recordCreditLowSide(db: Db, wallet: string, availableCredi
   return flipped && { below: !flipped.armed, thresholdCredits: flipped.threshold };
 }
 
+export interface CreditLowAnswer {
+  below: boolean;
+  thresholdCredits: number;
+}
+
 /**
- * recordCreditLowSide for a run of balance changes, in order, as if recorded one by one: one
- * read of the wallets' flags, locked as the single update's write would lock them, and one
- * update writing each wallet's last side where it changed. Answers each change as
- * recordCreditLowSide would have.
+ * recordCreditLowSide for a run of balance changes, in order, as if recorded one by one, in two
+ * halves so the write can join the caller's other writes: the wallets' flags read here, locked as
+ * the single update's write would lock them for the rest of the transaction; then (CreditLowSides)
+ * the answers, and one update of each wallet's last side where it changed. With
+ * `keysToConfirm`, the same statement confirms those keys as confirmKeys does and throws its
+ * error for one refused: an admission's key check then costs no exchange of its own.
  */
-export async function recordCreditLowSides(
-  db: Db,
-  changes: readonly { wallet: string; availableCredits: number }[],
-): Promise<({ below: boolean; thresholdCredits: number } | undefined)[]> {
-  const rows = await db.query<{ address: string; armed: boolean; threshold: number }>(
-    `SELECT address, credit_low_armed AS armed, credit_low_threshold AS threshold FROM wallets
-      WHERE address = ANY($1::text[]) ORDER BY address FOR NO KEY UPDATE`,
-    [[...new Set(changes.map((c) => c.wallet))]],
+export async function lockCreditLowSides(db: Db, wallets: readonly string[], keysToConfirm: readonly string[] = []): Promise<CreditLowSides> {
+  const locked = `SELECT address, credit_low_armed AS armed, credit_low_threshold AS threshold FROM wallets
+                   WHERE address = ANY($1::text[]) ORDER BY address FOR NO KEY UPDATE`;
+  const wanted = [...new Set(keysToConfirm)];
+  // Only PostgreSQL's admissions have keys to confirm; PGlite's read the flags alone.
+  const rows = await db.query<{ address: string | null; armed: boolean | null; threshold: number | null } & Partial<KeyRow>>(
+    wanted.length === 0
+      ? locked
+      : `SELECT address, armed, threshold, NULL AS key_hash, NULL::timestamptz AS revoked_at, NULL::timestamptz AS suspended_at FROM (${locked}) w
+         UNION ALL
+         SELECT NULL, NULL, NULL, key_hash, revoked_at, suspended_at FROM api_keys WHERE key_hash = ANY($2::text[])`,
+    wanted.length === 0 ? [[...new Set(wallets)]] : [[...new Set(wallets)], wanted],
   );
-  const sides = new Map(rows.map((row) => [row.address, { armed: row.armed, threshold: row.threshold, stored: row.armed }]));
-  const answers = changes.map(({ wallet, availableCredits }) => {
-    const side = sides.get(wallet);
-    if (side === undefined || side.armed === availableCredits >= side.threshold) return undefined;
-    side.armed = !side.armed;
-    return { below: !side.armed, thresholdCredits: side.threshold };
-  });
-  const flipped = [...sides].filter(([, side]) => side.armed !== side.stored);
-  if (flipped.length > 0) {
-    await db.query(
-      `UPDATE wallets w SET credit_low_armed = f.armed FROM (VALUES ${valuesList(flipped.length, ["text", "boolean"])}) AS f (address, armed) WHERE w.address = f.address`,
-      flipped.flatMap(([address, side]) => [address, side.armed]),
-    );
+  const keys = new Map(rows.flatMap((row) => (row.key_hash ? [[row.key_hash, row as KeyRow] as const] : [])));
+  for (const keyHash of wanted) {
+    const refused = refusal(keys.get(keyHash));
+    if (refused !== undefined) throw refused;
   }
-  return answers;
+  return new CreditLowSides(rows.flatMap((row) => (row.address !== null ? [{ address: row.address, armed: row.armed!, threshold: row.threshold! }] : [])));
+}
+
+/**
+ * For balance changes that cannot fire credit.low (they raised the balance: a charge giving back
+ * the unused part of its lock), lockCreditLowSides' work without its read: each wallet's flag is set,
+ * where it differs, to the side its last balance here is on, which is where recording the changes
+ * one by one would leave it. A step of the caller's `statement`; it answers nothing.
+ */
+export function addCreditLowSides(statement: CombinedStatement, changes: readonly { wallet: string; availableCredits: number }[]): void {
+  if (changes.length === 0) return;
+  const last = new Map(changes.map((c) => [c.wallet, c.availableCredits]));
+  const values = statement.values(["text", "bigint"], [...last]);
+  statement.step(
+    "credit_low_sides_set",
+    `UPDATE wallets w SET credit_low_armed = (c.credits >= w.credit_low_threshold)
+       FROM (VALUES ${values}) AS c (address, credits)
+      WHERE w.address = c.address AND w.credit_low_armed <> (c.credits >= w.credit_low_threshold)`,
+  );
+}
+
+/** Locked credit.low flags (lockCreditLowSides): answers a run of changes, and writes the flags they flipped. */
+export class CreditLowSides {
+  private readonly sides: Map<string, { armed: boolean; threshold: number; stored: boolean }>;
+
+  constructor(rows: readonly { address: string; armed: boolean; threshold: number }[]) {
+    this.sides = new Map(rows.map((row) => [row.address, { armed: row.armed, threshold: row.threshold, stored: row.armed }]));
+  }
+
+  /** Each change's answer, in order, as recordCreditLowSide would give it. */
+  answer(changes: readonly { wallet: string; availableCredits: number }[]): (CreditLowAnswer | undefined)[] {
+    return changes.map(({ wallet, availableCredits }) => {
+      const side = this.sides.get(wallet);
+      if (side === undefined || side.armed === availableCredits >= side.threshold) return undefined;
+      side.armed = !side.armed;
+      return { below: !side.armed, thresholdCredits: side.threshold };
+    });
+  }
+
+  /** The flags the answers flipped, written as a step of `statement` (none when nothing flipped). */
+  addWrite(statement: CombinedStatement): void {
+    const flipped = [...this.sides].filter(([, side]) => side.armed !== side.stored);
+    if (flipped.length === 0) return;
+    const values = statement.values(["text", "boolean"], flipped.map(([address, side]) => [address, side.armed]));
+    statement.step("credit_low_sides_written", `UPDATE wallets w SET credit_low_armed = f.armed FROM (VALUES ${values}) AS f (address, armed) WHERE w.address = f.address`);
+  }
 }
 
 /** When the wallet's live API key was made; undefined when it has none. */

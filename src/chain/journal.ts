@@ -14,7 +14,7 @@
  * chain part.
  */
 import type { Logger } from "../core/index.ts";
-import { GroupCommit, valuesList, type Db } from "../store/index.ts";
+import { CombinedStatement, GroupCommit, valuesList, type Db } from "../store/index.ts";
 import type { Chain } from "./chain.ts";
 
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
@@ -125,12 +125,21 @@ export class ChainJournal {
 
   /** `record` for several actions in one statement. */
   async recordAll(db: Db, actions: readonly ChainAction[]): Promise<void> {
-    if (actions.length === 0) return;
-    await db.query(
-      `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ${valuesList(actions.length, ACTION_TYPES)}`,
-      actions.flatMap((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), action.wire, this.nodeId ?? null]),
-    );
+    const statement = new CombinedStatement();
+    this.addRecords(statement, actions);
+    await statement.run(db);
   }
+
+  /** `recordAll` as a step of `statement`, which the caller runs in its transaction. */
+  addRecords(statement: CombinedStatement, actions: readonly ChainAction[]): void {
+    if (actions.length === 0) return;
+    const values = statement.values(
+      ACTION_TYPES,
+      actions.map((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), action.wire, this.nodeId ?? null]),
+    );
+    statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ${values}`);
+  }
+
 
   /**
    * Send a recorded action and apply its outcome. Resolves once confirmed; rejects with

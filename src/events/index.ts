@@ -111,7 +111,7 @@ export {
   jobProcessingEvent,
   jobSubmittedEvent,
 } from "./emit.ts";
-export { emitEvents, type NewEvent } from "./outbox.ts";
+export { addEvents, emitEvents, type EventsWritten, type NewEvent } from "./outbox.ts";
 export type {
   CreditLowFacts,
   CreditTopupFacts,

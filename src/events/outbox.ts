@@ -6,7 +6,7 @@
  * caller commits, so they look again until it shows up (see delivery.ts).
  */
 import { newId } from "../core/index.ts";
-import { valuesList, type Db } from "../store/index.ts";
+import { CombinedStatement, type Db } from "../store/index.ts";
 import { API_VERSION, type EventName } from "./names.ts";
 
 export interface Envelope<D = Record<string, unknown>> {
@@ -60,29 +60,47 @@ const EVENT_TYPES = ["text", "text", "text", "text", "timestamptz", "text"] as c
  * each one's id, or undefined where its `dedupeKey` says it was already written.
  */
 export async function emitEvents(tx: Db, events: readonly NewEvent[]): Promise<(string | undefined)[]> {
-  if (events.length === 0) return [];
-  const params: unknown[] = [];
-  const ids = events.map((event) => {
+  const statement = new CombinedStatement();
+  const written = addEvents(statement, events);
+  return written(await statement.run(tx));
+}
+
+/** What a statement carrying events returns: each event written, and how many deliveries it fanned out to. */
+export interface EventsWritten {
+  id: string;
+  fanned_out: bigint;
+}
+
+/**
+ * `emitEvents` as steps of `statement`, whose result they give; the caller runs it in its
+ * transaction and hands its rows to the function returned, which answers as `emitEvents` does.
+ */
+export function addEvents(statement: CombinedStatement, events: readonly NewEvent[]): (rows: readonly EventsWritten[]) => (string | undefined)[] {
+  if (events.length === 0) return () => [];
+  const ids: string[] = [];
+  const rows = events.map((event) => {
     const id = newId("evt");
     const createdAt = new Date();
-    params.push(id, event.account, event.name, event.dedupeKey ?? null, createdAt, JSON.stringify(envelope(id, event.name, createdAt, event.data)));
-    return id;
+    ids.push(id);
+    return [id, event.account, event.name, event.dedupeKey ?? null, createdAt, JSON.stringify(envelope(id, event.name, createdAt, event.data))];
   });
-  const rows = await tx.query<{ id: string; fanned_out: bigint }>(
-    `WITH e AS (
-       INSERT INTO events (id, account, name, dedupe_key, created_at, body)
-       VALUES ${valuesList(events.length, EVENT_TYPES)}
-       ON CONFLICT (dedupe_key) DO NOTHING
-       RETURNING id, account, name
-     ), d AS (
-       INSERT INTO webhook_deliveries (webhook_id, event_id)
-       SELECT w.id, e.id FROM e JOIN webhooks w ON w.wallet = e.account AND e.name = ANY (w.events)
-       RETURNING event_id
-     )
-     SELECT e.id, (SELECT count(*) FROM d WHERE d.event_id = e.id) AS fanned_out FROM e`,
-    params,
+  statement.step(
+    "events_written",
+    `INSERT INTO events (id, account, name, dedupe_key, created_at, body)
+     VALUES ${statement.values(EVENT_TYPES, rows)}
+     ON CONFLICT (dedupe_key) DO NOTHING
+     RETURNING id, account, name`,
   );
-  const written = new Map(rows.map((row) => [row.id, row.fanned_out]));
-  for (const [id, fannedOut] of written) if (fannedOut > 0n) for (const wake of wakers) wake(id);
-  return ids.map((id) => (written.has(id) ? id : undefined));
+  statement.step(
+    "events_fanned_out",
+    `INSERT INTO webhook_deliveries (webhook_id, event_id)
+     SELECT w.id, e.id FROM events_written e JOIN webhooks w ON w.wallet = e.account AND e.name = ANY (w.events)
+     RETURNING event_id`,
+  );
+  statement.returns("SELECT e.id, (SELECT count(*) FROM events_fanned_out d WHERE d.event_id = e.id) AS fanned_out FROM events_written e");
+  return (result) => {
+    const written = new Map(result.map((row) => [row.id, row.fanned_out]));
+    for (const [id, fannedOut] of written) if (fannedOut > 0n) for (const wake of wakers) wake(id);
+    return ids.map((id) => (written.has(id) ? id : undefined));
+  };
 }

@@ -7,12 +7,12 @@
  * rolled back and each job is admitted alone (GroupCommit does that for any failure), so a
  * refused job fails by itself with the error it would have had alone and the others go through.
  */
-import { confirmKeys } from "../accounts/index.ts";
+import { confirmKeys, lockCreditLowSides } from "../accounts/index.ts";
 import type { ChainAction, ChainJournal } from "../chain/index.ts";
-import { creditLowEvent, emitEvents, jobProcessingEvent, jobSubmittedEvent, type NewEvent } from "../events/index.ts";
-import { GroupCommit, type Db } from "../store/index.ts";
+import { addEvents, creditLowEvent, jobProcessingEvent, jobSubmittedEvent, type EventsWritten, type NewEvent } from "../events/index.ts";
+import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
-import { insertAssignedJobs } from "./job-repo.ts";
+import { addAssignedJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 /** A job to admit: still pending, its escrow transaction signed, its worker leased. */
@@ -57,27 +57,46 @@ interface Admitted {
  * Inside `tx`: every job's reservation, row, escrow action and events, in arrival order; the
  * credit.low rule is applied to each job's balance in turn, so the event follows the job.submitted
  * of the job that crossed the threshold, as it would one job at a time.
+ *
+ * Three statements: the ledger's reservation; the wallets' credit.low flags locked (after the
+ * ledger's accounts, the order every transaction touching both takes) with the keys to confirm;
+ * and one statement of all the writes that need nothing read back (the rows, the escrow actions,
+ * the flags flipped, the events). On PostgreSQL each is a round trip, and the one before the
+ * commit is what a caller's first token waits for.
  */
 async function admitAll(tx: Db, admissions: readonly Admission[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
   // A refused key fails the group, which is redone job by job: only its own jobs are refused.
   const keysToConfirm = admissions.flatMap((a) => a.keyToConfirm ?? []);
-  if (keysToConfirm.length > 0) await confirmKeys(tx, keysToConfirm);
-  const creditsAfter = await money.reserveAll(
-    tx,
-    admissions.map(({ job }) => ({ wallet: job.wallet, jobId: job.id, credits: job.lockedCredits })),
-  );
-  const rows = await insertAssignedJobs(
-    tx,
+  const creditsAfter = await reserveAll(tx, admissions, keysToConfirm);
+  const sides = await lockCreditLowSides(tx, admissions.map(({ job }) => job.wallet), keysToConfirm);
+  const writes = new CombinedStatement();
+  const rows = addAssignedJobs(
+    writes,
     admissions.map(({ job, worker }) => ({ job, worker: { workerAddress: worker.address, workerStaked: worker.staked } })),
     nodeId,
   );
-  await journal.recordAll(tx, admissions.map((a) => a.escrow));
-  const lows = await money.creditLowCrossings(tx, admissions.map(({ job }, i) => ({ wallet: job.wallet, creditsRemaining: creditsAfter[i]!, fell: true })));
+  journal.addRecords(writes, admissions.map((a) => a.escrow));
+  const lows = money.creditLowCrossings(writes, sides, admissions.map(({ job }, i) => ({ wallet: job.wallet, creditsRemaining: creditsAfter[i]!, fell: true })));
   const events: NewEvent[] = admissions.flatMap(({ job }, i) => {
     const low = lows[i];
     const submitted = jobSubmittedEvent({ ...jobEventFacts(job), creditsRemaining: creditsAfter[i]! });
     return [submitted, ...(low ? [creditLowEvent(low)] : []), jobProcessingEvent(jobEventFacts(rows[i]!))];
   });
-  await emitEvents(tx, events);
+  const written = addEvents(writes, events);
+  written(await writes.run<EventsWritten>(tx));
   return rows.map((row, i) => ({ row, creditsAfterLock: creditsAfter[i]! }));
+}
+
+/**
+ * The group's reservations. A wallet that cannot cover them is refused here, before its keys are
+ * confirmed with the credit.low flags: a revoked key is then confirmed at once, so its holder
+ * hears that the key is refused (401), not how its wallet stands (402), as before the lookup moved.
+ */
+async function reserveAll(tx: Db, admissions: readonly Admission[], keysToConfirm: readonly string[]): Promise<number[]> {
+  try {
+    return await money.reserveAll(tx, admissions.map(({ job }) => ({ wallet: job.wallet, jobId: job.id, credits: job.lockedCredits })));
+  } catch (error) {
+    if (keysToConfirm.length > 0 && money.isRefusal(error)) await confirmKeys(tx, keysToConfirm);
+    throw error;
+  }
 }

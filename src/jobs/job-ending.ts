@@ -4,14 +4,15 @@
  * through `moveJob` (the state table of job-states.ts); each chain transaction is recorded in the
  * same database transaction as the change that calls for it, then sent through the journal.
  */
+import { addCreditLowSides } from "../accounts/index.ts";
 import { ChainRejectedError, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
 import { ANSWER_BEFORE_CONFIRM_MARGIN_MS, ApiError, Channel, type Logger, TIERS, completionCost, outputHash, proofVerifies, splitPayout } from "../core/index.ts";
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
-import { GroupCommit, type Db } from "../store/index.ts";
+import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { prepareRefund, prepareSettlement, type SettlementOutcome } from "./job-chain.ts";
 import type { JobRecord } from "./job-record.ts";
-import { moveJob, mustMoveJob, mustMoveJobs, type JobChanges } from "./job-repo.ts";
+import { addJobMoves, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type JobEvent =
@@ -73,18 +74,23 @@ export interface RecordedSettlement {
 
 /**
  * Records several jobs' proofs, settlement transactions and charges in one transaction: their
- * rows moved to `settling` in one statement, their settlements in another, their charges in one
- * ledger operation (the unused part of each lock goes back at once). A charge only gives credits
- * back, so the credit.low rule can only re-arm: it fires nothing here. The records passed stay as
- * they were until the caller takes the jobs returned (the group may be retried).
+ * charges in one ledger operation (the unused part of each lock goes back at once), then one
+ * statement moving their rows to `settling`, recording their settlements and setting the
+ * wallets' credit.low sides: a charge only gives credits back, so the rule can only re-arm and
+ * fires nothing here. A job that moved on meanwhile fails the group, its charge with it. The
+ * records passed stay as they were until the caller takes the jobs returned (the group may be
+ * retried).
  */
 export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<SettlementRecord, RecordedSettlement> {
   return new GroupCommit(db, async (tx, records) => {
-    const moved = records.map(({ job }) => ({ ...job }));
-    await mustMoveJobs(tx, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
-    await journal.recordAll(tx, records.map((r) => r.settlement));
+    // The charge reads what the proof's changes set (the credits charged); the move then writes them.
+    const moved = records.map(({ job, changes }) => ({ ...job, ...changes, status: job.status }));
     const creditsRemaining = await money.chargeAll(tx, moved);
-    await money.creditLowCrossings(tx, moved.map((job, i) => ({ wallet: job.wallet, creditsRemaining: creditsRemaining[i]!, fell: false })));
+    const writes = new CombinedStatement();
+    const checkMoved = addJobMoves(writes, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
+    journal.addRecords(writes, records.map((r) => r.settlement));
+    addCreditLowSides(writes, moved.map((job, i) => ({ wallet: job.wallet, availableCredits: creditsRemaining[i]! })));
+    checkMoved(await writes.run<{ id: string }>(tx));
     return moved.map((job, i) => ({ job, creditsRemaining: creditsRemaining[i]! }));
   });
 }

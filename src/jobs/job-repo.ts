@@ -1,5 +1,5 @@
 /** SQL for the jobs table. The only code that reads or writes it. */
-import { valuesList, type Db } from "../store/index.ts";
+import { CombinedStatement, valuesList, type Db } from "../store/index.ts";
 import type { JobRecord, JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
 import { nextStatus, type JobTrigger } from "./job-states.ts";
@@ -110,29 +110,33 @@ function toColumn<F extends keyof JobRecord>(field: F, value: JobRecord[F] | und
  */
 export async function insertJob(db: Db, job: JobRecord, nodeId?: string): Promise<void> {
   if (job.status !== "pending") throw new Error(`a job is inserted pending, not ${job.status}`);
-  await insertRows(db, [job], nodeId);
+  const statement = new CombinedStatement();
+  addJobRows(statement, [job], nodeId);
+  await statement.run(db);
 }
 
 /**
- * New jobs admitted with their workers, in one statement: each enters the table already moved
- * from pending by `worker_assigned` (the state table's move, as moveJob would apply it), so
- * admission writes each row once. Returns the rows as written; the records passed are left as
- * they were, for the caller to update once the transaction commits.
+ * New jobs admitted with their workers, as a step of `statement` (the admission's one statement
+ * of writes): each enters the table already moved from pending by `worker_assigned` (the state
+ * table's move, as moveJob would apply it), so admission writes each row once. Returns the rows
+ * as they will be written; the records passed are left as they were, for the caller to update
+ * once the transaction commits.
  */
-export async function insertAssignedJobs(db: Db, admitted: readonly { job: JobRecord; worker: Pick<JobRecord, "workerAddress" | "workerStaked"> }[], nodeId?: string): Promise<JobRecord[]> {
+export function addAssignedJobs(statement: CombinedStatement, admitted: readonly { job: JobRecord; worker: Pick<JobRecord, "workerAddress" | "workerStaked"> }[], nodeId?: string): JobRecord[] {
   const rows = admitted.map(({ job, worker }) => {
     if (job.status !== "pending") throw new Error(`a job is admitted pending, not ${job.status}`);
     return { ...job, ...worker, status: nextStatus(job.status, "worker_assigned") };
   });
-  await insertRows(db, rows, nodeId);
+  addJobRows(statement, rows, nodeId);
   return rows;
 }
 
-async function insertRows(db: Db, jobs: readonly JobRecord[], nodeId: string | undefined): Promise<void> {
-  await db.query(
-    `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES ${valuesList(jobs.length, [...FIELDS.map((f) => TYPES[f]), "text"])}`,
-    jobs.flatMap((job) => [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null]),
+function addJobRows(statement: CombinedStatement, jobs: readonly JobRecord[], nodeId: string | undefined): void {
+  const values = statement.values(
+    [...FIELDS.map((f) => TYPES[f]), "text"],
+    jobs.map((job) => [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null]),
   );
+  statement.step("jobs_inserted", `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES ${values}`);
 }
 
 /** Update fields of a job other than its status, in whatever state it is. */
@@ -191,22 +195,39 @@ export async function mustMoveJob(db: Db, job: JobRecord, trigger: JobTrigger, c
  * success each job takes its new status and changes.
  */
 export async function mustMoveJobs(db: Db, moves: readonly { job: JobRecord; changes: JobChanges }[], trigger: JobTrigger): Promise<void> {
-  if (moves.length === 0) return;
+  const statement = new CombinedStatement();
+  const moved = addJobMoves(statement, moves, trigger);
+  moved(await statement.run(db));
+}
+
+/**
+ * `mustMoveJobs` as a step of `statement`, whose result it gives; the caller runs the statement in
+ * its transaction and hands its rows to the function returned, which throws JobMovedError (for
+ * the caller's transaction to roll back) or moves the records passed, as mustMoveJobs does.
+ */
+export function addJobMoves(statement: CombinedStatement, moves: readonly { job: JobRecord; changes: JobChanges }[], trigger: JobTrigger): (rows: readonly { id: string }[]) => void {
+  if (moves.length === 0) return () => undefined;
   const fields = Object.keys(moves[0]!.changes) as (keyof JobChanges)[];
   if ((fields as string[]).includes("status")) throw new Error("moveJob takes the new status from the state table");
-  const types = ["text", "text", "text", ...fields.map((f) => TYPES[f])];
   const tos = moves.map(({ job }) => nextStatus(job.status, trigger));
-  const moved = await db.query<{ id: string }>(
-    `UPDATE jobs j SET status = m.to_status${fields.map((f) => `, ${COLUMNS[f]} = m.${COLUMNS[f]}`).join("")}
-       FROM (VALUES ${valuesList(moves.length, types)}) AS m (id, from_status, to_status${fields.map((f) => `, ${COLUMNS[f]}`).join("")})
-      WHERE j.id = m.id AND j.status = m.from_status RETURNING j.id`,
-    moves.flatMap(({ job, changes }, i) => [job.id, job.status, tos[i], ...fields.map((f) => toColumn(f, changes[f]))]),
+  const values = statement.values(
+    ["text", "text", "text", ...fields.map((f) => TYPES[f])],
+    moves.map(({ job, changes }, i) => [job.id, job.status, tos[i], ...fields.map((f) => toColumn(f, changes[f]))]),
   );
-  if (moved.length < moves.length) {
-    const lost = moves.find(({ job }) => !moved.some((row) => row.id === job.id))!;
-    throw new JobMovedError(lost.job.id, lost.job.status, trigger);
-  }
-  moves.forEach(({ job, changes }, i) => Object.assign(job, changes, { status: tos[i] }));
+  statement.step(
+    "jobs_moved",
+    `UPDATE jobs j SET status = m.to_status${fields.map((f) => `, ${COLUMNS[f]} = m.${COLUMNS[f]}`).join("")}
+       FROM (VALUES ${values}) AS m (id, from_status, to_status${fields.map((f) => `, ${COLUMNS[f]}`).join("")})
+      WHERE j.id = m.id AND j.status = m.from_status RETURNING j.id`,
+  );
+  statement.returns("SELECT id FROM jobs_moved");
+  return (moved) => {
+    if (moved.length < moves.length) {
+      const lost = moves.find(({ job }) => !moved.some((row) => row.id === job.id))!;
+      throw new JobMovedError(lost.job.id, lost.job.status, trigger);
+    }
+    moves.forEach(({ job, changes }, i) => Object.assign(job, changes, { status: tos[i] }));
+  };
 }
 
 /**

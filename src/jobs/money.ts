@@ -8,10 +8,10 @@
  * applied twice.
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
-import { recordCreditLowSide, recordCreditLowSides } from "../accounts/index.ts";
+import { recordCreditLowSide, type CreditLowAnswer, type CreditLowSides } from "../accounts/index.ts";
 import { emitCreditLow, type CreditLowFacts } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
-import type { Db } from "../store/index.ts";
+import type { CombinedStatement, Db } from "../store/index.ts";
 import type { JobRecord } from "./job-record.ts";
 
 export const workerAccount = ledger.workerAccountId;
@@ -86,6 +86,11 @@ export async function reserveAll(db: Db, locks: readonly { wallet: string; jobId
     locks.map((lock) => ({ id: reservationId(lock.jobId), wallet: lock.wallet, amount: creditsToBaseUnits(lock.credits), reference: lock.jobId })),
   );
   return availableAfterEach(accounts, locks.map((lock) => ({ wallet: lock.wallet, change: -lock.credits })));
+}
+
+/** Whether `error` is the ledger refusing a reservation: the wallet cannot cover it, or has no accounts yet. */
+export function isRefusal(error: unknown): boolean {
+  return error instanceof ledger.ExceedsCreditsError || error instanceof ledger.AccountNotFoundError;
 }
 
 /**
@@ -181,18 +186,28 @@ export async function checkCreditLow(tx: Db, wallet: string, creditsRemaining: n
 }
 
 /**
- * The credit.low rule as checkCreditLow applies it, for a run of changes in order, recorded in
- * one go (accounts.recordCreditLowSides): for each change, the event's facts when it fires, for
- * the caller to write after that change's own event.
+ * The credit.low rule as checkCreditLow applies it, for a run of changes in order, over the
+ * wallets' flags the caller locked (accounts.lockCreditLowSides): for each change, the event's
+ * facts when it fires, for the caller to write after that change's own event. The flags it flips
+ * are written as a step of the caller's `statement`.
  */
-export async function creditLowCrossings(
-  tx: Db,
-  changes: readonly { wallet: string; creditsRemaining: number; fell: boolean }[],
-): Promise<(CreditLowFacts | undefined)[]> {
-  const sides = await recordCreditLowSides(tx, changes.map((c) => ({ wallet: c.wallet, availableCredits: c.creditsRemaining })));
+export function creditLowCrossings(statement: CombinedStatement, sides: CreditLowSides, changes: readonly CreditLowChange[]): (CreditLowFacts | undefined)[] {
+  const answers = sides.answer(changes.map((c) => ({ wallet: c.wallet, availableCredits: c.creditsRemaining })));
+  sides.addWrite(statement);
+  return crossings(changes, answers);
+}
+
+export interface CreditLowChange {
+  wallet: string;
+  creditsRemaining: number;
+  /** The change lowered the balance (a reservation, a withdrawal): only such a change fires the event. */
+  fell: boolean;
+}
+
+function crossings(changes: readonly CreditLowChange[], answers: readonly (CreditLowAnswer | undefined)[]): (CreditLowFacts | undefined)[] {
   return changes.map(({ wallet, creditsRemaining, fell }, i) => {
-    const side = sides[i];
-    return side?.below && fell ? { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits } : undefined;
+    const answer = answers[i];
+    return answer?.below && fell ? { wallet, creditsRemaining, thresholdCredits: answer.thresholdCredits } : undefined;
   });
 }
 

@@ -7,10 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ACCOUNTS_MIGRATIONS, ApiKeyCache, authenticate, confirmKeys, issueApiKey } from "../../src/accounts/index.ts";
+import { ACCOUNTS_MIGRATIONS, ApiKeyCache, authenticate, confirmKeys, issueApiKey, lockCreditLowSides } from "../../src/accounts/index.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
 import { revokeApiKeys, suspendApiKey } from "../../src/accounts/accounts.ts";
 import { ApiError } from "../../src/core/errors.ts";
+import { EVENTS_MIGRATIONS } from "../../src/events/index.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { openDb, type Db } from "../../src/store/index.ts";
 import { listenerName } from "../../src/store/postgres.ts";
@@ -112,7 +113,8 @@ describe("API key cache across PostgreSQL nodes", { skip: url === undefined && "
   let nodeB: Db;
   let schema: string;
   before(async () => {
-    nodeA = await testDatabases().find((d) => d.name === "postgres")!.open({ migrations: ACCOUNTS_MIGRATIONS });
+    // The events part's migration adds the wallets' credit.low flags that an admission locks with its keys.
+    nodeA = await testDatabases().find((d) => d.name === "postgres")!.open({ migrations: [...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS] });
     [{ schema }] = (await nodeA.query<{ schema: string }>("SELECT current_schema() AS schema")) as [{ schema: string }];
     nodeB = await openDb({ databaseUrl: url!, schema });
   });
@@ -147,6 +149,23 @@ describe("API key cache across PostgreSQL nodes", { skip: url === undefined && "
     assert.equal(await confirmKeys(nodeB, [live, revoked]).catch((e: ApiError) => e.code), "invalid_api_key");
     assert.equal(await confirmKeys(nodeB, [suspended, live]).catch((e: ApiError) => e.code), "key_suspended");
     assert.equal(await confirmKeys(nodeB, [hashApiKey("svc_live_" + "b".repeat(32))]).catch((e: ApiError) => e.code), "invalid_api_key");
+  });
+
+  test("an admission confirms its keys in the statement that locks the wallets' credit.low flags", async () => {
+    const wallets = [generateKeypair().address, generateKeypair().address, generateKeypair().address];
+    const keys = await Promise.all(wallets.map((wallet) => issueApiKey(nodeA, wallet)));
+    const [revoked, suspended, live] = keys.map(hashApiKey) as [string, string, string];
+    await changeUnheard(nodeA, "UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1", revoked);
+    await changeUnheard(nodeA, "UPDATE api_keys SET suspended_at = now() WHERE key_hash = $1", suspended);
+    const refused = (keysToConfirm: string[]) =>
+      nodeB.transaction((tx) => lockCreditLowSides(tx, wallets, keysToConfirm)).then(() => "accepted", (e: ApiError) => e.code);
+    assert.equal(await refused([live, live]), "accepted");
+    assert.equal(await refused([live, revoked]), "invalid_api_key");
+    assert.equal(await refused([suspended, live]), "key_suspended");
+    assert.equal(await refused([hashApiKey("svc_live_" + "c".repeat(32))]), "invalid_api_key");
+    // The flags read beside the keys are the wallets' own: new wallets, armed at the default threshold (100).
+    const sides = await nodeB.transaction((tx) => lockCreditLowSides(tx, wallets, [live]));
+    assert.deepEqual(sides.answer(wallets.map((wallet, i) => ({ wallet, availableCredits: 99 + i }))), [{ below: true, thresholdCredits: 100 }, undefined, undefined]);
   });
 
   test("a node whose listening connection is lost looks every key up until it listens again", async () => {

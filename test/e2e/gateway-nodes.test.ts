@@ -134,6 +134,18 @@ describe("three gateway nodes on one database, chain and bus", { skip: url ? fal
     assert.equal(jobs, 3n, "no job was admitted with the revoked key");
   });
 
+  test("a revoked key that nobody has heard of is refused as a key, not as a balance, when its wallet cannot pay", async () => {
+    const caller = await account(1);
+    // Each node accepts and keeps the key; the wallet cannot pay for a job.
+    const refusal = (client: OpenAI) => client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status);
+    for (const client of caller.clients) assert.equal(await refusal(client), 402);
+    await nodes[0]!.db.transaction(async (tx) => {
+      await tx.exec("SET LOCAL session_replication_role = replica");
+      await tx.query("UPDATE api_keys SET revoked_at = now() WHERE wallet = $1", [caller.wallet]);
+    });
+    for (const client of caller.clients) assert.equal(await refusal(client), 401);
+  });
+
   test("a node that leaves takes its workers out of the others' pools", async () => {
     const leaving = nodes.pop()!;
     await leaving.close();

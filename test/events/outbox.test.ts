@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ensureWallet } from "../../src/accounts/accounts.ts";
+import { addCreditLowSides, ensureWallet, lockCreditLowSides } from "../../src/accounts/accounts.ts";
 import { ACCOUNTS_MIGRATIONS } from "../../src/accounts/schema.ts";
 import { EVENTS_MIGRATIONS } from "../../src/events/schema.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
@@ -25,7 +25,7 @@ import type { EventName } from "../../src/events/names.ts";
 import { insertWebhook } from "../../src/events/webhook-repo.ts";
 import * as money from "../../src/jobs/money.ts";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/index.ts";
-import type { Db } from "../../src/store/db.ts";
+import { CombinedStatement, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 import { sampleJob } from "./fixtures.ts";
 
@@ -138,7 +138,12 @@ for (const backend of testDatabases()) {
       ];
       const [oneByOne, inOneGo] = [await fundedWallet(db, 150), await fundedWallet(db, 150)];
       for (const change of run) await money.checkCreditLow(db, oneByOne, change.creditsRemaining, change.fell);
-      const lows = await db.transaction((tx) => money.creditLowCrossings(tx, run.map((change) => ({ wallet: inOneGo, ...change }))));
+      const lows = await db.transaction(async (tx) => {
+        const writes = new CombinedStatement();
+        const crossings = money.creditLowCrossings(writes, await lockCreditLowSides(tx, [inOneGo]), run.map((change) => ({ wallet: inOneGo, ...change })));
+        await writes.run(tx);
+        return crossings;
+      });
       assert.deepEqual(
         lows.map((low) => low?.creditsRemaining),
         [undefined, 99, undefined, undefined, 30, undefined],
@@ -149,6 +154,24 @@ for (const backend of testDatabases()) {
       for (const wallet of [oneByOne, inOneGo]) {
         const [row] = await db.query<{ armed: boolean }>("SELECT credit_low_armed AS armed FROM wallets WHERE address = $1", [wallet]);
         assert.equal(row!.armed, false);
+      }
+    });
+
+    test("a run of rises sets each wallet's flag where the same changes one by one would leave it", async () => {
+      const runs = [[99, 120], [120, 99], [30, 40]];
+      for (const balances of runs) {
+        const [oneByOne, inOneGo] = [await fundedWallet(db, 150), await fundedWallet(db, 150)];
+        // Both below the threshold first, disarmed.
+        for (const wallet of [oneByOne, inOneGo]) await money.checkCreditLow(db, wallet, 50, true);
+        for (const balance of balances) await money.checkCreditLow(db, oneByOne, balance, false);
+        await db.transaction(async (tx) => {
+          const writes = new CombinedStatement();
+          addCreditLowSides(writes, balances.map((availableCredits) => ({ wallet: inOneGo, availableCredits })));
+          await writes.run(tx);
+        });
+        const armed = await db.query<{ armed: boolean }>("SELECT credit_low_armed AS armed FROM wallets WHERE address = ANY($1::text[]) ORDER BY address = $2", [[oneByOne, inOneGo], oneByOne]);
+        assert.equal(armed[0]!.armed, armed[1]!.armed, `after ${balances.join(", ")}`);
+        assert.equal(armed[0]!.armed, balances.at(-1)! >= 100);
       }
     });
 
