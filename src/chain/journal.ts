@@ -14,7 +14,7 @@
  * chain part.
  */
 import type { Logger } from "../core/index.ts";
-import { CombinedStatement, GroupCommit, valuesList, type Db } from "../store/index.ts";
+import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import type { Chain } from "./chain.ts";
 
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
@@ -52,6 +52,14 @@ export interface ActionOwner {
    * then confirmed one by one through `confirmed`).
    */
   confirmedAll?(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<unknown[]>;
+  /**
+   * What its confirmation does, when that is only writes (no outcome to return, nothing to read
+   * first): steps added to the journal's statement marking the actions confirmed, where the step
+   * named `confirmed` gives each action it marked just now (signature, subject, slot). Those
+   * confirmations are then that one statement, atomic by itself, in groups, with no transaction
+   * around it. `confirmed` and `confirmedAll` still serve recovery.
+   */
+  addConfirmed?(statement: CombinedStatement, confirmed: string): void;
   /**
    * Its confirmations may share a transaction with others on PostgreSQL: any row they lock that
    * another node's group may lock too (a shared account) they lock in one statement, in one
@@ -95,6 +103,7 @@ export class ChainJournal {
   private readonly sending = new Set<string>();
   /** Confirmations are applied in groups: one transaction for those that land together. */
   private readonly confirmations: GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }>;
+  private readonly writeOnlyGroups = new Map<string, GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }>>();
 
   constructor(
     private readonly db: Db,
@@ -140,7 +149,6 @@ export class ChainJournal {
     statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ${values}`);
   }
 
-
   /**
    * Send a recorded action and apply its outcome. Resolves once confirmed; rejects with
    * ChainRejectedError (after applying the failure) when the chain executes and refuses it. One
@@ -174,18 +182,45 @@ export class ChainJournal {
   }
 
   private confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
-    if (this.db.kind === "pglite" || this.ownerOf(action).confirmsInGroups === true) return this.confirmations.run({ action, slot });
+    const owner = this.ownerOf(action);
+    if (owner.addConfirmed) return this.writeOnlyConfirmations(action.kind, owner).run({ action, slot });
+    if (this.db.kind === "pglite" || owner.confirmsInGroups === true) return this.confirmations.run({ action, slot });
     return this.db.transaction(async (tx) => (await this.applyConfirmed(tx, [{ action, slot }]))[0]!);
+  }
+
+  /** The groups of confirmations of a kind whose owner adds only writes: one statement each (ActionOwner.addConfirmed). */
+  private writeOnlyConfirmations(kind: string, owner: ActionOwner): GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }> {
+    let groups = this.writeOnlyGroups.get(kind);
+    if (!groups) {
+      groups = new GroupCommit(this.db, async (db, confirmed) => {
+        const statement = new CombinedStatement();
+        this.addMarks(statement, confirmed, "chain_actions_confirmed");
+        owner.addConfirmed!(statement, "chain_actions_confirmed");
+        await statement.run(db);
+        return confirmed.map(() => ({}));
+      }, { oneStatement: true });
+      this.writeOnlyGroups.set(kind, groups);
+    }
+    return groups;
+  }
+
+  /** The step `name` marking `confirmed` actions confirmed, giving each one it marked (one another confirmed first is left alone). */
+  private addMarks(statement: CombinedStatement, confirmed: readonly { action: ChainAction; slot: number }[], name: string): void {
+    const values = statement.values(["text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, slot]));
+    statement.step(
+      name,
+      `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now()
+         FROM (VALUES ${values}) AS c (signature, slot)
+        WHERE a.signature = c.signature AND a.state = 'sent' RETURNING a.signature, a.subject, a.slot`,
+    );
   }
 
   /** Inside `tx`: marks the actions confirmed, in one statement, and hands them to their owners, kind by kind. */
   private async applyConfirmed(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<{ outcome?: unknown }[]> {
-    const marked = await tx.query<{ signature: string }>(
-      `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now()
-         FROM (VALUES ${valuesList(confirmed.length, ["text", "bigint"])}) AS c (signature, slot)
-        WHERE a.signature = c.signature AND a.state = 'sent' RETURNING a.signature`,
-      confirmed.flatMap(({ action, slot }) => [action.signature, slot]),
-    );
+    const marking = new CombinedStatement();
+    this.addMarks(marking, confirmed, "chain_actions_confirmed");
+    marking.returns("SELECT signature FROM chain_actions_confirmed");
+    const marked = await marking.run<{ signature: string }>(tx);
     // One already confirmed by a concurrent recovery (or earlier in this group) has its outcome applied: not twice.
     const open = new Set(marked.map((row) => row.signature));
     const byKind = new Map<string, number[]>();

@@ -9,7 +9,7 @@ import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
-import { getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob, updateJobs } from "./job-repo.ts";
+import { addJobSlots, getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
@@ -75,6 +75,8 @@ function escrowOwner(): ActionOwner {
       await updateJobs(tx, confirmed.map(({ action, slot }) => ({ id: action.subject, changes: { slot } })));
       return confirmed.map(() => undefined);
     },
+    // Its confirmation only writes the job's slot: one statement with the journal's mark.
+    addConfirmed: (statement, confirmed) => addJobSlots(statement, confirmed),
     rejected: (tx, action) => giveUpEscrow(tx, action, "escrow_failed"),
     // A fresh lock would hold credits for a job that can no longer run (its driver gave up).
     rebuild: async () => undefined,

@@ -190,6 +190,15 @@ export async function mustMoveJob(db: Db, job: JobRecord, trigger: JobTrigger, c
 }
 
 /**
+ * The slot each job's escrow confirmed in, as a step of `statement` (the chain journal's, marking
+ * the escrows confirmed): `confirmed` names its step giving each escrow just marked, with the job
+ * as its subject.
+ */
+export function addJobSlots(statement: CombinedStatement, confirmed: string): void {
+  statement.step("jobs_slotted", `UPDATE jobs j SET slot = c.slot FROM ${confirmed} c WHERE j.id = c.subject`);
+}
+
+/**
  * `mustMoveJob` for several jobs in one statement, each with its own values of the same fields.
  * All or nothing: when any job had moved on, none is written and JobMovedError names it. On
  * success each job takes its new status and changes.

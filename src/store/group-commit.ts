@@ -22,12 +22,18 @@ interface Waiting<I, R> {
 export interface GroupCommitOptions {
   /** Items in one group at most: bounds a statement's parameters. */
   maxGroup?: number;
+  /**
+   * The work is one statement, atomic by itself (a CombinedStatement): it runs on the database
+   * with no BEGIN and COMMIT around it, which on PostgreSQL are two round trips of their own.
+   */
+  oneStatement?: boolean;
 }
 
 export class GroupCommit<I, R> {
   private waiting: Waiting<I, R>[] = [];
   private scheduled = false;
   private readonly maxGroup: number;
+  private readonly oneStatement: boolean;
 
   constructor(
     private readonly db: Db,
@@ -35,6 +41,7 @@ export class GroupCommit<I, R> {
     options: GroupCommitOptions = {},
   ) {
     this.maxGroup = options.maxGroup ?? 64;
+    this.oneStatement = options.oneStatement ?? false;
   }
 
   /** Resolves with the item's result once its group has committed. */
@@ -55,7 +62,7 @@ export class GroupCommit<I, R> {
 
   private async commit(group: Waiting<I, R>[]): Promise<void> {
     try {
-      const results = await this.db.transaction((tx) => this.work(tx, group.map((w) => w.item)));
+      const results = await this.atomically(group.map((w) => w.item));
       group.forEach((w, i) => w.resolve(results[i]!));
       return;
     } catch (error) {
@@ -63,10 +70,14 @@ export class GroupCommit<I, R> {
     }
     for (const w of group) {
       try {
-        w.resolve((await this.db.transaction((tx) => this.work(tx, [w.item])))[0]!);
+        w.resolve((await this.atomically([w.item]))[0]!);
       } catch (error) {
         w.reject(error);
       }
     }
+  }
+
+  private atomically(items: readonly I[]): Promise<R[]> {
+    return this.oneStatement ? this.work(this.db, items) : this.db.transaction((tx) => this.work(tx, items));
   }
 }

@@ -63,6 +63,26 @@ describe("the chain journal", () => {
     assert.equal(heard.length, 1, "resuming applied nothing again");
   });
 
+  test("an owner whose confirmation only writes has it applied in the journal's own statement, once", async () => {
+    await db.exec("CREATE TABLE noted (subject text NOT NULL, slot bigint NOT NULL)");
+    journal.register("noted", {
+      ...owner,
+      addConfirmed: (statement, confirmed) => statement.step("noted_written", `INSERT INTO noted (subject, slot) SELECT subject, slot FROM ${confirmed}`),
+    });
+    const actions = await Promise.all([funding(1), funding(2)]).then((made) => made.map((a) => ({ ...a, kind: "noted" })));
+    for (const action of actions) await journal.record(db, action);
+    const sent = await Promise.all(actions.map((action) => journal.send(action)));
+    const noted = await db.query<{ subject: string; slot: bigint }>("SELECT subject, slot FROM noted ORDER BY subject");
+    assert.deepEqual(noted, actions.map((a, i) => ({ subject: a.subject, slot: BigInt(sent[i]!.slot) })).sort((a, b) => (a.subject < b.subject ? -1 : 1)));
+    assert.deepEqual((await journal.actionsAbout(actions.map((a) => a.subject))).map((a) => a.state), ["confirmed", "confirmed"]);
+    // One that a recovery elsewhere confirmed first: the journal's mark finds it done, and the owner's write does not run again.
+    const [late] = [{ ...(await funding(3)), kind: "noted" }];
+    await journal.record(db, late);
+    await db.query("UPDATE chain_actions SET state = 'confirmed' WHERE signature = $1", [late.signature]);
+    await journal.send(late);
+    assert.equal((await db.query("SELECT 1 FROM noted WHERE subject = $1", [late.subject])).length, 0);
+  });
+
   test("an action recorded but never sent is sent on resume; one of a kind nobody owns is refused", async () => {
     heard.length = 0;
     const action = await funding(3);

@@ -1,11 +1,12 @@
 /**
  * Group commit: items handed in during one turn of the event loop share one transaction; a
  * group that fails is rolled back whole and its items are done again one at a time, so only the
- * failing one fails; results come back in order. On each backend, against a real table.
+ * failing one fails; results come back in order. A group whose work is one statement runs it with
+ * no transaction around it. On each backend, against a real table.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { GroupCommit, valuesList, type Db } from "../../src/store/index.ts";
+import { GroupCommit, isTransaction, valuesList, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
 for (const backend of testDatabases()) {
@@ -57,6 +58,24 @@ for (const backend of testDatabases()) {
       const later = ["h", "i"].map((name) => commits.run(name));
       await Promise.all([first, ...later]);
       assert.deepEqual(groups, [["g"], ["h", "i"]]);
+    });
+
+    it("runs a group whose work is one statement on the database itself, with no transaction", async () => {
+      const seen: { inTransaction: boolean; names: string[] }[] = [];
+      const oneStatement = new GroupCommit<string, number>(
+        db,
+        async (target, names) => {
+          seen.push({ inTransaction: isTransaction(target), names: [...names] });
+          const rows = await target.query<{ name: string; seq: bigint }>(`INSERT INTO names (name) VALUES ${valuesList(names.length, ["text"])} RETURNING name, seq`, [...names]);
+          return names.map((name) => Number(rows.find((row) => row.name === name)!.seq));
+        },
+        { oneStatement: true },
+      );
+      const results = await Promise.allSettled(["j", "bad", "k"].map((name) => oneStatement.run(name)));
+      assert.deepEqual(seen, [["j", "bad", "k"], ["j"], ["bad"], ["k"]].map((names) => ({ inTransaction: false, names })));
+      assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+      // The failed statement wrote nothing by itself: j and k are stored once, by their retries.
+      assert.deepEqual((await stored()).slice(-2), ["j", "k"]);
     });
   });
 }
