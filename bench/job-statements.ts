@@ -10,6 +10,10 @@
  * request is also printed for each tenth of the run: one that grows says a cost grows with the
  * tables (as plans made on empty tables did before the embedded database analyzed them).
  *
+ * With DATABASE_DELAY_MS as well, PostgreSQL is reached through a proxy holding each chunk that
+ * long each way (bench/database-distance.ts): a database one network hop away, where each
+ * statement's round trip is what a sequential request waits for.
+ *
  * Run: node --import tsx bench/job-statements.ts [jobs=100] [concurrency=1]
  */
 import { mkdtemp, rm } from "node:fs/promises";

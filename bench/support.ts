@@ -6,6 +6,7 @@ import { generateKeypair } from "../src/core/keys.ts";
 import type { Engine, GenerationRequest } from "../src/inference/engine.ts";
 import type { Service } from "../src/service.ts";
 import { type Db, openDb } from "../src/store/index.ts";
+import { distantDatabase } from "./database-distance.ts";
 
 export const BENCH_MESSAGES = [{ role: "user" as const, content: "Hello" }];
 export const BENCH_MAX_TOKENS = 16;
@@ -57,18 +58,25 @@ export interface BenchStorage {
   drop(): Promise<void>;
 }
 
+/**
+ * PGlite on disk, or a fresh schema of DATABASE_URL's database; with DATABASE_DELAY_MS, reached
+ * through a proxy that holds each chunk that long each way (bench/database-distance.ts).
+ */
 export async function benchStorage(kind: "pglite" | "postgres", dataDir: string): Promise<BenchStorage> {
   if (kind === "pglite") return { kind, label: "PGlite on disk", options: { dataDir }, drop: async () => undefined };
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error("PostgreSQL needs DATABASE_URL");
+  const delayMs = Number(process.env.DATABASE_DELAY_MS ?? 0);
+  const distant = delayMs > 0 ? await distantDatabase(url, delayMs) : undefined;
   const schema = `bench_${process.pid}_${Date.now()}`;
-  const db = await openDb({ databaseUrl: url, schema });
+  const db = await openDb({ databaseUrl: distant?.url ?? url, schema });
   await db.exec(`CREATE SCHEMA ${schema}`);
   return {
     kind,
-    label: "PostgreSQL",
+    label: distant ? `PostgreSQL, ${delayMs} ms each way` : "PostgreSQL",
     options: { dataDir, db },
     drop: async () => {
+      await distant?.close();
       const admin = await openDb({ databaseUrl: url });
       await admin.exec(`DROP SCHEMA ${schema} CASCADE`).finally(() => admin.close());
     },
