@@ -87,4 +87,15 @@ export const JOBS_MIGRATIONS = [
       ALTER TABLE jobs ADD COLUMN node_id text;
     `,
   },
+  {
+    id: "jobs/004_ended_job_indexes",
+    sql: `
+      -- Both are read only for ended jobs (jobsWithEscrowToClose, forgetRequests). Indexing every
+      -- row version of a running job added two index entries to each of its writes.
+      DROP INDEX jobs_escrow_to_close;
+      DROP INDEX jobs_keeping_request;
+      CREATE INDEX jobs_escrow_to_close ON jobs (id) WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded');
+      CREATE INDEX jobs_keeping_request ON jobs (id) WHERE request IS NOT NULL AND status IN ('settled', 'failed', 'refunded');
+    `,
+  },
 ];
