@@ -61,8 +61,8 @@ interface Admitted {
  * Three statements: the ledger's reservation; the wallets' credit.low flags locked (after the
  * ledger's accounts, the order every transaction touching both takes) with the keys to confirm;
  * and one statement of all the writes that need nothing read back (the rows, the escrow actions,
- * the flags flipped, the events). On PostgreSQL each is a round trip, and the one before the
- * commit is what a caller's first token waits for.
+ * the flags flipped, the events). On PostgreSQL each is a round trip, as are BEGIN and COMMIT,
+ * and a caller's first byte waits for all five.
  */
 async function admitAll(tx: Db, admissions: readonly Admission[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
   // A refused key fails the group, which is redone job by job: only its own jobs are refused.
@@ -88,9 +88,9 @@ async function admitAll(tx: Db, admissions: readonly Admission[], journal: Chain
 }
 
 /**
- * The group's reservations. A wallet that cannot cover them is refused here, before its keys are
- * confirmed with the credit.low flags: a revoked key is then confirmed at once, so its holder
- * hears that the key is refused (401), not how its wallet stands (402), as before the lookup moved.
+ * The group's reservations. A wallet that cannot cover them is refused here, before the keys are
+ * confirmed with the credit.low flags, so on that path they are confirmed at once: a revoked
+ * key's holder hears that the key is refused (401), not how the wallet stands (402).
  */
 async function reserveAll(tx: Db, admissions: readonly Admission[], keysToConfirm: readonly string[]): Promise<number[]> {
   try {
