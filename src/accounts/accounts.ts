@@ -95,23 +95,28 @@ export async function authenticate(db: Db, authorization: string | undefined, ca
 
 /**
  * Refuses, with the error `authenticate` would give now, when any of these keys (by hash) was
- * revoked, suspended or deleted: one statement for a whole admission group (jobs/admission.ts),
- * so a key accepted from a cache that had not yet heard of its revocation spends nothing.
+ * revoked, suspended or deleted, in one statement: a key accepted from a cache that had not yet
+ * heard of its revocation then spends nothing. An admission confirms its keys with the wallets'
+ * credit.low flags instead (lockCreditLowSides).
  */
 export async function confirmKeys(db: Db, keyHashes: readonly string[]): Promise<void> {
   const wanted = [...new Set(keyHashes)];
-  const rows = await db.query<KeyRow>("SELECT key_hash, revoked_at, suspended_at FROM api_keys WHERE key_hash = ANY($1::text[])", [wanted]);
-  const byHash = new Map(rows.map((row) => [row.key_hash, row]));
-  for (const keyHash of wanted) {
-    const refused = refusal(byHash.get(keyHash));
-    if (refused !== undefined) throw refused;
-  }
+  refuseAny(wanted, await db.query<KeyRow>("SELECT key_hash, revoked_at, suspended_at FROM api_keys WHERE key_hash = ANY($1::text[])", [wanted]));
 }
 
 interface KeyRow {
   key_hash: string;
   revoked_at: Date | null;
   suspended_at: Date | null;
+}
+
+/** Throws the refusal of the first key of `wanted` (by hash) that `found` shows revoked, suspended or missing. */
+function refuseAny(wanted: readonly string[], found: readonly KeyRow[]): void {
+  const byHash = new Map(found.map((row) => [row.key_hash, row]));
+  for (const keyHash of wanted) {
+    const refused = refusal(byHash.get(keyHash));
+    if (refused !== undefined) throw refused;
+  }
 }
 
 /** Why a key found as `row` (or not found) is refused, if it is. */
@@ -172,11 +177,7 @@ export async function lockCreditLowSides(db: Db, wallets: readonly string[], key
          SELECT NULL, NULL, NULL, key_hash, revoked_at, suspended_at FROM api_keys WHERE key_hash = ANY($2::text[])`,
     wanted.length === 0 ? [[...new Set(wallets)]] : [[...new Set(wallets)], wanted],
   );
-  const keys = new Map(rows.flatMap((row) => (row.key_hash ? [[row.key_hash, row as KeyRow] as const] : [])));
-  for (const keyHash of wanted) {
-    const refused = refusal(keys.get(keyHash));
-    if (refused !== undefined) throw refused;
-  }
+  refuseAny(wanted, rows.flatMap((row) => (row.key_hash ? [row as KeyRow] : [])));
   return new CreditLowSides(rows.flatMap((row) => (row.address !== null ? [{ address: row.address, armed: row.armed!, threshold: row.threshold! }] : [])));
 }
 

@@ -18,6 +18,8 @@ import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import type { Chain } from "./chain.ts";
 
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
+/** The step of a confirmation's statement that gives the actions it marked confirmed (ActionOwner.addConfirmed reads it). */
+const CONFIRMED_STEP = "chain_actions_confirmed";
 
 export interface ChainAction {
   kind: string;
@@ -194,8 +196,8 @@ export class ChainJournal {
     if (!groups) {
       groups = new GroupCommit(this.db, async (db, confirmed) => {
         const statement = new CombinedStatement();
-        this.addMarks(statement, confirmed, "chain_actions_confirmed");
-        owner.addConfirmed!(statement, "chain_actions_confirmed");
+        this.addMarks(statement, confirmed);
+        owner.addConfirmed!(statement, CONFIRMED_STEP);
         await statement.run(db);
         return confirmed.map(() => ({}));
       }, { oneStatement: true });
@@ -204,11 +206,11 @@ export class ChainJournal {
     return groups;
   }
 
-  /** The step `name` marking `confirmed` actions confirmed, giving each one it marked (one another confirmed first is left alone). */
-  private addMarks(statement: CombinedStatement, confirmed: readonly { action: ChainAction; slot: number }[], name: string): void {
+  /** The step (CONFIRMED_STEP) marking `confirmed` actions confirmed, giving each one it marked (one another confirmed first is left alone). */
+  private addMarks(statement: CombinedStatement, confirmed: readonly { action: ChainAction; slot: number }[]): void {
     const values = statement.values(["text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, slot]));
     statement.step(
-      name,
+      CONFIRMED_STEP,
       `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now()
          FROM (VALUES ${values}) AS c (signature, slot)
         WHERE a.signature = c.signature AND a.state = 'sent' RETURNING a.signature, a.subject, a.slot`,
@@ -218,8 +220,8 @@ export class ChainJournal {
   /** Inside `tx`: marks the actions confirmed, in one statement, and hands them to their owners, kind by kind. */
   private async applyConfirmed(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<{ outcome?: unknown }[]> {
     const marking = new CombinedStatement();
-    this.addMarks(marking, confirmed, "chain_actions_confirmed");
-    marking.returns("SELECT signature FROM chain_actions_confirmed");
+    this.addMarks(marking, confirmed);
+    marking.returns(`SELECT signature FROM ${CONFIRMED_STEP}`);
     const marked = await marking.run<{ signature: string }>(tx);
     // One already confirmed by a concurrent recovery (or earlier in this group) has its outcome applied: not twice.
     const open = new Set(marked.map((row) => row.signature));

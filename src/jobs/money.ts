@@ -8,7 +8,7 @@
  * applied twice.
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
-import { recordCreditLowSide, type CreditLowAnswer, type CreditLowSides } from "../accounts/index.ts";
+import { recordCreditLowSide, type CreditLowSides } from "../accounts/index.ts";
 import { emitCreditLow, type CreditLowFacts } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { CombinedStatement, Db } from "../store/index.ts";
@@ -194,7 +194,10 @@ export async function checkCreditLow(tx: Db, wallet: string, creditsRemaining: n
 export function creditLowCrossings(statement: CombinedStatement, sides: CreditLowSides, changes: readonly CreditLowChange[]): (CreditLowFacts | undefined)[] {
   const answers = sides.answer(changes.map((c) => ({ wallet: c.wallet, availableCredits: c.creditsRemaining })));
   sides.addWrite(statement);
-  return crossings(changes, answers);
+  return changes.map(({ wallet, creditsRemaining, fell }, i) => {
+    const answer = answers[i];
+    return answer?.below && fell ? { wallet, creditsRemaining, thresholdCredits: answer.thresholdCredits } : undefined;
+  });
 }
 
 export interface CreditLowChange {
@@ -202,13 +205,6 @@ export interface CreditLowChange {
   creditsRemaining: number;
   /** The change lowered the balance (a reservation, a withdrawal): only such a change fires the event. */
   fell: boolean;
-}
-
-function crossings(changes: readonly CreditLowChange[], answers: readonly (CreditLowAnswer | undefined)[]): (CreditLowFacts | undefined)[] {
-  return changes.map(({ wallet, creditsRemaining, fell }, i) => {
-    const answer = answers[i];
-    return answer?.below && fell ? { wallet, creditsRemaining, thresholdCredits: answer.thresholdCredits } : undefined;
-  });
 }
 
 /** Every job's reservation as the ledger holds it, by job id: the credits locked and whether it is pending, posted or voided. */
