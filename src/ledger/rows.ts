@@ -34,16 +34,21 @@ export function accountColumns(alias?: string): string {
   return ACCOUNT_COLUMNS.split(",").map((column) => `${alias}.${column.trim()}`).join(", ");
 }
 
-/** Transfers with the derived state of pending ones; filter on `t.` columns, order by `t.seq`. */
+/**
+ * Transfers with the derived state of pending ones; filter on `t.` columns, order by `t.seq`.
+ *
+ * The state is a sub-select per pending row on the resolve-once index, not a join: as a join, the
+ * plan PostgreSQL keeps for the prepared statement hashed the whole table to find a handful of
+ * resolutions (a sequential scan growing with the ledger: 1.6-5 ms at 1,300 transfers on PGlite,
+ * against 0.18 ms this way; docs/performance.md, 2026-11-27, stop 31).
+ */
 export const SELECT_TRANSFERS = `
 SELECT t.id, t.kind, t.debit_account_id, t.credit_account_id, t.amount, t.pending_id, t.code,
        t.reference, t.created_at,
        CASE WHEN t.kind <> 'pending' THEN NULL
-            WHEN r.kind IS NULL THEN 'pending'
-            WHEN r.kind = 'post_pending' THEN 'posted'
-            ELSE 'voided' END AS pending_state
-FROM ledger_transfers t
-LEFT JOIN ledger_transfers r ON r.pending_id = t.id`;
+            ELSE coalesce((SELECT CASE r.kind WHEN 'post_pending' THEN 'posted' ELSE 'voided' END
+                             FROM ledger_transfers r WHERE r.pending_id = t.id), 'pending') END AS pending_state
+FROM ledger_transfers t`;
 
 export function toAccount(row: AccountRow): Account {
   return {
