@@ -8,7 +8,7 @@
  * A statement inside a transaction runs on the connection the caller's transaction holds; every
  * run takes PGlite's query lock, as its own transaction handle does.
  */
-import { type PGlite, parse, protocol } from "@electric-sql/pglite";
+import { type PGlite, parse, protocol, types } from "@electric-sql/pglite";
 
 const { serialize } = protocol;
 
@@ -64,6 +64,11 @@ export class PreparedStatements {
 
   private serialized(value: unknown, type: number): string | null {
     if (value === null || value === undefined) return null;
+    // PGlite's own bytea serializer formats each byte in JavaScript: with a chain transaction's
+    // wire (hundreds of bytes) in every escrow and settlement record, that was about 3% of the
+    // main thread at 32 connections (docs/performance.md, stop 31). Node's hex encoder gives the
+    // same text.
+    if (type === types.BYTEA && value instanceof Uint8Array) return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex")}`;
     const serializer = this.pg.serializers[type];
     return serializer ? serializer(value) : String(value);
   }

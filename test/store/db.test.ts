@@ -37,6 +37,8 @@ for (const backend of testDatabases()) {
         { big: 2n ** 62n + 7n, bigs: [1n, -2n], at: new Date("2026-11-21T10:00:00.123Z"), doc: { a: [1, "x"] }, bytes: new Uint8Array([0, 255, 7]), label: "first" },
         { big: -5n, bigs: [], at: new Date("2027-01-01T00:00:00.000Z"), doc: { list: [null, true] }, bytes: new Uint8Array([]), label: "second" },
         { big: null, bigs: null, at: null, doc: null, bytes: null, label: null },
+        // A view into a larger buffer: only its own bytes are written.
+        { big: 1n, bigs: [1n], at: new Date("2027-01-02T00:00:00.000Z"), doc: {}, bytes: new Uint8Array([9, 1, 2, 3, 9]).subarray(1, 4), label: "third" },
       ];
       for (const row of rows) {
         const returned = await db.transaction((tx) => tx.query<{ bytes: Uint8Array | null }>(insert, Object.values(row)));
