@@ -5,24 +5,13 @@
  */
 import type { Address, Instruction } from "@solana/kit";
 import { addressBytes } from "./addresses.ts";
-import { type Signer, base58Encode } from "../core/index.ts";
+import { BoundedMap, type Signer, base58Encode } from "../core/index.ts";
 
 /** The largest transaction a cluster accepts (IPv6 MTU minus headers). */
 export const MAX_TRANSACTION_SIZE = 1232;
 
 const SIGNER = 2;
 const WRITABLE = 1;
-
-function compactU16(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let byte = n & 0x7f;
-    n >>= 7;
-    if (n > 0) byte |= 0x80;
-    out.push(byte);
-  } while (n > 0);
-  return out;
-}
 
 class ByteWriter {
   private buf = new Uint8Array(MAX_TRANSACTION_SIZE);
@@ -35,7 +24,16 @@ class ByteWriter {
     this.length += b.length;
   }
   byte(b: number): void {
-    this.bytes([b]);
+    if (this.length >= this.buf.length) throw new RangeError(`transaction larger than ${MAX_TRANSACTION_SIZE} bytes`);
+    this.buf[this.length++] = b;
+  }
+  /** Solana's compact-u16 length prefix, byte by byte (a set() from a plain array is V8's slow path). */
+  compactU16(n: number): void {
+    do {
+      const low = n & 0x7f;
+      n >>= 7;
+      this.byte(n > 0 ? low | 0x80 : low);
+    } while (n > 0);
   }
   result(): Uint8Array {
     return this.buf.slice(0, this.length);
@@ -111,27 +109,43 @@ function compileMessage(
   }
 
   const msg = new ByteWriter();
-  msg.bytes([numSigners, groups[1]!.length, groups[3]!.length]);
-  msg.bytes(compactU16(keys.length));
-  for (const k of keys) msg.bytes(addressBytes(k));
+  msg.byte(numSigners);
+  msg.byte(groups[1]!.length);
+  msg.byte(groups[3]!.length);
+  msg.compactU16(keys.length);
+  for (const k of keys) msg.bytes(keyBytes(k));
   if (blockhash.length !== 32) throw new TypeError("a blockhash is 32 bytes");
   msg.bytes(blockhash);
-  msg.bytes(compactU16(instructions.length));
+  msg.compactU16(instructions.length);
   for (const ix of instructions) {
     msg.byte(index.get(ix.programAddress)!);
     const accounts = ix.accounts ?? [];
-    msg.bytes(compactU16(accounts.length));
+    msg.compactU16(accounts.length);
     for (const meta of accounts) msg.byte(index.get(meta.address)!);
     const data = ix.data ?? new Uint8Array(0);
-    msg.bytes(compactU16(data.length));
+    msg.compactU16(data.length);
     msg.bytes(data);
   }
   return { message: msg.result(), signedBy };
 }
 
+/**
+ * The bytes of addresses compiled recently. A job's two transactions name the same programs, fee
+ * payer, treasury and wallet accounts as the last job's, and decoding base58 is quadratic in its
+ * length: decoding every key of every message was about a third of compiling one (stop 31,
+ * docs/performance.md). Only copied from, never handed out.
+ */
+const recentKeys = new BoundedMap<Uint8Array>(1024);
+
+function keyBytes(address: Address): Uint8Array {
+  let bytes = recentKeys.get(address);
+  if (bytes === undefined) recentKeys.set(address, (bytes = addressBytes(address)));
+  return bytes;
+}
+
 function assemble(message: Uint8Array, signatures: readonly Uint8Array[]): SignedTransaction {
   const wire = new ByteWriter();
-  wire.bytes(compactU16(signatures.length));
+  wire.compactU16(signatures.length);
   for (const sig of signatures) wire.bytes(sig);
   wire.bytes(message);
   return { signature: base58Encode(signatures[0]!), wire: wire.result() };
