@@ -127,10 +127,10 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
 }
 
 /**
- * What settlements' confirmations do, for one job or several at once: the worker and the
- * treasury are paid their shares of the charges (posted when the settlements were recorded), in
- * one ledger operation; one statement moves the jobs' rows to `settled`, one writes their
- * job.completed events, with the wallets' credits as they stand. The balance does not change
+ * What settlements' confirmations do, for one job or several at once: one statement moves the
+ * jobs' rows to `settled`, one writes their job.completed events, with the wallets' credits as
+ * they stand, and last the worker and the treasury are paid their shares of the charges (posted
+ * when the settlements were recorded), in one ledger operation. The balance does not change
  * here, so neither does the credit.low rule.
  */
 async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
@@ -141,7 +141,7 @@ async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { 
     return job;
   });
   const jobs = await paidAsTheProgramPaid(tx, chain, recorded);
-  await money.payOutAll(tx, jobs);
+  const charged = await money.preparePayOuts(tx, jobs);
   const available = await money.availableCreditsOf(tx, [...new Set(jobs.map((job) => job.wallet))]);
   const creditsRemaining = jobs.map((job) => available.get(job.wallet)!);
   const completedAt = new Date();
@@ -150,6 +150,10 @@ async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { 
     tx,
     jobs.map((job, i) => jobCompletedEvent({ ...jobEventFacts(job), settlementTx: confirmed[i]!.action.signature, slot: confirmed[i]!.slot, creditsRemaining: creditsRemaining[i]! })),
   );
+  // Last: the payouts lock the treasury's row, shared by every node's confirmations, until the
+  // commit. Paid first, the row stayed locked through the three statements above as well
+  // (docs/performance.md, stop 31).
+  await money.payOuts(tx, charged);
   return creditsRemaining.map((credits) => ({ creditsRemaining: credits }));
 }
 

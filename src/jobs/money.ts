@@ -109,15 +109,32 @@ export async function chargeAll(db: Db, jobs: readonly JobRecord[]): Promise<num
 
 /**
  * Pay the worker and the treasury their shares of jobs whose settlements confirmed, as the
- * program paid them. A job whose reservation is still pending (recorded before charges were
- * posted with the settlement's record) is charged and paid out at once.
+ * program paid them: preparePayOuts, then payOuts.
  */
 export async function payOutAll(db: Db, jobs: readonly JobRecord[]): Promise<void> {
+  await payOuts(db, await preparePayOuts(db, jobs));
+}
+
+/**
+ * The part of paying out that touches no shared account: each worker's account made sure of,
+ * and a job whose reservation is still pending (recorded before charges were posted with the
+ * settlement's record) charged and paid out at once. Returns the jobs whose charges wait in
+ * their wallets' escrow accounts, for payOuts.
+ */
+export async function preparePayOuts(db: Db, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
   for (const address of new Set(jobs.map((job) => job.workerAddress))) if (address !== null) await ledger.ensureWorkerAccount(db, address);
   const reservations = await ledger.getTransfers(db, jobs.map((job) => reservationId(job.id)));
   const unposted = jobs.filter((job) => reservations.get(reservationId(job.id))?.pendingState === "pending");
   if (unposted.length > 0) await ledger.resolveAll(db, unposted.map(resolution));
-  const charged = jobs.filter((job) => !unposted.includes(job) && chargedOf(job) > 0);
+  return jobs.filter((job) => !unposted.includes(job) && chargedOf(job) > 0);
+}
+
+/**
+ * The charges of `charged` (preparePayOuts) paid from escrow to the workers and the treasury, in
+ * one ledger operation. It locks the treasury's row, which every settlement of every gateway
+ * node shares, until the caller's transaction ends: the last statement before its commit.
+ */
+export async function payOuts(db: Db, charged: readonly JobRecord[]): Promise<void> {
   await ledger.payOutAll(db, charged.map((job) => ({ id: chargeId(job.id), wallet: job.wallet, payouts: resolution(job).payouts, reference: job.id })));
 }
 
