@@ -10,12 +10,17 @@
  * request is also printed for each tenth of the run: one that grows says a cost grows with the
  * tables (as plans made on empty tables did before the embedded database analyzed them).
  *
+ * On PGlite it also prints what each statement costs inside the database: the time of PGlite's
+ * synchronous run of each exchange, which under concurrency the awaiting time overstates (it
+ * includes the queue before the statement's turn).
+ *
  * With DATABASE_DELAY_MS as well, PostgreSQL is reached through a proxy holding each chunk that
  * long each way (bench/database-distance.ts): a database one network hop away, where each
  * statement's round trip is what a sequential request waits for.
  *
  * Run: node --import tsx bench/job-statements.ts [jobs=100] [concurrency=1]
  */
+import { PGlite } from "@electric-sql/pglite";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,6 +38,7 @@ const CONCURRENCY = Number(process.argv[3] ?? 1);
 const MODEL = "Qwen/Qwen3-1.7B";
 const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
 
+const pgliteTime = timeInsidePglite();
 const upstream = await startUpstream("vllm", { model: "qwen3-1.7b", reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });
 const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: "qwen3-1.7b" });
 const dir = await mkdtemp(join(tmpdir(), "svc-statements-"));
@@ -92,6 +98,7 @@ Object.defineProperty(TxHandle.prototype, "transaction", {
   },
 });
 
+pgliteTime.counting = true;
 const started = performance.now();
 let asked = 0;
 /** When each tenth of the jobs had been answered: a cost that grows with the tables shows as later tenths taking longer. */
@@ -109,6 +116,7 @@ await Promise.all(
 const wallMs = performance.now() - started;
 await settle();
 counting = false;
+pgliteTime.counting = false;
 
 console.log(`${JOBS} jobs, ${CONCURRENCY} at a time; storage: ${storage.label}`);
 console.log("per job  ms/job  statement");
@@ -124,6 +132,7 @@ console.log(
     `${(savepoints / JOBS).toFixed(1)} savepoints, ` +
     `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms of wall time per request`,
 );
+if (storage.kind === "pglite") pgliteTime.report(JOBS);
 if (JOBS >= 100) {
   const perTenth = tenths.slice(0, 10).map((at, i) => (at - (i === 0 ? started : tenths[i - 1]!)) / Math.floor(JOBS / 10));
   console.log(`ms of wall time per request, by tenth of the run: ${perTenth.map((ms) => ms.toFixed(1)).join(" ")}`);
@@ -134,3 +143,55 @@ await engine.close();
 await upstream.close();
 await rm(dir, { recursive: true, force: true });
 process.exit(0);
+
+/**
+ * PGlite runs each exchange synchronously in its WebAssembly module (execProtocolRawSync, public in
+ * the version pinned): timing that call gives what a statement costs the thread. An exchange is
+ * named by its first message: a simple query by its text, a prepared statement's run (Bind) by
+ * the text its Parse carried, a Parse by "prepare".
+ */
+function timeInsidePglite(): { counting: boolean; report(jobs: number): void } {
+  const texts = new Map<string, string>();
+  const costs = new Map<string, { n: number; ms: number }>();
+  const state = { counting: false, report };
+  const cString = (bytes: Uint8Array, at: number): [string, number] => {
+    const end = bytes.indexOf(0, at);
+    return [Buffer.from(bytes.subarray(at, end)).toString(), end + 1];
+  };
+  const nameOf = (message: Uint8Array): string => {
+    const type = String.fromCharCode(message[0]!);
+    if (type === "Q") return cString(message, 5)[0];
+    if (type === "B") return texts.get(cString(message, cString(message, 5)[1])[0]) ?? "(a statement prepared before the count)";
+    if (type === "P") {
+      const [name, at] = cString(message, 5);
+      texts.set(name, cString(message, at)[0]);
+      return "prepare";
+    }
+    return `protocol message ${type}`;
+  };
+  const proto = PGlite.prototype as unknown as { execProtocolRawSync: (message: Uint8Array, ...rest: unknown[]) => unknown };
+  const run = proto.execProtocolRawSync;
+  proto.execProtocolRawSync = function (this: unknown, message: Uint8Array, ...rest: unknown[]) {
+    const name = nameOf(message);
+    const startedAt = performance.now();
+    try {
+      return run.call(this, message, ...rest);
+    } finally {
+      if (state.counting) {
+        const key = name.replace(/\s+/g, " ").trim().slice(0, 80);
+        const c = costs.get(key) ?? { n: 0, ms: 0 };
+        costs.set(key, { n: c.n + 1, ms: c.ms + performance.now() - startedAt });
+      }
+    }
+  };
+  function report(jobs: number): void {
+    console.log("inside PGlite, per job: ms  runs  statement");
+    let ms = 0;
+    for (const [key, c] of [...costs].sort((a, b) => b[1].ms - a[1].ms)) {
+      ms += c.ms;
+      if (c.ms / jobs >= 0.02) console.log(`${(c.ms / jobs).toFixed(3).padStart(9)} ${(c.n / jobs).toFixed(2).padStart(5)}  ${key}`);
+    }
+    console.log(`inside PGlite: ${(ms / jobs).toFixed(2)} ms per job`);
+  }
+  return state;
+}
