@@ -1,6 +1,6 @@
 /** SQL for the jobs table. The only code that reads or writes it. */
 import { CombinedStatement, valuesList, type Db } from "../store/index.ts";
-import type { JobRecord, JobStatus } from "./job-record.ts";
+import { JOB_STATUSES, type JobRecord, type JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
 import { nextStatus, type JobTrigger } from "./job-states.ts";
 
@@ -284,18 +284,32 @@ export async function getJobs(db: Db, ids: readonly string[]): Promise<Map<strin
 }
 
 export async function jobsWithStatus(db: Db, statuses: JobStatus[]): Promise<JobRecord[]> {
-  const rows = await db.query(`${SELECT} WHERE status = ANY($1::text[]) ORDER BY id`, [statuses]);
+  const rows = await db.query(`${SELECT} WHERE status IN (${statusList(statuses)}) ORDER BY id`);
   return rows.map(fromRow);
 }
 
 /** Jobs in these states driven by one node (and with `orUnowned`, by no named node). */
 export async function nodeJobsWithStatus(db: Db, statuses: JobStatus[], owner: { nodeId: string; orUnowned: boolean }): Promise<JobRecord[]> {
-  const rows = await db.query(`${SELECT} WHERE status = ANY($1::text[]) AND (node_id = $2 OR ($3 AND node_id IS NULL)) ORDER BY id`, [
-    statuses,
+  const rows = await db.query(`${SELECT} WHERE status IN (${statusList(statuses)}) AND (node_id = $1 OR ($2 AND node_id IS NULL)) ORDER BY id`, [
     owner.nodeId,
     owner.orUnowned,
   ]);
   return rows.map(fromRow);
+}
+
+/**
+ * The statuses as literals, not a parameter: the partial indexes on jobs (unfinished, disputed)
+ * are chosen only when the planner sees the values, and the embedded database keeps one plan per
+ * statement, made without them (store/pglite.ts, PLAN_SETTINGS). Only the known statuses pass.
+ */
+function statusList(statuses: readonly JobStatus[]): string {
+  if (statuses.length === 0) return "NULL";
+  return statuses
+    .map((status) => {
+      if (!(JOB_STATUSES as readonly string[]).includes(status)) throw new Error(`not a job status: ${status}`);
+      return `'${status}'`;
+    })
+    .join(", ");
 }
 
 /**

@@ -38,6 +38,17 @@ const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers
 const STATISTICS_SETTINGS = ["default_statistics_target=10"];
 
 /**
+ * A statement prepared once (pglite-statements.ts) still got a new plan on most runs: PostgreSQL
+ * keeps planning a prepared statement per run while its custom plans look cheaper than the generic
+ * one, which for `= ANY($1)` lookups and multi-row VALUES lists they often do. Forced to the plan it
+ * keeps, the database's work per paid job dropped by about a tenth (3.47-3.49 to 3.12-3.17 ms at 32
+ * requests at a time, `bench/job-statements.ts 1000 32`; docs/performance.md, stop 31). A generic
+ * plan cannot use a partial index whose condition a parameter decides: the statements that need
+ * one spell its values out (job-repo.ts, jobsWithStatus).
+ */
+const PLAN_SETTINGS = ["plan_cache_mode=force_generic_plan"];
+
+/**
  * V8 compiles WebAssembly twice by default: every function with its baseline compiler (Liftoff),
  * then the ones that run often again with its optimizing one. For PGlite that second tier cost an
  * idle `svc dev` about 90 MB (354-360 against 263-272 MB) and initdb most of a second, and bought
@@ -57,7 +68,7 @@ function createPglite(dir: string | undefined, image?: Blob): Promise<PGlite> {
   // theory, but a number that silently rounds is not acceptable for a ledger.
   return PGlite.create(dir, {
     parsers: { [types.INT8]: (v: string) => BigInt(v) },
-    postgresqlconf: [...MEMORY_SETTINGS, ...STATISTICS_SETTINGS],
+    postgresqlconf: [...MEMORY_SETTINGS, ...STATISTICS_SETTINGS, ...PLAN_SETTINGS],
     ...(image && !dir ? { loadDataDir: image } : {}),
   });
 }
