@@ -37,6 +37,8 @@ const JOBS = Number(process.argv[2] ?? 100);
 const CONCURRENCY = Number(process.argv[3] ?? 1);
 const MODEL = "Qwen/Qwen3-1.7B";
 const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
+/** A statement's text on one line, as far as the tables show it. */
+const shortText = (sql: string) => sql.replace(/\s+/g, " ").trim().slice(0, 80);
 
 const pgliteTime = timeInsidePglite();
 const upstream = await startUpstream("vllm", { model: "qwen3-1.7b", reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });
@@ -67,7 +69,7 @@ function count(target: object, method: "query" | "exec", where: string): void {
         return await original.call(this, sql, ...rest);
       } finally {
         if (counting) {
-          const key = `${where} ${sql.replace(/\s+/g, " ").trim().slice(0, 80)}`;
+          const key = `${where} ${shortText(sql)}`;
           const c = counts.get(key) ?? { n: 0, ms: 0 };
           counts.set(key, { n: c.n + 1, ms: c.ms + performance.now() - started });
         }
@@ -178,7 +180,7 @@ function timeInsidePglite(): { counting: boolean; report(jobs: number): void } {
       return run.call(this, message, ...rest);
     } finally {
       if (state.counting) {
-        const key = name.replace(/\s+/g, " ").trim().slice(0, 80);
+        const key = shortText(name);
         const c = costs.get(key) ?? { n: 0, ms: 0 };
         costs.set(key, { n: c.n + 1, ms: c.ms + performance.now() - startedAt });
       }

@@ -63,7 +63,7 @@ export function newPendingJob(input: {
   request?: ChatRequest;
 }): JobRecord {
   // Every field named, not `...input` and then the rest: V8 built that object through its slow
-  // path, 60-130 us a job against about 1 (a throwaway loop), 0.9-1.4% of a loaded gateway's main
+  // path, 60-130 us a job against about 1 (a throwaway loop), 0.7-1.4% of a loaded gateway's main
   // thread (docs/performance.md, stop 31).
   return {
     id: input.id,

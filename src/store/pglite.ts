@@ -41,7 +41,7 @@ const STATISTICS_SETTINGS = ["default_statistics_target=10"];
  * A statement prepared once (pglite-statements.ts) still got a new plan on most runs: PostgreSQL
  * keeps planning a prepared statement per run while its custom plans look cheaper than the generic
  * one, which for `= ANY($1)` lookups and multi-row VALUES lists they often do. Forced to the plan it
- * keeps, the database's work per paid job dropped by about a tenth (3.47-3.49 to 3.12-3.17 ms at 32
+ * keeps, the database's work per paid job dropped by about a tenth (3.37-3.49 to 3.12-3.21 ms at 32
  * requests at a time, `bench/job-statements.ts 1000 32`; docs/performance.md, stop 31). A generic
  * plan cannot use a partial index whose condition a parameter decides: the statements that need
  * one spell its values out (job-repo.ts, jobsWithStatus).
