@@ -4,7 +4,7 @@
  * records and sends them; this module is the owner it calls when one confirms, is refused, or
  * never lands.
  */
-import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal, Confirmation, JobEscrow } from "../chain/index.ts";
 import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
@@ -89,12 +89,10 @@ function escrowOwner(): ActionOwner {
 
 /**
  * The program picks the worker's share from its stake record when the settlement executes, not
- * from what the gateway read when the worker registered; the ledger pays what the program paid.
- * The escrow records are read all at once: each read is a round trip to the chain, taken while the
- * confirmations' database transaction is open.
+ * from what the gateway read when the worker registered; the ledger pays what the program paid,
+ * as the job's escrow record (read before the confirmations' transaction opened) says.
  */
-async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
-  const escrows = await Promise.all(jobs.map((job) => chain.escrowRecord(job.id)));
+async function paidAsTheProgramPaid(tx: Db, jobs: readonly JobRecord[], escrows: readonly (JobEscrow | null)[]): Promise<JobRecord[]> {
   const paid: JobRecord[] = [];
   for (const [i, job] of jobs.entries()) {
     const escrow = escrows[i];
@@ -110,8 +108,9 @@ async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobReco
 
 function settlementOwner(db: Db, chain: Chain): ActionOwner {
   return {
-    confirmed: async (tx, action, slot) => (await settlementsConfirmed(tx, chain, [{ action, slot }]))[0],
-    confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, chain, confirmed),
+    confirmed: async (tx, action, slot, facts) => (await settlementsConfirmed(tx, [{ action, slot, facts }]))[0],
+    confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, confirmed),
+    readChainFacts: (action) => chain.escrowRecord(action.subject),
     // Its ledger work is one operation, which locks the accounts it shares with other jobs in one statement.
     confirmsInGroups: true,
     // The job stays `settling` with its escrow intact; its driver (or recovery) sends the escrow back.
@@ -133,14 +132,14 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
  * when the settlements were recorded), in one ledger operation. The balance does not change
  * here, so neither does the credit.low rule.
  */
-async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
+async function settlementsConfirmed(tx: Db, confirmed: readonly Confirmation[]): Promise<SettlementOutcome[]> {
   const found = await getJobs(tx, confirmed.map(({ action }) => action.subject));
   const recorded = confirmed.map(({ action }) => {
     const job = found.get(action.subject);
     if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
     return job;
   });
-  const jobs = await paidAsTheProgramPaid(tx, chain, recorded);
+  const jobs = await paidAsTheProgramPaid(tx, recorded, confirmed.map(({ facts }) => (facts as JobEscrow | null | undefined) ?? null));
   const charged = await money.preparePayOuts(tx, jobs);
   const available = await money.availableCreditsOf(tx, [...new Set(jobs.map((job) => job.wallet))]);
   const creditsRemaining = jobs.map((job) => available.get(job.wallet)!);
