@@ -1,11 +1,14 @@
 /**
  * A worker that staked the network's native token on the chain is paid 85% of each charge when it
- * serves through the worker protocol; an unstaked one 75%. Read back from the settlement on-chain.
+ * serves through the worker protocol; an unstaked one 75%. Read back from the settlement on-chain;
+ * the ledger pays what the program paid, even when the worker staked after it registered.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
+import * as money from "../../src/jobs/money.ts";
+import { getAccount } from "../../src/ledger/index.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
@@ -45,4 +48,24 @@ test("the staked worker's settlement pays it 85%, the unstaked one's 75%", async
   const unstaked = await settlementShare();
   assert.notEqual(unstaked.worker, staker.address);
   assert.equal(unstaked.toWorker, 15_000n, "75% of 2 credits");
+});
+
+test("a worker that stakes after it registered: the program pays it 85%, and so does the ledger", async () => {
+  const { chain, db } = gateway.service;
+  await workers.pop()!.close();
+  const late = generateKeypair();
+  workers.push(await attachProtocolWorker(gateway.service, { signer: late }));
+  // Registered unstaked, so its jobs are recorded at the unstaked share; the program reads the stake when it settles.
+  await chain.grantNative({ to: late.address, amount: MIN_ACTIVE_STAKE });
+  await chain.stake({ worker: late, amount: MIN_ACTIVE_STAKE });
+  const paid = await settlementShare();
+  assert.deepEqual(paid, { worker: late.address, toWorker: 17_000n });
+  // The reply comes before the settlement's confirmation, which pays the worker's ledger account.
+  const deadline = Date.now() + 10_000;
+  let earned = await getAccount(db, money.workerAccount(late.address));
+  while ((earned?.balance ?? 0n) === 0n && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    earned = await getAccount(db, money.workerAccount(late.address));
+  }
+  assert.equal(earned?.balance, 17_000n);
 });
