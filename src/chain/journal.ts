@@ -29,6 +29,12 @@ export interface ChainAction {
   wire: Uint8Array;
   /** What rebuilding the transaction needs beyond what its owner keeps (a deposit's credits). */
   params?: Record<string, number>;
+  /**
+   * The owner's record of the subject as the sender holds it, handed back to the owner with the
+   * confirmation so that it need not read it again. Never kept in the journal's row: an action
+   * taken up by recovery, or rebuilt, has none, and its owner reads the subject.
+   */
+  subjectRecord?: unknown;
 }
 
 export type ActionState = "sent" | "confirmed" | "failed" | "dropped";

@@ -106,6 +106,21 @@ async function paidAsTheProgramPaid(tx: Db, jobs: readonly JobRecord[], escrows:
   return paid;
 }
 
+/**
+ * The jobs whose settlements confirmed: as their senders recorded them, or, for an action taken up
+ * by recovery, as read. Copies, since moving a job updates its record and a group that fails is
+ * applied again one by one; the move itself checks that each job is still `settling`.
+ */
+async function settlingJobs(tx: Db, confirmed: readonly Confirmation[]): Promise<JobRecord[]> {
+  const unknown = confirmed.filter(({ action }) => action.subjectRecord === undefined).map(({ action }) => action.subject);
+  const found = unknown.length > 0 ? await getJobs(tx, unknown) : new Map<string, JobRecord>();
+  return confirmed.map(({ action }) => {
+    const job = (action.subjectRecord as JobRecord | undefined) ?? found.get(action.subject);
+    if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
+    return { ...job };
+  });
+}
+
 function settlementOwner(db: Db, chain: Chain): ActionOwner {
   return {
     confirmed: async (tx, action, slot, facts) => (await settlementsConfirmed(tx, [{ action, slot, facts }]))[0],
@@ -133,12 +148,7 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
  * here, so neither does the credit.low rule.
  */
 async function settlementsConfirmed(tx: Db, confirmed: readonly Confirmation[]): Promise<SettlementOutcome[]> {
-  const found = await getJobs(tx, confirmed.map(({ action }) => action.subject));
-  const recorded = confirmed.map(({ action }) => {
-    const job = found.get(action.subject);
-    if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
-    return job;
-  });
+  const recorded = await settlingJobs(tx, confirmed);
   const jobs = await paidAsTheProgramPaid(tx, recorded, confirmed.map(({ facts }) => (facts as JobEscrow | null | undefined) ?? null));
   const charged = await money.preparePayOuts(tx, jobs);
   const available = await money.availableCreditsOf(tx, [...new Set(jobs.map((job) => job.wallet))]);

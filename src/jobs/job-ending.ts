@@ -241,7 +241,8 @@ async function charge(
  */
 async function confirmSettlement(deps: EndingDeps, job: JobRecord, settlement: ChainAction, escrowLanded: Promise<number>): Promise<Confirmed> {
   try {
-    return { ok: true, slot: (await deps.journal.send(settlement)).slot };
+    // The job as recorded with its settlement: its confirmation reads nothing more of it.
+    return { ok: true, slot: (await deps.journal.send({ ...settlement, subjectRecord: { ...job } })).slot };
   } catch (error) {
     if (!(error instanceof ChainRejectedError)) {
       // Not refused, just not confirmed: a refund now could race a settlement that still lands.
