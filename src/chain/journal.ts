@@ -39,24 +39,10 @@ export interface ChainAction {
 
 export type ActionState = "sent" | "confirmed" | "failed" | "dropped";
 
-/** An action the chain executed, at `slot`, with what its owner read from the chain about it first (`ActionOwner.readChainFacts`). */
-export interface Confirmation {
-  action: ChainAction;
-  slot: number;
-  facts?: unknown;
-}
-
 /** What the owner of a kind of action does at each of its outcomes. */
 export interface ActionOwner {
   /** In the transaction marking it confirmed. What it returns reaches the `send` that applied it. */
-  confirmed(tx: Db, action: ChainAction, slot: number, facts?: unknown): Promise<unknown>;
-  /**
-   * What applying its confirmation needs to read from the chain, read before the transaction that
-   * applies it opens and handed to `confirmed`/`confirmedAll` as `facts`. Read inside, the chain's
-   * answer kept the transaction open, and on PGlite every other statement of the node waiting:
-   * the chain's thread answers a read after the transactions queued before it.
-   */
-  readChainFacts?(action: ChainAction): Promise<unknown>;
+  confirmed(tx: Db, action: ChainAction, slot: number): Promise<unknown>;
   /** The chain executed it and refused it; in the transaction marking it failed. */
   rejected(tx: Db, action: ChainAction, reason: string): Promise<void>;
   /**
@@ -73,7 +59,7 @@ export interface ActionOwner {
    * one result per action; all or nothing (an error undoes the whole group, whose actions are
    * then confirmed one by one through `confirmed`).
    */
-  confirmedAll?(tx: Db, confirmed: readonly Confirmation[]): Promise<unknown[]>;
+  confirmedAll?(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<unknown[]>;
   /**
    * What its confirmation does, when that is only writes (no outcome to return, nothing to read
    * first): steps added to the journal's statement marking the actions confirmed, where the step
@@ -124,8 +110,8 @@ export class ChainJournal {
   /** Signatures a `send` in this process is waiting on. */
   private readonly sending = new Set<string>();
   /** Confirmations are applied in groups: one transaction for those that land together. */
-  private readonly confirmations: GroupCommit<Confirmation, { outcome?: unknown }>;
-  private readonly writeOnlyGroups = new Map<string, GroupCommit<Confirmation, { outcome?: unknown }>>();
+  private readonly confirmations: GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }>;
+  private readonly writeOnlyGroups = new Map<string, GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }>>();
 
   constructor(
     private readonly db: Db,
@@ -203,16 +189,15 @@ export class ChainJournal {
     return { slot, ...(await this.confirmed(action, slot)) };
   }
 
-  private async confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
+  private confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
     const owner = this.ownerOf(action);
     if (owner.addConfirmed) return this.writeOnlyConfirmations(action.kind, owner).run({ action, slot });
-    const confirmation: Confirmation = { action, slot, ...(owner.readChainFacts ? { facts: await owner.readChainFacts(action) } : {}) };
-    if (this.db.kind === "pglite" || owner.confirmsInGroups === true) return this.confirmations.run(confirmation);
-    return this.db.transaction(async (tx) => (await this.applyConfirmed(tx, [confirmation]))[0]!);
+    if (this.db.kind === "pglite" || owner.confirmsInGroups === true) return this.confirmations.run({ action, slot });
+    return this.db.transaction(async (tx) => (await this.applyConfirmed(tx, [{ action, slot }]))[0]!);
   }
 
   /** The groups of confirmations of a kind whose owner adds only writes: one statement each (ActionOwner.addConfirmed). */
-  private writeOnlyConfirmations(kind: string, owner: ActionOwner): GroupCommit<Confirmation, { outcome?: unknown }> {
+  private writeOnlyConfirmations(kind: string, owner: ActionOwner): GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }> {
     let groups = this.writeOnlyGroups.get(kind);
     if (!groups) {
       groups = new GroupCommit(this.db, async (db, confirmed) => {
@@ -228,7 +213,7 @@ export class ChainJournal {
   }
 
   /** The step (CONFIRMED_STEP) marking `confirmed` actions confirmed, giving each one it marked (one another confirmed first is left alone). */
-  private addMarks(statement: CombinedStatement, confirmed: readonly Confirmation[]): void {
+  private addMarks(statement: CombinedStatement, confirmed: readonly { action: ChainAction; slot: number }[]): void {
     const values = statement.values(["text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, slot]));
     statement.step(
       CONFIRMED_STEP,
@@ -239,7 +224,7 @@ export class ChainJournal {
   }
 
   /** Inside `tx`: marks the actions confirmed, in one statement, and hands them to their owners, kind by kind. */
-  private async applyConfirmed(tx: Db, confirmed: readonly Confirmation[]): Promise<{ outcome?: unknown }[]> {
+  private async applyConfirmed(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<{ outcome?: unknown }[]> {
     const marking = new CombinedStatement();
     this.addMarks(marking, confirmed);
     marking.returns(`SELECT signature FROM ${CONFIRMED_STEP}`);
@@ -369,8 +354,8 @@ export class ChainJournal {
   }
 }
 
-async function eachConfirmed(tx: Db, owner: ActionOwner, items: readonly Confirmation[]): Promise<unknown[]> {
+async function eachConfirmed(tx: Db, owner: ActionOwner, items: readonly { action: ChainAction; slot: number }[]): Promise<unknown[]> {
   const results: unknown[] = [];
-  for (const { action, slot, facts } of items) results.push(await owner.confirmed(tx, action, slot, facts));
+  for (const { action, slot } of items) results.push(await owner.confirmed(tx, action, slot));
   return results;
 }

@@ -4,7 +4,7 @@
  * records and sends them; this module is the owner it calls when one confirms, is refused, or
  * never lands.
  */
-import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal, Confirmation, JobEscrow } from "../chain/index.ts";
+import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
@@ -89,10 +89,13 @@ function escrowOwner(): ActionOwner {
 
 /**
  * The program picks the worker's share from its stake record when the settlement executes, not
- * from what the gateway read when the worker registered; the ledger pays what the program paid,
- * as the job's escrow record (read before the confirmations' transaction opened) says.
+ * from what the gateway read when the worker registered; the ledger pays what the program paid.
+ * The escrow records are read all at once: each read is a round trip to the chain, taken while the
+ * confirmations' database transaction is open. (Read before it opened, the confirmations fell
+ * behind new admissions at 256 connections on PGlite: docs/performance.md, stop 32.)
  */
-async function paidAsTheProgramPaid(tx: Db, jobs: readonly JobRecord[], escrows: readonly (JobEscrow | null)[]): Promise<JobRecord[]> {
+async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
+  const escrows = await Promise.all(jobs.map((job) => chain.escrowRecord(job.id)));
   const paid: JobRecord[] = [];
   for (const [i, job] of jobs.entries()) {
     const escrow = escrows[i];
@@ -111,7 +114,7 @@ async function paidAsTheProgramPaid(tx: Db, jobs: readonly JobRecord[], escrows:
  * by recovery, as read. Copies, since moving a job updates its record and a group that fails is
  * applied again one by one; the move itself checks that each job is still `settling`.
  */
-async function settlingJobs(tx: Db, confirmed: readonly Confirmation[]): Promise<JobRecord[]> {
+async function settlingJobs(tx: Db, confirmed: readonly { action: ChainAction }[]): Promise<JobRecord[]> {
   const unknown = confirmed.filter(({ action }) => action.subjectRecord === undefined).map(({ action }) => action.subject);
   const found = unknown.length > 0 ? await getJobs(tx, unknown) : new Map<string, JobRecord>();
   return confirmed.map(({ action }) => {
@@ -123,9 +126,8 @@ async function settlingJobs(tx: Db, confirmed: readonly Confirmation[]): Promise
 
 function settlementOwner(db: Db, chain: Chain): ActionOwner {
   return {
-    confirmed: async (tx, action, slot, facts) => (await settlementsConfirmed(tx, [{ action, slot, facts }]))[0],
-    confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, confirmed),
-    readChainFacts: (action) => chain.escrowRecord(action.subject),
+    confirmed: async (tx, action, slot) => (await settlementsConfirmed(tx, chain, [{ action, slot }]))[0],
+    confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, chain, confirmed),
     // Its ledger work is one operation, which locks the accounts it shares with other jobs in one statement.
     confirmsInGroups: true,
     // The job stays `settling` with its escrow intact; its driver (or recovery) sends the escrow back.
@@ -147,9 +149,9 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
  * when the settlements were recorded), in one ledger operation. The balance does not change
  * here, so neither does the credit.low rule.
  */
-async function settlementsConfirmed(tx: Db, confirmed: readonly Confirmation[]): Promise<SettlementOutcome[]> {
+async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
   const recorded = await settlingJobs(tx, confirmed);
-  const jobs = await paidAsTheProgramPaid(tx, recorded, confirmed.map(({ facts }) => (facts as JobEscrow | null | undefined) ?? null));
+  const jobs = await paidAsTheProgramPaid(tx, chain, recorded);
   const charged = await money.preparePayOuts(tx, jobs);
   const available = await money.availableCreditsOf(tx, [...new Set(jobs.map((job) => job.wallet))]);
   const creditsRemaining = jobs.map((job) => available.get(job.wallet)!);

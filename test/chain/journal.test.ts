@@ -83,25 +83,6 @@ describe("the chain journal", () => {
     assert.equal((await db.query("SELECT 1 FROM noted WHERE subject = $1", [late.subject])).length, 0);
   });
 
-  test("what an owner reads from the chain for a confirmation is read before its transaction opens, and reaches it", async () => {
-    const facts: unknown[] = [];
-    journal.register("read first", {
-      ...owner,
-      // On PGlite a query on the database itself, from inside its open transaction, is refused: this one runs before it.
-      readChainFacts: async (action) => ({ rows: (await db.query("SELECT 1 AS one")).length, status: await chain.transactionStatus(action.signature) }),
-      confirmed: async (_tx, _action, _slot, read) => void facts.push(read),
-      confirmedAll: async (_tx, confirmed) => confirmed.map(({ facts: read }) => void facts.push(read)),
-    });
-    const actions = (await Promise.all([funding(1), funding(2), funding(3)])).map((a) => ({ ...a, kind: "read first" }));
-    for (const action of actions) await journal.record(db, action);
-    const sent = await Promise.all(actions.map((action) => journal.send(action)));
-    assert.equal(facts.length, 3);
-    assert.deepEqual(
-      facts.map((read) => JSON.stringify(read)).sort(),
-      sent.map(({ slot }) => JSON.stringify({ rows: 1, status: { ok: true, slot } })).sort(),
-    );
-  });
-
   test("an action recorded but never sent is sent on resume; one of a kind nobody owns is refused", async () => {
     heard.length = 0;
     const action = await funding(3);
