@@ -1,0 +1,142 @@
+/**
+ * Where a sequential paid JSON completion's time goes, step by step. The gateway runs on svc dev's
+ * defaults (PGlite on disk; PostgreSQL instead when DATABASE_URL is set), its worker and an instant
+ * upstream in a process of their own (worker-process.ts). Requests go one after another, each once
+ * the last one's settlement has confirmed, and each step is marked relative to the moment the job
+ * service took the request: the escrow lock's and the settlement's builds, every database
+ * transaction and every statement outside one, every chain send, and the end of the reply. A
+ * step is named by its order within the request (the first transaction is the admission, the
+ * second the settlement's record). It prints each mark's p50 and p90.
+ *
+ * The marks come from wrapping methods of the running service's objects: nothing in src/ knows of
+ * them. The caller runs on the gateway's thread, so the last line (the client has the reply)
+ * includes reading it there.
+ *
+ *   npm run bench:request-steps -- [requests (150)]
+ */
+import { ServerResponse } from "node:http";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startService } from "../src/service.ts";
+import { benchStorage, fundedClient, percentile, settled } from "./support.ts";
+import { BENCH_MODEL as MODEL, startWorkerProcess } from "./worker-process.ts";
+
+const REQUESTS = Number(process.argv[2] ?? 150);
+const WARM_UP = 20;
+
+/** Marks of the request under way: name and ms since the job service took it. */
+class Marks {
+  private startedAt = 0;
+  private marks: [string, number][] = [];
+  private counts = new Map<string, number>();
+  on = false;
+
+  start(): void {
+    this.startedAt = performance.now();
+    this.marks = [];
+    this.counts.clear();
+  }
+
+  /** A step's name, numbered when it happens more than once in a request. */
+  occurrence(step: string): string {
+    const n = (this.counts.get(step) ?? 0) + 1;
+    this.counts.set(step, n);
+    return n === 1 ? step : `${step} #${n}`;
+  }
+
+  mark(name: string): void {
+    if (this.on) this.marks.push([name, this.elapsed()]);
+  }
+
+  elapsed(): number {
+    return performance.now() - this.startedAt;
+  }
+
+  taken(): [string, number][] {
+    return this.marks;
+  }
+}
+
+/** Marks the start and the end (or failure) of every call of `target[key]`, a method returning a promise. */
+function wrap(marks: Marks, target: object, key: string, step: (args: unknown[]) => string): void {
+  const methods = target as Record<string, (...args: unknown[]) => unknown>;
+  const original = methods[key]!.bind(target);
+  methods[key] = (...args: unknown[]) => {
+    const name = marks.on ? marks.occurrence(step(args)) : "";
+    marks.mark(`${name} begins`);
+    const result = original(...args);
+    void Promise.resolve(result).then(
+      () => marks.mark(`${name} ends`),
+      () => marks.mark(`${name} fails`),
+    );
+    return result;
+  };
+}
+
+/** A statement's first words: its first step's name for a WITH, else its verb and table. */
+function statementName(args: unknown[]): string {
+  const sql = String(args[0]).replace(/\s+/g, " ").trim();
+  const step = /^WITH (\w+) AS/.exec(sql);
+  return `statement ${step ? step[1] : sql.split(" ").slice(0, 4).join(" ")}`;
+}
+
+async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> {
+  const storage = await benchStorage(kind, join(dir, kind));
+  const service = await startService({ port: 0, ...storage.options, rateLimit: false });
+  const worker = await startWorkerProcess({ gateway: service.origin });
+  const marks = new Marks();
+  try {
+    const client = await fundedClient(service, 1_000_000);
+    const jobs = service.jobs as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const start = jobs.start!.bind(service.jobs);
+    jobs.start = (...args: unknown[]) => {
+      marks.start();
+      return start(...args);
+    };
+    wrap(marks, service.chain, "prepareLockEscrow", () => "escrow lock build");
+    wrap(marks, service.chain, "prepareSettle", () => "settlement build");
+    wrap(marks, service.chain, "send", () => "chain send");
+    wrap(marks, service.db, "transaction", () => "transaction");
+    wrap(marks, service.db, "query", statementName);
+    const end = ServerResponse.prototype.end;
+    ServerResponse.prototype.end = function (this: ServerResponse, ...args: unknown[]) {
+      marks.mark("the reply ends");
+      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+    } as typeof end;
+
+    const byMark = new Map<string, number[]>();
+    for (let i = 0; i < WARM_UP + REQUESTS; i++) {
+      marks.on = true;
+      await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
+      marks.mark("the client has the reply");
+      await settled(service, 5);
+      marks.on = false;
+      if (i < WARM_UP) continue;
+      for (const [name, ms] of marks.taken()) byMark.set(name, [...(byMark.get(name) ?? []), ms]);
+    }
+    ServerResponse.prototype.end = end;
+    print(`${storage.label}: ${REQUESTS} sequential JSON requests, ms since the job service took each (marks seen in at least 80% of them)`, byMark);
+  } finally {
+    worker.close();
+    await service.close();
+    await storage.drop();
+  }
+}
+
+function print(title: string, byMark: Map<string, number[]>): void {
+  console.log(title);
+  console.log("    p50     p90  seen  mark");
+  const rows = [...byMark]
+    .filter(([, times]) => times.length >= REQUESTS * 0.8)
+    .map(([name, times]) => ({ name, seen: times.length, p50: percentile(times, 50), p90: percentile(times, 90) }))
+    .sort((a, b) => a.p50 - b.p50);
+  for (const row of rows) console.log(`${row.p50.toFixed(2).padStart(7)} ${row.p90.toFixed(2).padStart(7)} ${String(row.seen).padStart(5)}  ${row.name}`);
+}
+
+const dir = await mkdtemp(join(tmpdir(), "svc-request-steps-"));
+try {
+  for (const kind of process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const)) await measure(kind, dir);
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
