@@ -25,6 +25,11 @@ const FIRST_TOKEN_TIMEOUT_MS = 400;
 const PROBE_TIMEOUT_MS = 1_500;
 /** Far above the probe's timeout: only a connection the gateway forgot reaches it. */
 const FAKE_DEADLINE_MS = 30_000;
+/**
+ * A paid request's own deadline, far above its time on a loaded machine: without it the SDK waits
+ * ten minutes, and a request the gateway never answers shows only as the whole file timing out.
+ */
+const PAID = { timeout: 60_000 };
 
 let fixture: WorkerFixture;
 let gateway: TestGateway;
@@ -99,7 +104,7 @@ describe("a request a worker cannot read", () => {
     for (const worker of [a, b]) assert.deepEqual(gateway.service.pool.health(worker.address)?.standing, "good", "a request's fault is no strike");
     assert.equal(await activeWorkers(), 2);
     assert.equal(await credits(), balance, "nothing charged");
-    const reply = await gateway.client.chat.completions.create(hi);
+    const reply = await gateway.client.chat.completions.create(hi, PAID);
     assert.ok(reply.choices[0]!.message.content, "a paid request is served");
     await Promise.all([leave(a), leave(b)]);
   });
@@ -118,7 +123,7 @@ describe("a worker that overstates its usage", () => {
       liar.finish(job.jobId, text, claimed);
     })();
     const balance = await credits();
-    const { data: reply, response } = await gateway.client.chat.completions.create({ ...hi, max_tokens: 2_000 }).withResponse();
+    const { data: reply, response } = await gateway.client.chat.completions.create({ ...hi, max_tokens: 2_000 }, PAID).withResponse();
     await served;
     const dir = await tempDir();
     const vocabulary = await Vocabulary.load(await ensureWiringModel(dir.path));
@@ -155,7 +160,7 @@ describe("a worker that takes jobs and stalls", () => {
     const balance = await credits();
     const standings: string[] = [];
     for (let i = 0; i < 4; i++) {
-      await assert.rejects(gateway.client.chat.completions.create(hi), { status: 500 });
+      await assert.rejects(gateway.client.chat.completions.create(hi, PAID), { status: 500 });
       standings.push(gateway.service.pool.health(staller.signer.address)?.standing ?? "gone");
       if (standings.at(-1) === "demoted") {
         assert.equal(await activeWorkers(), 0, "a demoted worker is not counted as capacity");
@@ -203,7 +208,7 @@ describe("500 self-made worker keys", () => {
     assert.ok(refused > 400, `most handshakes are refused at the door (${refused} of 500)`);
     assert.deepEqual(otherOutcomes, [], "every fake was refused or failed its probe");
     assert.equal(refused + admittedThenDropped, 500);
-    const reply = await gateway.client.chat.completions.create(hi);
+    const reply = await gateway.client.chat.completions.create(hi, PAID);
     assert.ok(reply.choices[0]!.message.content, "a paid request is served");
     await leave(real);
   });
