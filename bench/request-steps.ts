@@ -86,6 +86,7 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
   const service = await startService({ port: 0, ...storage.options, rateLimit: false });
   const worker = await startWorkerProcess({ gateway: service.origin });
   const marks = new Marks();
+  const end = ServerResponse.prototype.end;
   try {
     const client = await fundedClient(service, 1_000_000);
     const jobs = service.jobs as unknown as Record<string, (...args: unknown[]) => unknown>;
@@ -99,7 +100,6 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
     wrap(marks, service.chain, "send", () => "chain send");
     wrap(marks, service.db, "transaction", () => "transaction");
     wrap(marks, service.db, "query", statementName);
-    const end = ServerResponse.prototype.end;
     ServerResponse.prototype.end = function (this: ServerResponse, ...args: unknown[]) {
       marks.mark("the reply ends");
       return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
@@ -115,9 +115,9 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
       if (i < WARM_UP) continue;
       for (const [name, ms] of marks.taken()) byMark.set(name, [...(byMark.get(name) ?? []), ms]);
     }
-    ServerResponse.prototype.end = end;
     print(`${storage.label}: ${REQUESTS} sequential JSON requests, ms since the job service took each (marks seen in at least 80% of them)`, byMark);
   } finally {
+    ServerResponse.prototype.end = end;
     worker.close();
     await service.close();
     await storage.drop();

@@ -9,6 +9,7 @@ import { generateKeypair } from "../../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import * as money from "../../src/jobs/money.ts";
 import { getAccount } from "../../src/ledger/index.ts";
+import { until } from "../support/eventually.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
@@ -61,11 +62,6 @@ test("a worker that stakes after it registered: the program pays it 85%, and so 
   const paid = await settlementShare();
   assert.deepEqual(paid, { worker: late.address, toWorker: 17_000n });
   // The reply comes before the settlement's confirmation, which pays the worker's ledger account.
-  const deadline = Date.now() + 10_000;
-  let earned = await getAccount(db, money.workerAccount(late.address));
-  while ((earned?.balance ?? 0n) === 0n && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    earned = await getAccount(db, money.workerAccount(late.address));
-  }
+  const earned = await until(() => getAccount(db, money.workerAccount(late.address)), (account) => (account?.balance ?? 0n) > 0n, "the worker's ledger payout");
   assert.equal(earned?.balance, 17_000n);
 });
