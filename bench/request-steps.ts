@@ -95,6 +95,8 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
       marks.start();
       return start(...args);
     };
+    // The worker's output is in once the service meters it (a private method of the job service).
+    wrap(marks, service.jobs, "meterCompletion", () => "the worker's output metered");
     wrap(marks, service.chain, "prepareLockEscrow", () => "escrow lock build");
     wrap(marks, service.chain, "prepareSettle", () => "settlement build");
     wrap(marks, service.chain, "send", () => "chain send");
