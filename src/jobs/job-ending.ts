@@ -195,30 +195,51 @@ async function fail(deps: EndingDeps, ending: EndingJob, returned: { creditsRema
   ending.channel.close(error);
 }
 
+/** What a job that finished with a proof is charged, as recorded with its settlement. */
+type Finished = { finishReason: StopReason; usage: Usage; signature: Uint8Array; outputHash: string };
+
 /**
  * Charge the job: check the worker's proof, then record it, the settlement transaction (its first
  * instruction verifies the proof on-chain) and the charge in the ledger, in one commit shared
  * with the jobs recorded beside it. A job whose escrow never landed, or whose proof does not
  * match the text, is refunded instead.
+ *
+ * The proof is checked and the settlement signed while the escrow may still be on its way to the
+ * chain: neither needs it there, and a worker that answers before its escrow lands (a fast
+ * upstream does, by about a millisecond here) would otherwise wait for both after it. Only the
+ * record waits for the escrow; a settlement signed for an escrow that never lands is dropped.
  */
-async function charge(
-  deps: EndingDeps,
-  job: JobRecord,
-  text: string,
-  done: { finishReason: StopReason; usage: Usage; signature: Uint8Array; outputHash: string },
-  escrowLanded: Promise<number>,
-): Promise<Charged> {
+async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrowLanded: Promise<number>): Promise<Charged> {
+  const proved = provedChanges(deps, job, text, done);
+  const signed = proofHolds(deps, job, text, done).then((holds) => (holds ? prepareSettlement(deps.chain, { ...job, ...proved }) : null));
+  // Awaited below once the escrow has landed; never let an early rejection count as unhandled.
+  signed.catch(() => undefined);
   if ((await escrowLanded.then(() => true, () => false)) === false) {
     return { ok: false, ...(await refundJob(deps, job, escrowLanded, "failed", "escrow_failed")) };
   }
-  // Checked here, before anything is signed, so a settled job's proof is always over the text the
-  // caller received; the program would refuse a bad one too, but only after a fee was spent.
-  if (!deps.skipProofCheck && !(await proofVerifies(job.id, text, job.workerAddress ?? "", done.signature))) {
+  const settlement = await signed;
+  if (settlement === null) {
     deps.logger.warn({ job: job.id, worker: job.workerAddress }, "the worker's proof does not match the output it sent; nothing is charged");
     return { ok: false, ...(await refundJob(deps, job, escrowLanded, "failed", "proof_rejected")) };
   }
-  // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
-  const proved = {
+  const recorded = await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement });
+  Object.assign(job, recorded.job);
+  return { ok: true, settlement, creditsRemaining: recorded.creditsRemaining };
+}
+
+/**
+ * Whether the worker's proof is over the text the caller received. Checked before anything is
+ * signed, so a settled job's proof always is; the program would refuse a bad one too, but only
+ * after a fee was spent.
+ */
+async function proofHolds(deps: EndingDeps, job: JobRecord, text: string, done: Finished): Promise<boolean> {
+  return deps.skipProofCheck || proofVerifies(job.id, text, job.workerAddress ?? "", done.signature);
+}
+
+/** The job's changes once charged: the proof the gateway checked, the usage and the charge. */
+function provedChanges(deps: EndingDeps, job: JobRecord, text: string, done: Finished) {
+  return {
+    // The gateway hashes what it actually received; a worker that signed anything else fails on-chain.
     // FAULT INJECTION (skipProofCheck): a buggy gateway that settles on the worker's word.
     proofHash: deps.skipProofCheck ? done.outputHash : outputHash(text),
     proofSignature: Buffer.from(done.signature).toString("base64"),
@@ -228,10 +249,6 @@ async function charge(
     finishReason: done.finishReason,
     lastTokenAt: new Date(),
   } satisfies JobChanges;
-  const settlement = await prepareSettlement(deps.chain, { ...job, ...proved });
-  const recorded = await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement });
-  Object.assign(job, recorded.job);
-  return { ok: true, settlement, creditsRemaining: recorded.creditsRemaining };
 }
 
 /**
