@@ -112,16 +112,20 @@ async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobReco
 /**
  * The jobs whose settlements confirmed: as their senders recorded them, or, for an action taken up
  * by recovery, as read. Copies, since moving a job updates its record and a group that fails is
- * applied again one by one; the move itself checks that each job is still `settling`.
+ * applied again one by one; the move itself checks that each job is still `settling`. Also the
+ * ids of those their senders recorded: those records posted the jobs' charges.
  */
-async function settlingJobs(tx: Db, confirmed: readonly { action: ChainAction }[]): Promise<JobRecord[]> {
+async function settlingJobs(tx: Db, confirmed: readonly { action: ChainAction }[]): Promise<{ jobs: JobRecord[]; recordedHere: Set<string> }> {
   const unknown = confirmed.filter(({ action }) => action.subjectRecord === undefined).map(({ action }) => action.subject);
   const found = unknown.length > 0 ? await getJobs(tx, unknown) : new Map<string, JobRecord>();
-  return confirmed.map(({ action }) => {
+  const recordedHere = new Set<string>();
+  const jobs = confirmed.map(({ action }) => {
+    if (action.subjectRecord !== undefined) recordedHere.add(action.subject);
     const job = (action.subjectRecord as JobRecord | undefined) ?? found.get(action.subject);
     if (!job) throw new Error(`chain action ${action.signature} names a missing job ${action.subject}`);
     return { ...job };
   });
+  return { jobs, recordedHere };
 }
 
 function settlementOwner(db: Db, chain: Chain): ActionOwner {
@@ -151,9 +155,8 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
  */
 async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
   const recorded = await settlingJobs(tx, confirmed);
-  const jobs = await paidAsTheProgramPaid(tx, chain, recorded);
-  const charged = await money.preparePayOuts(tx, jobs);
-  const available = await money.availableCreditsOf(tx, [...new Set(jobs.map((job) => job.wallet))]);
+  const jobs = await paidAsTheProgramPaid(tx, chain, recorded.jobs);
+  const { charged, available } = await money.preparePayOuts(tx, jobs, recorded.recordedHere);
   const creditsRemaining = jobs.map((job) => available.get(job.wallet)!);
   const completedAt = new Date();
   await mustMoveJobs(tx, jobs.map((job, i) => ({ job, changes: { slot: confirmed[i]!.slot, completedAt } })), "settlement_confirmed");

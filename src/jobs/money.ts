@@ -29,12 +29,6 @@ export async function availableCredits(db: Db, wallet: string): Promise<number> 
   return account ? toCredits(account.available) : 0;
 }
 
-/** Credits each wallet can spend now, by address (0 for a wallet with no account). */
-export async function availableCreditsOf(db: Db, wallets: readonly string[]): Promise<Map<string, number>> {
-  const accounts = await ledger.getAccounts(db, wallets.map(ledger.walletAccountId));
-  return new Map(wallets.map((wallet) => [wallet, toCredits(accounts.get(ledger.walletAccountId(wallet))?.available ?? 0n)]));
-}
-
 /**
  * The wallet's available credits as a ledger operation left them: every operation returns the
  * accounts it changed, so a balance just changed is never read again.
@@ -112,21 +106,43 @@ export async function chargeAll(db: Db, jobs: readonly JobRecord[]): Promise<num
  * program paid them: preparePayOuts, then payOuts.
  */
 export async function payOutAll(db: Db, jobs: readonly JobRecord[]): Promise<void> {
-  await payOuts(db, await preparePayOuts(db, jobs));
+  await payOuts(db, (await preparePayOuts(db, jobs)).charged);
+}
+
+/** What paying out needs before it touches a shared account: the charges to pay, and the wallets' credits. */
+export interface PayOutsPrepared {
+  /** The jobs whose charges wait in their wallets' escrow accounts, for payOuts. */
+  charged: JobRecord[];
+  /** Each wallet's credits available, by address: paying out a charge does not change them. */
+  available: Map<string, number>;
 }
 
 /**
- * The part of paying out that touches no shared account: each worker's account made sure of,
- * and a job whose reservation is still pending (recorded before charges were posted with the
- * settlement's record) charged and paid out at once. Returns the jobs whose charges wait in
- * their wallets' escrow accounts, for payOuts.
+ * The part of paying out that touches no shared account: each worker's account made sure of, and
+ * a job whose reservation is still pending (recorded before charges were posted with the
+ * settlement's record) charged and paid out at once. The workers' and the wallets' accounts are
+ * read in one statement. The jobs in `postedAtRecord` had their charges posted by their
+ * settlements' records, as every job recorded by this version's drivers has: their reservations
+ * are not read again.
  */
-export async function preparePayOuts(db: Db, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
-  for (const address of new Set(jobs.map((job) => job.workerAddress))) if (address !== null) await ledger.ensureWorkerAccount(db, address);
-  const reservations = await ledger.getTransfers(db, jobs.map((job) => reservationId(job.id)));
-  const unposted = jobs.filter((job) => reservations.get(reservationId(job.id))?.pendingState === "pending");
-  if (unposted.length > 0) await ledger.resolveAll(db, unposted.map(resolution));
-  return jobs.filter((job) => !unposted.includes(job) && chargedOf(job) > 0);
+export async function preparePayOuts(db: Db, jobs: readonly JobRecord[], postedAtRecord: ReadonlySet<string> = new Set()): Promise<PayOutsPrepared> {
+  const workers = [...new Set(jobs.flatMap((job) => (job.workerAddress === null ? [] : [job.workerAddress])))];
+  const wallets = [...new Set(jobs.map((job) => job.wallet))];
+  const accounts = await ledger.getAccounts(db, [...workers.map(ledger.workerAccountId), ...wallets.map(ledger.walletAccountId)]);
+  for (const address of workers) {
+    const account = accounts.get(ledger.workerAccountId(address));
+    // Missing, or not a worker's account: the ledger creates it, or refuses the conflict.
+    if (account?.code !== "worker" || account.debitsMustNotExceedCredits) await ledger.ensureWorkerAccount(db, address);
+  }
+  const unknown = jobs.filter((job) => !postedAtRecord.has(job.id));
+  const reservations = unknown.length > 0 ? await ledger.getTransfers(db, unknown.map((job) => reservationId(job.id))) : new Map<string, ledger.Transfer>();
+  const unposted = unknown.filter((job) => reservations.get(reservationId(job.id))?.pendingState === "pending");
+  // Posting a charge gives the rest of its lock back: those wallets' accounts as the posts left them.
+  if (unposted.length > 0) for (const account of await ledger.resolveAll(db, unposted.map(resolution))) accounts.set(account.id, account);
+  return {
+    charged: jobs.filter((job) => !unposted.includes(job) && chargedOf(job) > 0),
+    available: new Map(wallets.map((wallet) => [wallet, toCredits(accounts.get(ledger.walletAccountId(wallet))?.available ?? 0n)])),
+  };
 }
 
 /**
