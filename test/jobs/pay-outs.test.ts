@@ -5,6 +5,7 @@
  * and paid at once. Real database, the jobs' and the ledger's own tables.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { newId } from "../../src/core/ids.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
@@ -19,11 +20,11 @@ import { testDatabases } from "../support/db.ts";
 for (const database of testDatabases()) {
   describe(`paying out a confirmed settlement (${database.name})`, () => {
     let db: Db;
-    const wallet = `wallet-${newId("w")}`;
-    const worker = `worker-${newId("w")}`;
+    const wallet = `wallet-${randomUUID()}`;
+    const worker = `worker-${randomUUID()}`;
     beforeEach(async () => {
       db = await database.open({ migrations: [...LEDGER_MIGRATIONS, ...JOBS_MIGRATIONS] });
-      await money.deposit(db, wallet, 100, `deposit-${newId("d")}`);
+      await money.deposit(db, wallet, 100, `deposit-${randomUUID()}`);
     });
     afterEach(() => db.close());
 
@@ -33,7 +34,7 @@ for (const database of testDatabases()) {
       await money.reserve(db, wallet, job.id, 4);
       await insertJob(db, job);
       await mustMoveJob(db, job, "worker_assigned", { workerAddress: worker });
-      await mustMoveJob(db, job, "proof_recorded", { proofHash: "h", proofSignature: "sig", settlementTx: newId("tx"), creditsCharged: 2 });
+      await mustMoveJob(db, job, "proof_recorded", { proofHash: "h", proofSignature: "sig", settlementTx: randomUUID(), creditsCharged: 2 });
       if (posted) await money.chargeAll(db, [job]);
       return job;
     }
