@@ -65,8 +65,13 @@ export async function recentDeposits(db: Db, wallet: string, limit: number): Pro
  * its first one). Returns the wallet's credits available after the lock.
  */
 export async function reserve(db: Db, wallet: string, jobId: string, credits: number): Promise<number> {
-  const result = await ledger.reserve(db, { id: reservationId(jobId), wallet, amount: creditsToBaseUnits(credits), reference: jobId });
+  const result = await ledger.reserve(db, reservation({ wallet, jobId, credits }));
   return availableAfter(result, wallet);
+}
+
+/** A job's lock as the ledger reserves it: charging names it so (ledger.Resolution `reserved`). */
+function reservation(lock: { wallet: string; jobId: string; credits: number }): ledger.ReserveInput {
+  return { id: reservationId(lock.jobId), wallet: lock.wallet, amount: creditsToBaseUnits(lock.credits), reference: lock.jobId };
 }
 
 /**
@@ -75,10 +80,7 @@ export async function reserve(db: Db, wallet: string, jobId: string, credits: nu
  * job's credits available after its own lock, as if the locks were taken one by one in order.
  */
 export async function reserveAll(db: Db, locks: readonly { wallet: string; jobId: string; credits: number }[]): Promise<number[]> {
-  const accounts = await ledger.reserveAll(
-    db,
-    locks.map((lock) => ({ id: reservationId(lock.jobId), wallet: lock.wallet, amount: creditsToBaseUnits(lock.credits), reference: lock.jobId })),
-  );
+  const accounts = await ledger.reserveAll(db, locks.map(reservation));
   return availableAfterEach(accounts, locks.map((lock) => ({ wallet: lock.wallet, change: -lock.credits })));
 }
 
@@ -89,14 +91,16 @@ export function isRefusal(error: unknown): boolean {
 
 /**
  * Charge several jobs whose settlement transactions are being recorded, as one ledger operation
- * (ledger.resolveAll): each reservation is posted for the job's charge, the rest of its lock goes
+ * (ledger.resolveAll, one statement): each reservation is posted for the job's charge, the rest of its lock goes
  * back to the wallet, and the charge waits in the wallet's escrow account until the settlement
  * confirms (payOutAll) or is refused (refund). All or none, with an error after which the caller
  * charges them one by one. Returns each job's credits available after its own charge, as if they
  * were charged one by one in order.
  */
 export async function chargeAll(db: Db, jobs: readonly JobRecord[]): Promise<number[]> {
-  const accounts = await ledger.resolveAll(db, jobs.map((job) => ({ ...resolution(job), payouts: [] })));
+  // Each reservation as admission made it: the ledger checks it in the statement that charges.
+  const reserved = (job: JobRecord) => ledger.reservedTransfer(reservation({ wallet: job.wallet, jobId: job.id, credits: job.lockedCredits }));
+  const accounts = await ledger.resolveAll(db, jobs.map((job) => ({ ...resolution(job), payouts: [], reserved: reserved(job) })));
   // A charge gives back the part of the lock it did not use.
   return availableAfterEach(accounts, jobs.map((job) => ({ wallet: job.wallet, change: job.lockedCredits - chargedOf(job) })));
 }

@@ -75,14 +75,31 @@ export interface Recorded {
  * transfer was new.
  */
 export async function record(tx: Db, movements: readonly Movement[]): Promise<Recorded> {
+  return (await recordChecked(tx, movements, []))!;
+}
+
+/**
+ * `record` for resolutions whose pending transfers the caller knows as they were made
+ * (`reserved`): the same statement checks that each exists, pending, with exactly those fields,
+ * where the caller would otherwise read them first (one exchange less). Undefined, with nothing
+ * written, when one does not match: the caller then reads them. That each is still unresolved is
+ * the unique index's to say, as for any resolution.
+ */
+export async function recordIfReserved(tx: Db, movements: readonly Movement[], reserved: readonly NewTransfer[]): Promise<Recorded | undefined> {
+  return recordChecked(tx, movements, reserved);
+}
+
+async function recordChecked(tx: Db, movements: readonly Movement[], reserved: readonly NewTransfer[]): Promise<Recorded | undefined> {
   let updated: (AccountRow & { recorded_at: Date })[];
   const byAccount = changes(movements);
   try {
-    updated = await recordAndApply(tx, movements, byAccount);
+    updated = await recordAndApply(tx, movements, byAccount, reserved);
   } catch (err) {
     if (sqlState(err) === UNIQUE_VIOLATION) throw new AlreadyRecorded();
     throw err;
   }
+  // The check failed: the statement inserted and updated nothing.
+  if (reserved.length > 0 && updated.length === 0) return undefined;
   if (updated.length !== byAccount.size) {
     return refuse(tx, byAccount, [...byAccount.keys()].sort(byCodeUnits).filter((id) => !updated.some((u) => u.id === id)));
   }
@@ -134,6 +151,7 @@ function byCodeUnits(a: string, b: string): number {
 const UNIQUE_VIOLATION = "23505";
 const TRANSFER_TYPES = ["text", "text", "text", "text", "bigint", "text", "text", "text"] as const;
 const CHANGE_TYPES = ["text", "bigint", "bigint", "bigint", "bigint"] as const;
+const RESERVED_TYPES = ["text", "text", "text", "bigint", "text", "text"] as const;
 
 interface Change {
   debitsPending: bigint;
@@ -189,9 +207,15 @@ function changes(movements: readonly Movement[]): Map<string, Change> {
  * the accounts' CHECK (its release applied twice) instead of on the unique index that says the
  * transfer was resolved already.
  */
-async function recordAndApply(tx: Db, movements: readonly Movement[], byAccount: Map<string, Change>): Promise<(AccountRow & { recorded_at: Date })[]> {
+async function recordAndApply(
+  tx: Db,
+  movements: readonly Movement[],
+  byAccount: Map<string, Change>,
+  reserved: readonly NewTransfer[],
+): Promise<(AccountRow & { recorded_at: Date })[]> {
   const params: unknown[] = movements.flatMap(({ transfer: t }) => [t.id, t.kind, t.debitAccountId, t.creditAccountId, t.amount, t.pendingId, t.code, t.reference]);
   const transfers = valuesList(movements.length, TRANSFER_TYPES);
+  const check = reservedCheck(params, reserved);
   const ids = [...byAccount.keys()].sort(byCodeUnits);
   const changesFrom = params.length;
   for (const id of ids) {
@@ -200,9 +224,9 @@ async function recordAndApply(tx: Db, movements: readonly Movement[], byAccount:
   }
   params.push(ids);
   return tx.query(
-    `WITH inserted AS (
+    `WITH ${check.step}inserted AS (
        INSERT INTO ledger_transfers (id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference)
-       VALUES ${transfers} RETURNING id
+       ${check.step === "" ? `VALUES ${transfers}` : `SELECT * FROM (VALUES ${transfers}) AS v WHERE ${check.holds}`} RETURNING id
      )
      UPDATE ledger_accounts a
      SET debits_pending = a.debits_pending + c.dp, debits_posted = a.debits_posted + c.dpo,
@@ -216,6 +240,24 @@ async function recordAndApply(tx: Db, movements: readonly Movement[], byAccount:
      RETURNING ${accountColumns("a")}, now() AS recorded_at`,
     params,
   );
+}
+
+/**
+ * The step counting the `reserved` pending transfers that exist as given, and the condition on
+ * which the insert goes ahead (all of them do); no step when there are none to check. Adds its
+ * parameters to `params`.
+ */
+function reservedCheck(params: unknown[], reserved: readonly NewTransfer[]): { step: string; holds: string } {
+  if (reserved.length === 0) return { step: "", holds: "true" };
+  const from = params.length;
+  for (const t of reserved) params.push(t.id, t.debitAccountId, t.creditAccountId, t.amount, t.code, t.reference);
+  const step = `reserved AS (
+       SELECT count(*) AS matched FROM ledger_transfers p
+         JOIN (VALUES ${valuesList(reserved.length, RESERVED_TYPES, from)}) AS r (id, debit, credit, amount, code, reference)
+           ON p.id = r.id AND p.kind = 'pending' AND p.debit_account_id = r.debit AND p.credit_account_id = r.credit
+          AND p.amount = r.amount AND p.code = r.code AND p.reference IS NOT DISTINCT FROM r.reference
+     ), `;
+  return { step, holds: `(SELECT matched FROM reserved) = ${reserved.length}` };
 }
 
 /** Explains why the UPDATE left `refused` accounts alone, with the figures as they now stand. */

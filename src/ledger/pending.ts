@@ -5,7 +5,7 @@
  * void (even a concurrent one) into PendingTransferResolvedError.
  */
 import type { Db } from "../store/index.ts";
-import { accountsNow, AlreadyRecorded, inCallersTransaction, record, runOperation, type Movement, type NewTransfer } from "./apply.ts";
+import { accountsNow, AlreadyRecorded, inCallersTransaction, record, recordIfReserved, runOperation, type Movement, type NewTransfer } from "./apply.ts";
 import {
   ExceedsPendingAmountError,
   InvalidTransferError,
@@ -56,6 +56,12 @@ export interface Resolution {
   code?: TransferCode;
   /** Must add up to the posted amount; recorded as `<id>:1`, `<id>:2`, ... (zero shares skipped). */
   payouts: readonly Payout[];
+  /**
+   * The pending transfer as it was made, when the caller knows it (resolveAll checks it in the
+   * statement that records the resolution instead of reading it first). Resolutions without it
+   * read their pending transfers.
+   */
+  reserved?: NewTransfer;
 }
 
 export interface Resolved {
@@ -100,10 +106,11 @@ export async function resolvePending(db: Db, req: Resolution): Promise<Resolved>
 
 /**
  * Several resolutions as one operation: one read of their pending transfers and one statement
- * recording all of them. All or nothing, with the caller's transaction when `db` is one: where
- * resolvePending would refuse one, or find it resolved already (a retry), the error says which;
- * the caller then resolves them one by one, each with resolvePending's own answer. Returns every
- * account touched, as the batch left them.
+ * recording all of them, or, when every resolution names its pending transfer as it was made
+ * (`reserved`), that one statement alone, checking them. All or nothing, with the caller's
+ * transaction when `db` is one: where resolvePending would refuse one, or find it resolved
+ * already (a retry), the error says which; the caller then resolves them one by one, each with
+ * resolvePending's own answer. Returns every account touched, as the batch left them.
  */
 export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<Account[]> {
   reqs.forEach(requireResolution);
@@ -112,6 +119,12 @@ export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<A
     "resolution",
     reqs.map((r) => r.id),
     async (tx) => {
+      const reserved = reqs.flatMap((req) => (req.reserved ? [req.reserved] : []));
+      if (reserved.length === reqs.length) {
+        const movements = reqs.flatMap((req) => movementsOf(plannedTransfers(req, req.reserved), req.reserved!));
+        const recorded = await recordIfReserved(tx, movements, reserved);
+        if (recorded) return recorded.accounts;
+      }
       const pendings = await getTransfers(tx, reqs.map((req) => req.pendingId));
       const movements = reqs.flatMap((req) => {
         const pending = pendings.get(req.pendingId);
@@ -126,11 +139,12 @@ export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<A
 
 function requireResolution(req: Resolution): void {
   requireId(req.id);
+  if (req.reserved !== undefined && req.reserved.id !== req.pendingId) throw new InvalidTransferError(`the pending transfer given is ${req.reserved.id}, not ${req.pendingId}`);
   if (req.amount !== undefined) requireAmount(req.amount, true);
 }
 
 /** The resolution's transfers (the post or void first, then the payouts), checked against its pending transfer. */
-function plannedTransfers(req: Resolution, pending: Transfer | null | undefined): NewTransfer[] {
+function plannedTransfers(req: Resolution, pending: NewTransfer | null | undefined): NewTransfer[] {
   if (!pending || pending.kind !== "pending") throw new PendingTransferNotFoundError(req.pendingId);
   const amount = req.post ? (req.amount ?? pending.amount) : pending.amount;
   if (amount > pending.amount) throw new ExceedsPendingAmountError(req.pendingId, pending.amount, amount);
@@ -148,11 +162,11 @@ function plannedTransfers(req: Resolution, pending: Transfer | null | undefined)
 }
 
 /** The whole reserved amount leaves the pending totals with the first transfer, the post or void. */
-function movementsOf(planned: readonly NewTransfer[], pending: Transfer): Movement[] {
+function movementsOf(planned: readonly NewTransfer[], pending: NewTransfer): Movement[] {
   return planned.map((transfer, i) => ({ transfer, pendingAmount: i === 0 ? pending.amount : 0n }));
 }
 
-function payoutTransfers(req: Resolution, pending: Transfer, posted: bigint): NewTransfer[] {
+function payoutTransfers(req: Resolution, pending: NewTransfer, posted: bigint): NewTransfer[] {
   if (req.payouts.length === 0) return [];
   if (!req.post) throw new InvalidTransferError("a void has nothing to pay out");
   let total = 0n;

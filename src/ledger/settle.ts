@@ -18,7 +18,7 @@
  */
 import type { Db } from "../store/index.ts";
 import { escrowAccountId, walletAccountId } from "./accounts.ts";
-import { inCallersTransaction, record, type Movement } from "./apply.ts";
+import { inCallersTransaction, record, type Movement, type NewTransfer } from "./apply.ts";
 import { resolvePending, type Payout, type Resolved } from "./pending.ts";
 import { plannedTransfer, requireId, transfer, type TransferInput } from "./transfers.ts";
 import type { Account, TransferResult } from "./types.ts";
@@ -45,13 +45,18 @@ export async function reserve(db: Db, input: ReserveInput): Promise<TransferResu
  * already recorded is a bug, not a retry).
  */
 export async function reserveAll(db: Db, inputs: readonly ReserveInput[]): Promise<Account[]> {
-  const movements: Movement[] = inputs.map((input) => ({ transfer: plannedTransfer(reservation(input)), pendingAmount: 0n }));
+  const movements: Movement[] = inputs.map((input) => ({ transfer: reservedTransfer(input), pendingAmount: 0n }));
   return inCallersTransaction(
     db,
     "reservation",
     inputs.map((i) => i.id),
     async (tx) => (await record(tx, movements)).accounts,
   );
+}
+
+/** The pending transfer `reserve` records for `input`: what a resolution's `reserved` names. */
+export function reservedTransfer(input: ReserveInput): NewTransfer {
+  return plannedTransfer(reservation(input));
 }
 
 function reservation(input: ReserveInput): TransferInput {

@@ -1,7 +1,8 @@
 /**
  * Reservations, resolutions and payouts in batches (reserveAll, resolveAll, payOutAll), as group
  * commit uses them: the same movements as one at a time, in one operation, all or nothing; and a
- * posted charge given back (returnCharge).
+ * posted charge given back (returnCharge); resolutions naming their reservations as made
+ * (`reserved`), checked in the statement that records them.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -10,11 +11,13 @@ import {
   escrowAccountId,
   ExceedsCreditsError,
   getTransfer,
+  InvalidTransferError,
   LEDGER_MIGRATIONS,
   payOutAll,
   PendingTransferResolvedError,
   reserve,
   reserveAll,
+  reservedTransfer,
   resolveAll,
   returnCharge,
   TREASURY_ACCOUNT,
@@ -113,6 +116,52 @@ for (const backend of testDatabases()) {
       );
       assert.equal((await getTransfer(db, open))!.pendingState, "pending");
       assert.equal((await account(db, walletAccountId(wallet))).available, 800n);
+      await assertHealthy(db);
+    });
+
+    it("charges reservations named as they were made, in the statement that records the charges", async () => {
+      const wallet = await fundedWallet(db, 1_000n);
+      const locks = [{ id: uniqueId("r"), wallet, amount: 400n, reference: "job-1" }, { id: uniqueId("r"), wallet, amount: 300n }];
+      await reserveAll(db, locks);
+      const charged = await resolveAll(db, [
+        { id: `${locks[0]!.id}:charge`, pendingId: locks[0]!.id, post: true, amount: 100n, code: "charge", payouts: [], reserved: reservedTransfer(locks[0]!) },
+        { id: `${locks[1]!.id}:void`, pendingId: locks[1]!.id, post: false, payouts: [], reserved: reservedTransfer(locks[1]!) },
+      ]);
+      assert.equal(charged.find((acc) => acc.id === walletAccountId(wallet))!.available, 900n);
+      assert.equal((await account(db, escrowAccountId(wallet))).balance, 100n);
+      assert.equal((await account(db, escrowAccountId(wallet))).creditsPending, 0n);
+      assert.equal((await getTransfer(db, locks[0]!.id))!.pendingState, "posted");
+      assert.equal((await getTransfer(db, `${locks[0]!.id}:charge`))!.reference, "job-1");
+      assert.equal((await getTransfer(db, locks[1]!.id))!.pendingState, "voided");
+      await assertHealthy(db);
+    });
+
+    it("resolves reservations named otherwise than they were made as they were made, by reading them", async () => {
+      const wallet = await fundedWallet(db, 1_000n);
+      const [larger, referenced] = [{ id: uniqueId("r"), wallet, amount: 400n }, { id: uniqueId("r"), wallet, amount: 300n }];
+      await reserveAll(db, [larger, referenced]);
+      // Taken as made, the first would release 600 from the pending totals and not 400.
+      await resolveAll(db, [
+        { id: `${larger.id}:charge`, pendingId: larger.id, post: true, amount: 100n, code: "charge", payouts: [], reserved: reservedTransfer({ ...larger, amount: 600n }) },
+        { id: `${referenced.id}:void`, pendingId: referenced.id, post: false, payouts: [], reserved: reservedTransfer({ ...referenced, reference: "another-job" }) },
+      ]);
+      assert.equal((await account(db, walletAccountId(wallet))).available, 900n);
+      assert.equal((await account(db, escrowAccountId(wallet))).creditsPending, 0n);
+      assert.equal((await getTransfer(db, `${referenced.id}:void`))!.reference, null);
+      await assertHealthy(db);
+    });
+
+    it("refuses a reservation named as made that was resolved before, and one named under another id", async () => {
+      const wallet = await fundedWallet(db, 1_000n);
+      const lock = { id: uniqueId("r"), wallet, amount: 200n };
+      await reserve(db, lock);
+      await voidPending(db, { id: `${lock.id}:void`, pendingId: lock.id });
+      await assert.rejects(resolveAll(db, [{ id: `${lock.id}:again`, pendingId: lock.id, post: false, payouts: [], reserved: reservedTransfer(lock) }]), /already recorded/);
+      await assert.rejects(
+        resolveAll(db, [{ id: `${lock.id}:other`, pendingId: lock.id, post: false, payouts: [], reserved: reservedTransfer({ ...lock, id: uniqueId("r") }) }]),
+        InvalidTransferError,
+      );
+      assert.equal((await account(db, walletAccountId(wallet))).available, 1_000n);
       await assertHealthy(db);
     });
 
