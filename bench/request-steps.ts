@@ -6,15 +6,17 @@
  * service took the request: the escrow lock's and the settlement's builds, every database
  * transaction and every statement outside one, every chain send, and the end of the reply. A
  * step is named by its order within the request (the first transaction is the admission, the
- * second the settlement's record). It prints each mark's p50 and p90.
+ * second the settlement's record). It prints each mark's p50 and p90. With `stream`, the requests
+ * are streamed, and the first write of the reply's body and the client's first token are marked too.
  *
  * The marks come from wrapping methods of the running service's objects: nothing in src/ knows of
  * them. The caller runs on the gateway's thread, so the last line (the client has the reply)
  * includes reading it there.
  *
- *   npm run bench:request-steps -- [requests (150)]
+ *   npm run bench:request-steps -- [requests (150)] [json|stream (json)]
  */
 import { ServerResponse } from "node:http";
+import type OpenAI from "openai";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +25,7 @@ import { benchStorage, fundedClient, percentile, settled } from "./support.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess } from "./worker-process.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 150);
+const STREAM = process.argv[3] === "stream";
 const WARM_UP = 20;
 
 /** Marks of the request under way: name and ms since the job service took it. */
@@ -43,6 +46,13 @@ class Marks {
     const n = (this.counts.get(step) ?? 0) + 1;
     this.counts.set(step, n);
     return n === 1 ? step : `${step} #${n}`;
+  }
+
+  /** True the first time a step is asked about in a request. */
+  firstTime(step: string): boolean {
+    if (this.counts.has(step)) return false;
+    this.counts.set(step, 1);
+    return true;
   }
 
   mark(name: string): void {
@@ -87,6 +97,7 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
   const worker = await startWorkerProcess({ gateway: service.origin });
   const marks = new Marks();
   const end = ServerResponse.prototype.end;
+  const write = ServerResponse.prototype.write;
   try {
     const client = await fundedClient(service, 1_000_000);
     const jobs = service.jobs as unknown as Record<string, (...args: unknown[]) => unknown>;
@@ -106,23 +117,40 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
       marks.mark("the reply ends");
       return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
     } as typeof end;
+    ServerResponse.prototype.write = function (this: ServerResponse, ...args: unknown[]) {
+      if (marks.firstTime("the reply's first write")) marks.mark("the reply's first write");
+      return (write as (...a: unknown[]) => boolean).apply(this, args);
+    } as typeof write;
 
     const byMark = new Map<string, number[]>();
     for (let i = 0; i < WARM_UP + REQUESTS; i++) {
       marks.on = true;
-      await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
+      await ask(client, marks);
       marks.mark("the client has the reply");
       await settled(service, 5);
       marks.on = false;
       if (i < WARM_UP) continue;
       for (const [name, ms] of marks.taken()) byMark.set(name, [...(byMark.get(name) ?? []), ms]);
     }
-    print(`${storage.label}: ${REQUESTS} sequential JSON requests, ms since the job service took each (marks seen in at least 80% of them)`, byMark);
+    print(`${storage.label}: ${REQUESTS} sequential ${STREAM ? "streamed" : "JSON"} requests, ms since the job service took each (marks seen in at least 80% of them)`, byMark);
   } finally {
     ServerResponse.prototype.end = end;
+    ServerResponse.prototype.write = write;
     worker.close();
     await service.close();
     await storage.drop();
+  }
+}
+
+/** One request, JSON or streamed; a stream marks its first token's arrival. */
+async function ask(client: OpenAI, marks: Marks): Promise<void> {
+  const request = { model: MODEL, messages: [{ role: "user" as const, content: "Hello" }], max_tokens: 8 };
+  if (!STREAM) {
+    await client.chat.completions.create(request);
+    return;
+  }
+  for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
+    if (chunk.choices[0]?.delta.content && marks.firstTime("the client has the first token")) marks.mark("the client has the first token");
   }
 }
 
