@@ -121,6 +121,22 @@ interface EarlyJob {
   abandon(): void;
 }
 
+/**
+ * A job's escrow lock signed while its prompt is counted: with max_tokens the lock's price does
+ * not depend on the count, and the count is a round trip to the worker that the signing can use.
+ */
+interface EscrowAhead {
+  jobId: string;
+  credits: number;
+  signed: Promise<ChainAction & { escrowAddress: string }>;
+}
+
+/** What a job got going before its prompt was counted: its run on the worker, its escrow lock. */
+interface HeadStart {
+  early: EarlyJob | undefined;
+  escrow: EscrowAhead | undefined;
+}
+
 /** The signal a job's workers run under: the caller leaving, or the job's timeout. */
 interface JobWatch {
   signal: AbortSignal;
@@ -202,13 +218,18 @@ export class JobService {
     const held = { lease: this.pool.acquire(model.id) ?? noWorkers(model.id, this.pool) };
     let early = this.startBeforeCount(wallet, model, request, held.lease, clientSignal);
     try {
-      const { lease, promptTokens } = await this.countOnWorkers(model.id, held.lease, request.messages);
+      // The count is asked for first: the lock's signing then runs while its answer travels.
+      const counting = this.countOnWorkers(model.id, held.lease, request.messages);
+      let escrow = this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job"));
+      const { lease, promptTokens } = await counting;
       const wanted = promptTokens + (request.maxTokens ?? 1);
       held.lease = this.roomFor(model, lease, wanted);
-      // The count moved the job to another worker: the run begun on the first one stops.
+      // The count moved the job to another worker: the run begun on the first one stops, and its
+      // job id (which the lock signed ahead names) goes with it.
       if (early !== undefined && held.lease !== early.lease) {
         early.abandon();
         early = undefined;
+        escrow = undefined;
       }
       const contextWindow = Math.min(model.contextWindow, held.lease.worker.contextWindow(model.id));
       if (wanted > contextWindow) {
@@ -218,7 +239,7 @@ export class JobService {
       }
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
-      const started = await this.reserve(caller, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, early);
+      const started = await this.reserve(caller, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, { early, escrow });
       this.admissionMs.add(performance.now() - arrived);
       return started;
     } catch (error) {
@@ -226,6 +247,16 @@ export class JobService {
       held.lease.release();
       throw error;
     }
+  }
+
+  /** With max_tokens, the job's escrow lock for that price, signing while the prompt is counted. */
+  private signEscrowAhead(wallet: string, model: CatalogModel, request: ChatRequest, jobId: string): EscrowAhead | undefined {
+    if (request.maxTokens === undefined) return undefined;
+    const credits = completionCost(TIERS[model.tier], request.maxTokens);
+    const signed = prepareEscrow(this.chain, { jobId, tier: model.tier, wallet, credits });
+    // Awaited only if the job is admitted; a request the count refuses drops it unsent.
+    signed.catch(() => undefined);
+    return { jobId, credits, signed };
   }
 
   /**
@@ -371,8 +402,9 @@ export class JobService {
     fit: { promptTokens: number; wanted: number; contextWindow: number },
     held: { lease: WorkerLease },
     clientSignal: AbortSignal,
-    early: EarlyJob | undefined,
+    head: HeadStart,
   ): Promise<StartedJob> {
+    const { early } = head;
     const { promptTokens, wanted, contextWindow } = fit;
     const { wallet } = caller;
     const rates = TIERS[model.tier];
@@ -381,8 +413,9 @@ export class JobService {
       const plan = planEscrow({ rates, availableCredits: available, maxTokens: request.maxTokens, promptTokens, contextWindow });
       if (!plan.ok) throw insufficientCredits(available, plan.creditsRequired, model.tier);
       // With max_tokens (the only case an early job has) the plan is the early job's lock and limit.
-      const id = early?.job.id ?? newId("job");
-      const escrow = await prepareEscrow(this.chain, { jobId: id, tier: model.tier, wallet, credits: plan.lockCredits });
+      const ahead = attempt === 0 && head.escrow?.credits === plan.lockCredits ? head.escrow : undefined;
+      const id = ahead?.jobId ?? early?.job.id ?? newId("job");
+      const escrow = await (ahead?.signed ?? prepareEscrow(this.chain, { jobId: id, tier: model.tier, wallet, credits: plan.lockCredits }));
       const record = {
         id,
         wallet,
