@@ -91,9 +91,9 @@ export function isRefusal(error: unknown): boolean {
 
 /**
  * Charge several jobs whose settlement transactions are being recorded, as one ledger operation
- * (ledger.resolveAll, one statement): each reservation is posted for the job's charge, the rest of its lock goes
- * back to the wallet, and the charge waits in the wallet's escrow account until the settlement
- * confirms (payOutAll) or is refused (refund). All or none, with an error after which the caller
+ * (ledger.resolveAll, one statement): each reservation is posted for the job's charge, the rest of
+ * its lock goes back to the wallet, and the charge waits in the wallet's escrow account until the
+ * settlement confirms (payOutAll) or is refused (refund). All or none, with an error after which the caller
  * charges them one by one. Returns each job's credits available after its own charge, as if they
  * were charged one by one in order.
  */

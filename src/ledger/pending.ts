@@ -5,7 +5,7 @@
  * void (even a concurrent one) into PendingTransferResolvedError.
  */
 import type { Db } from "../store/index.ts";
-import { accountsNow, AlreadyRecorded, inCallersTransaction, record, recordIfReserved, runOperation, type Movement, type NewTransfer } from "./apply.ts";
+import { accountsNow, AlreadyRecorded, inCallersTransaction, record, recordIfReserved, runOperation, type Movement, type NewTransfer, type Recorded } from "./apply.ts";
 import {
   ExceedsPendingAmountError,
   InvalidTransferError,
@@ -119,12 +119,8 @@ export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<A
     "resolution",
     reqs.map((r) => r.id),
     async (tx) => {
-      const reserved = reqs.flatMap((req) => (req.reserved ? [req.reserved] : []));
-      if (reserved.length === reqs.length) {
-        const movements = reqs.flatMap((req) => movementsOf(plannedTransfers(req, req.reserved), req.reserved!));
-        const recorded = await recordIfReserved(tx, movements, reserved);
-        if (recorded) return recorded.accounts;
-      }
+      const recorded = await recordAsReserved(tx, reqs);
+      if (recorded) return recorded.accounts;
       const pendings = await getTransfers(tx, reqs.map((req) => req.pendingId));
       const movements = reqs.flatMap((req) => {
         const pending = pendings.get(req.pendingId);
@@ -135,6 +131,23 @@ export async function resolveAll(db: Db, reqs: readonly Resolution[]): Promise<A
       return (await record(tx, movements)).accounts;
     },
   );
+}
+
+/**
+ * resolveAll in one statement, when every resolution names its pending transfer as it was made:
+ * undefined, with nothing written, when one does not name it so or does not plan against it (the
+ * read that follows then says what is wrong, if anything).
+ */
+async function recordAsReserved(tx: Db, reqs: readonly Resolution[]): Promise<Recorded | undefined> {
+  const reserved = reqs.flatMap((req) => (req.reserved ? [req.reserved] : []));
+  if (reserved.length !== reqs.length) return undefined;
+  let movements: Movement[];
+  try {
+    movements = reqs.flatMap((req) => movementsOf(plannedTransfers(req, req.reserved), req.reserved!));
+  } catch {
+    return undefined;
+  }
+  return recordIfReserved(tx, movements, reserved);
 }
 
 function requireResolution(req: Resolution): void {

@@ -138,14 +138,16 @@ for (const backend of testDatabases()) {
 
     it("resolves reservations named otherwise than they were made as they were made, by reading them", async () => {
       const wallet = await fundedWallet(db, 1_000n);
-      const [larger, referenced] = [{ id: uniqueId("r"), wallet, amount: 400n }, { id: uniqueId("r"), wallet, amount: 300n }];
-      await reserveAll(db, [larger, referenced]);
-      // Taken as made, the first would release 600 from the pending totals and not 400.
+      const [larger, referenced, smaller] = [{ id: uniqueId("r"), wallet, amount: 400n }, { id: uniqueId("r"), wallet, amount: 300n }, { id: uniqueId("r"), wallet, amount: 200n }];
+      await reserveAll(db, [larger, referenced, smaller]);
+      // Taken as named, the first would release 600 from the pending totals and not 400, and the
+      // third could not be charged 150 at all.
       await resolveAll(db, [
         { id: `${larger.id}:charge`, pendingId: larger.id, post: true, amount: 100n, code: "charge", payouts: [], reserved: reservedTransfer({ ...larger, amount: 600n }) },
         { id: `${referenced.id}:void`, pendingId: referenced.id, post: false, payouts: [], reserved: reservedTransfer({ ...referenced, reference: "another-job" }) },
+        { id: `${smaller.id}:charge`, pendingId: smaller.id, post: true, amount: 150n, code: "charge", payouts: [], reserved: reservedTransfer({ ...smaller, amount: 50n }) },
       ]);
-      assert.equal((await account(db, walletAccountId(wallet))).available, 900n);
+      assert.equal((await account(db, walletAccountId(wallet))).available, 750n);
       assert.equal((await account(db, escrowAccountId(wallet))).creditsPending, 0n);
       assert.equal((await getTransfer(db, `${referenced.id}:void`))!.reference, null);
       await assertHealthy(db);
