@@ -48,11 +48,11 @@ class Marks {
     return n === 1 ? step : `${step} #${n}`;
   }
 
-  /** True the first time a step is asked about in a request. */
-  firstTime(step: string): boolean {
-    if (this.counts.has(step)) return false;
-    this.counts.set(step, 1);
-    return true;
+  /** Marks a step the first time it happens in a request only. */
+  markFirst(name: string): void {
+    if (this.counts.has(name)) return;
+    this.counts.set(name, 1);
+    this.mark(name);
   }
 
   mark(name: string): void {
@@ -118,7 +118,7 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
       return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
     } as typeof end;
     ServerResponse.prototype.write = function (this: ServerResponse, ...args: unknown[]) {
-      if (marks.firstTime("the reply's first write")) marks.mark("the reply's first write");
+      marks.markFirst("the reply's first write");
       return (write as (...a: unknown[]) => boolean).apply(this, args);
     } as typeof write;
 
@@ -150,7 +150,7 @@ async function ask(client: OpenAI, marks: Marks): Promise<void> {
     return;
   }
   for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
-    if (chunk.choices[0]?.delta.content && marks.firstTime("the client has the first token")) marks.mark("the client has the first token");
+    if (chunk.choices[0]?.delta.content) marks.markFirst("the client has the first token");
   }
 }
 

@@ -133,11 +133,7 @@ export async function preparePayOuts(db: Db, jobs: readonly JobRecord[], postedA
   const workers = [...new Set(jobs.flatMap((job) => (job.workerAddress === null ? [] : [job.workerAddress])))];
   const wallets = [...new Set(jobs.map((job) => job.wallet))];
   const accounts = await ledger.getAccounts(db, [...workers.map(ledger.workerAccountId), ...wallets.map(ledger.walletAccountId)]);
-  for (const address of workers) {
-    const account = accounts.get(ledger.workerAccountId(address));
-    // Missing, or not a worker's account: the ledger creates it, or refuses the conflict.
-    if (account?.code !== "worker" || account.debitsMustNotExceedCredits) await ledger.ensureWorkerAccount(db, address);
-  }
+  for (const address of workers) await ledger.ensureWorkerAccount(db, address, accounts.get(ledger.workerAccountId(address)) ?? null);
   const unknown = jobs.filter((job) => !postedAtRecord.has(job.id));
   const reservations = unknown.length > 0 ? await ledger.getTransfers(db, unknown.map((job) => reservationId(job.id))) : new Map<string, ledger.Transfer>();
   const unposted = unknown.filter((job) => reservations.get(reservationId(job.id))?.pendingState === "pending");

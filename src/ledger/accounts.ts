@@ -35,11 +35,13 @@ export interface EnsureAccountInput {
 /**
  * Creates the account unless it exists; an existing one must have the same code and flag. Read
  * first: the account exists almost every time (a worker's, at each of its settlements), and a
- * read is one statement where an insert that finds a conflict is two.
+ * read is one statement where an insert that finds a conflict is two. A caller that read it
+ * already (null: not found) passes it as `known`.
  */
-export async function ensureAccount(db: Db, input: EnsureAccountInput): Promise<Account> {
+export async function ensureAccount(db: Db, input: EnsureAccountInput, known?: Account | null): Promise<Account> {
   const limited = input.debitsMustNotExceedCredits ?? input.code === "wallet";
-  const account = (await getAccount(db, input.id)) ?? (await insertAccount(db, input.id, input.code, limited)) ?? (await getAccount(db, input.id));
+  const found = known !== undefined ? known : await getAccount(db, input.id);
+  const account = found ?? (await insertAccount(db, input.id, input.code, limited)) ?? (await getAccount(db, input.id));
   if (!account || account.code !== input.code || account.debitsMustNotExceedCredits !== limited) {
     throw new AccountConflictError(input.id);
   }
@@ -64,8 +66,8 @@ export async function ensureWalletAccounts(db: Db, address: string): Promise<{ w
   }));
 }
 
-export async function ensureWorkerAccount(db: Db, address: string): Promise<Account> {
-  return ensureAccount(db, { id: workerAccountId(address), code: "worker" });
+export async function ensureWorkerAccount(db: Db, address: string, known?: Account | null): Promise<Account> {
+  return ensureAccount(db, { id: workerAccountId(address), code: "worker" }, known);
 }
 
 export async function getAccount(db: Db, id: string): Promise<Account | null> {

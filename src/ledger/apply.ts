@@ -75,7 +75,7 @@ export interface Recorded {
  * transfer was new.
  */
 export async function record(tx: Db, movements: readonly Movement[]): Promise<Recorded> {
-  return (await recordChecked(tx, movements, []))!;
+  return (await recordIfReserved(tx, movements, []))!;
 }
 
 /**
@@ -86,10 +86,6 @@ export async function record(tx: Db, movements: readonly Movement[]): Promise<Re
  * the unique index's to say, as for any resolution.
  */
 export async function recordIfReserved(tx: Db, movements: readonly Movement[], reserved: readonly NewTransfer[]): Promise<Recorded | undefined> {
-  return recordChecked(tx, movements, reserved);
-}
-
-async function recordChecked(tx: Db, movements: readonly Movement[], reserved: readonly NewTransfer[]): Promise<Recorded | undefined> {
   let updated: (AccountRow & { recorded_at: Date })[];
   const byAccount = changes(movements);
   try {
