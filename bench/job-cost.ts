@@ -1,8 +1,9 @@
 /**
  * What one job costs on the chain, read from the chain itself: for N jobs that lock, settle with a
  * real worker proof, and N that lock and refund, the transactions sent, the signatures their fees
- * were charged for, the fees, and everything else the fee payer spent (rent that did not come
- * back). Works on any commit whose Chain has lockEscrow/settle/refund, so the same script measures
+ * were charged for, the fees, and everything else the service's paying keys spent (rent that did
+ * not come back): the fee payer's and the service authority's lamports together, since a job's
+ * transactions are paid by the fee payer before stop 34 and by the authority since. Works on any commit whose Chain has lockEscrow/settle/refund, so the same script measures
  * before and after a change to the money path.
  *
  * Run: node --import tsx bench/job-cost.ts [jobs=50]
@@ -23,7 +24,8 @@ interface Cost {
 }
 
 async function payerLamports(chain: Chain): Promise<bigint> {
-  return (await chain.backend.getAccount(chain.feePayer))?.lamports ?? 0n;
+  const [feePayer, authority] = await Promise.all([chain.feePayer, chain.serviceAuthority].map((a) => chain.backend.getAccount(a)));
+  return (feePayer?.lamports ?? 0n) + (authority?.lamports ?? 0n);
 }
 
 async function measure(chain: Chain, run: (signatures: string[]) => Promise<void>): Promise<Cost> {

@@ -82,19 +82,36 @@ async function lamportsNeeded(backend: ChainBackend, o: InitChainOptions, deploy
   return lamports + transactions * feePerTransaction(o.priorityFeeMicroLamports);
 }
 
-/** Funds the fee payer from the chain's faucet where there is one (a development cluster); otherwise says who needs how much. */
-async function ensureFunded(backend: ChainBackend, feePayer: Address, needed: bigint, say: (line: string) => void): Promise<void> {
-  const held = (await backend.getAccount(feePayer))?.lamports ?? 0n;
+/** Who pays, what for and how much. */
+interface Payer {
+  who: "fee payer" | "service authority";
+  address: Address;
+  needed: bigint;
+  /** Who needs it ("this run"), and what for. */
+  by: string;
+  for: string;
+}
+
+/**
+ * What the service authority starts with: it pays the fees of the locks, settlements and refunds
+ * it signs, and each open job's escrow-record rent until the record is closed.
+ */
+const AUTHORITY_FLOAT = LAMPORTS_PER_SOL;
+
+/** Funds a key from the chain's faucet where there is one (a development cluster); otherwise says who needs how much. */
+async function ensureFunded(backend: ChainBackend, payer: Payer, say: (line: string) => void): Promise<void> {
+  const { who, address, needed } = payer;
+  const held = (await backend.getAccount(address))?.lamports ?? 0n;
   if (held >= needed) return;
   // At least 1 SOL: a faucet may refuse amounts below an account's rent-exempt minimum.
   const asked = needed - held > LAMPORTS_PER_SOL ? needed - held : LAMPORTS_PER_SOL;
   try {
-    await backend.requestAirdrop(feePayer, asked);
-    say(`Fee payer ${feePayer}: held ${sol(held)} SOL, airdropped ${sol(asked)} SOL`);
+    await backend.requestAirdrop(address, asked);
+    say(`${who[0]!.toUpperCase()}${who.slice(1)} ${address}: held ${sol(held)} SOL, airdropped ${sol(asked)} SOL`);
   } catch (err) {
     throw new Error(
-      `the fee payer ${feePayer} holds ${sol(held)} SOL and this run needs about ${sol(needed)} SOL (rent of the program and its accounts, and fees); ` +
-        `this chain gave none (${(err as Error).message.split("\n")[0]}). Send ${feePayer} at least ${sol(needed - held)} SOL ` +
+      `the ${who} ${address} holds ${sol(held)} SOL and ${payer.by} needs about ${sol(needed)} SOL (${payer.for}); ` +
+        `this chain gave none (${(err as Error).message.split("\n")[0]}). Send ${address} at least ${sol(needed - held)} SOL ` +
         "(e.g. `solana transfer <it> <amount> --allow-unfunded-recipient`) and run `svc chain init` again",
     );
   }
@@ -118,18 +135,23 @@ export async function initChain(o: InitChainOptions): Promise<InitChainResult> {
     const programKey = await loadOrCreateKeypair(o.keysDir, "escrow-program");
     const program = programKey.address;
     const config = configAddress(program).address;
-    say(`Fee payer ${keys.feePayer.address}, escrow program id ${program}`);
+    say(`Fee payer ${keys.feePayer.address}, service authority ${keys.custody.address}, escrow program id ${program}`);
     const onChain = await programOnChain(backend, program);
     const setup = await missingSetup(backend, keys, program);
     if (onChain.kind === "deployed") reportDeployed(onChain, program, say);
+    const fundAuthority = () => ensureFunded(backend, { who: "service authority", address: keys.custody.address, needed: AUTHORITY_FLOAT, by: "a gateway", for: "its transactions' fees, and each open job's escrow rent" }, say);
     if (onChain.kind === "deployed" && setup.length === 0) {
+      // A deployment set up before the authority paid for its own transactions needs this too.
+      await fundAuthority();
       say(`Nothing to do: the program, mints, treasury and config (${config}) are in place for the keys in ${o.keysDir}`);
       return { program, config, upgradeAuthority: onChain.authority, changed: false };
     }
     const authority = onChain.kind === "absent" ? await loadOrCreateKeypair(o.keysDir, "upgrade-authority") : await readKeypair(o.keysDir, "upgrade-authority");
     const deployKeys = onChain.kind === "absent" ? { feePayer: keys.feePayer, program: programKey, buffer: await loadOrCreateKeypair(o.keysDir, "escrow-program-buffer"), authority: authority! } : null;
     const bufferExists = deployKeys !== null && (await backend.getAccount(deployKeys.buffer.address)) !== null;
-    await ensureFunded(backend, keys.feePayer.address, await lamportsNeeded(backend, o, deployKeys && { keys: deployKeys, bufferExists }, setup), say);
+    const needed = await lamportsNeeded(backend, o, deployKeys && { keys: deployKeys, bufferExists }, setup);
+    await ensureFunded(backend, { who: "fee payer", address: keys.feePayer.address, needed, by: "this run", for: "rent of the program and its accounts, and fees" }, say);
+    await fundAuthority();
     if (deployKeys) await deployAndForgetBuffer(backend, deployKeys, o, say);
     await setUp(backend, keys, program, authority, o, setup, say);
     return { program, config, upgradeAuthority: onChain.kind === "absent" ? authority!.address : onChain.authority, changed: true };

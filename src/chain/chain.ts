@@ -172,21 +172,27 @@ export class Chain {
    * The instruction that opens a wallet's vault when the chain does not have it yet; any way of
    * funding it (this dev deposit, a wallet's own transfer) starts with it. Anyone may open one.
    */
-  async openVault(wallet: Address): Promise<Instruction[]> {
+  async openVault(wallet: Address, payer: Address = this.feePayer): Promise<Instruction[]> {
     const vault = this.creditAccountAddress(wallet);
     if (this.existingVaults.has(vault)) return [];
     if (await this.backend.getAccount(vault)) {
       this.existingVaults.set(vault, true);
       return [];
     }
-    return [escrowInstructions.openVault({ program: this.program, payer: this.feePayer, wallet, usdcMint: this.mint })];
+    return [escrowInstructions.openVault({ program: this.program, payer, wallet, usdcMint: this.mint })];
   }
 
+  /**
+   * A transaction the service authority signs is paid by the authority too, rent deposits
+   * included (their instructions name it as payer): one signature instead of two. That halves
+   * the signature fees of a job's lock and settlement, and the signing and checking of them
+   * (docs/performance.md, stop 34). Everything else is paid by the fee payer.
+   */
   private async sign(instructions: Instruction[], authoritySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
     const { bytes, lastValidBlockHeight } = await this.backend.latestBlockhash();
-    const signers = authoritySigns ? [this.keys.custody, ...extra] : extra;
+    const payer = authoritySigns ? this.keys.custody : this.keys.feePayer;
     const priced = ix.withPriorityFee(instructions, this.priorityFeeMicroLamports);
-    return { ...(await buildTransactionInBackground(this.keys.feePayer, priced, bytes, signers)), lastValidBlockHeight: Number(lastValidBlockHeight) };
+    return { ...(await buildTransactionInBackground(payer, priced, bytes, extra)), lastValidBlockHeight: Number(lastValidBlockHeight) };
   }
 
   /** Development funding: mints USDC base units for `credits` into the wallet's vault. */
@@ -220,7 +226,7 @@ export class Chain {
     const lock = escrowInstructions.lock({
       program: this.program,
       serviceAuthority: this.serviceAuthority,
-      payer: this.feePayer,
+      payer: this.serviceAuthority,
       wallet: toAddress(input.wallet),
       jobId,
       tier: TIER_CODES[input.tier],
@@ -251,7 +257,7 @@ export class Chain {
     return this.sign(
       [
         ix.ed25519Verify({ publicKey: addressBytes(worker), signature: input.proofSignature, message: proofMessage(jobId, input.proofHash) }),
-        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: workerTokenAccount, owner: worker, mint: this.mint }),
+        ix.createAssociatedTokenIdempotent({ payer: this.serviceAuthority, ata: workerTokenAccount, owner: worker, mint: this.mint }),
         escrowInstructions.settle({
       program: this.program,
           serviceAuthority: this.serviceAuthority,
@@ -288,7 +294,7 @@ export class Chain {
     const jobId = jobIdOf(input.jobId);
     if (!PROOF_HASH.test(input.callerHash)) throw new TypeError(`callerHash must be sha256:<64 hex>, got ${input.callerHash}`);
     const callerHash = Buffer.from(input.callerHash.slice("sha256:".length), "hex");
-    return this.sign([escrowInstructions.dispute({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.feePayer, jobId, callerHash })], true);
+    return this.sign([escrowInstructions.dispute({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.serviceAuthority, jobId, callerHash })], true);
   }
 
   /**
@@ -315,7 +321,7 @@ export class Chain {
     const destination = this.nativeTokenAccount(this.treasuryOwner);
     return this.sign(
       [
-        ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: destination, owner: this.treasuryOwner, mint: this.nativeMint }),
+        ix.createAssociatedTokenIdempotent({ payer: this.serviceAuthority, ata: destination, owner: this.treasuryOwner, mint: this.nativeMint }),
         escrowInstructions.slash({ program: this.program, serviceAuthority: this.serviceAuthority, worker: toAddress(input.worker), destination, treasury: this.treasuryAddress, amount: input.amount }),
       ],
       true,
@@ -364,10 +370,10 @@ export class Chain {
 
   /**
    * The program's `close_escrow` for each job (up to about 20 fit a transaction): deletes escrow
-   * records nothing can change any more, their rent back to the fee payer.
+   * records nothing can change any more, their rent back to the service authority, which paid it.
    */
   async prepareCloseEscrows(jobIds: readonly string[]): Promise<PreparedTransaction> {
-    const closes = jobIds.map((id) => escrowInstructions.closeEscrow({ program: this.program, serviceAuthority: this.serviceAuthority, jobId: jobIdOf(id), destination: this.feePayer }));
+    const closes = jobIds.map((id) => escrowInstructions.closeEscrow({ program: this.program, serviceAuthority: this.serviceAuthority, jobId: jobIdOf(id), destination: this.serviceAuthority }));
     return this.sign(closes, true);
   }
 
@@ -410,9 +416,9 @@ export class Chain {
     const vault = this.creditAccountAddress(owner);
     return this.sign(
       [
-        ...(await this.openVault(owner)),
+        ...(await this.openVault(owner, this.serviceAuthority)),
         ...(balance > 0n ? [ix.tokenTransfer({ from: old, to: vault, authority: this.serviceAuthority, amount: balance })] : []),
-        ix.closeTokenAccount({ account: old, destination: this.feePayer, authority: this.serviceAuthority }),
+        ix.closeTokenAccount({ account: old, destination: this.serviceAuthority, authority: this.serviceAuthority }),
         ix.memo(`svc:upgrade wallet=${owner} moved=${balance}`),
       ],
       true,

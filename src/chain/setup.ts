@@ -15,14 +15,15 @@ import { decodeLoaderState } from "./loader-v3.ts";
 import { buildTransaction } from "./wire.ts";
 
 export interface ServiceKeys {
-  /** Pays every fee and every rent deposit. */
+  /** Pays for what the service authority does not sign: setup, deposits, vaults, grants, stakes. */
   feePayer: Keypair;
   /** The USDC-style mint's own address (its key signs only the mint's creation). */
   mint: Keypair;
   mintAuthority: Keypair;
   /**
    * The escrow program's service authority: it signs locks, settlements and refunds, and nothing
-   * else can move a vault's credits but the wallet's own withdrawal. Its file keeps the name
+   * else can move a vault's credits but the wallet's own withdrawal. It pays the fees and rent
+   * deposits of what it signs, so each carries one signature. Its file keeps the name
    * `custody` from before the program held the credits, so existing data dirs keep their key.
    */
   custody: Keypair;
@@ -98,8 +99,8 @@ async function ensureMint(backend: ChainBackend, feePayer: Keypair, mint: Keypai
 
 export const LAMPORTS_PER_SOL = 1_000_000_000n;
 /** Fees are 5,000 lamports per signature and rent ~0.002 SOL per token account: this lasts millions of jobs. */
-const FEE_PAYER_TOP_UP = 1_000n * LAMPORTS_PER_SOL;
-const FEE_PAYER_MINIMUM = 100n * LAMPORTS_PER_SOL;
+const TOP_UP = 1_000n * LAMPORTS_PER_SOL;
+const MINIMUM = 100n * LAMPORTS_PER_SOL;
 
 /**
  * The key `initialize` needs besides the service's: the program's upgrade authority, when its
@@ -154,17 +155,18 @@ async function ensureEscrowConfig(backend: ChainBackend, keys: ServiceKeys, trea
 }
 
 /**
- * A development chain tops the fee payer up. A cluster that gives no SOL (mainnet) is not an
- * error while the fee payer has some: its operator funds it (`svc chain init` says how much).
+ * A development chain tops up the two keys that pay: the fee payer and the service authority. A
+ * cluster that gives no SOL (mainnet) is not an error while the key has some: its operator funds
+ * it (`svc chain init` says how much).
  */
-async function topUpFeePayer(backend: ChainBackend, feePayer: Address, logger: Logger): Promise<void> {
-  const held = (await backend.getAccount(feePayer))?.lamports ?? 0n;
-  if (held >= FEE_PAYER_MINIMUM) return;
+async function topUp(backend: ChainBackend, who: string, address: Address, logger: Logger): Promise<void> {
+  const held = (await backend.getAccount(address))?.lamports ?? 0n;
+  if (held >= MINIMUM) return;
   try {
-    await backend.requestAirdrop(feePayer, FEE_PAYER_TOP_UP);
+    await backend.requestAirdrop(address, TOP_UP);
   } catch (err) {
-    if (held === 0n) throw new Error(`the fee payer ${feePayer} holds no SOL and this chain gives none (${(err as Error).message}): send it SOL first`);
-    logger.warn({ feePayer, lamports: String(held) }, `the fee payer holds less than ${FEE_PAYER_MINIMUM / LAMPORTS_PER_SOL} SOL and the chain gives none: keep it funded`);
+    if (held === 0n) throw new Error(`the ${who} ${address} holds no SOL and this chain gives none (${(err as Error).message}): send it SOL first`);
+    logger.warn({ [who]: address, lamports: String(held) }, `the ${who} holds less than ${MINIMUM / LAMPORTS_PER_SOL} SOL and the chain gives none: keep it funded`);
   }
 }
 
@@ -196,7 +198,8 @@ export async function ensureOnChainSetup(
 ): Promise<{ treasuryAccount: Address }> {
   const { feePayer, mint, mintAuthority, treasury } = keys;
   await checkKeysFitConfig(backend, keys, options.program);
-  await topUpFeePayer(backend, feePayer.address, logger);
+  await topUp(backend, "fee payer", feePayer.address, logger);
+  await topUp(backend, "service authority", keys.custody.address, logger);
 
   await ensureMint(backend, feePayer, mint, USDC_DECIMALS, mintAuthority.address, options);
   await ensureMint(backend, feePayer, keys.nativeMint, NATIVE_DECIMALS, keys.nativeMintAuthority.address, options);

@@ -135,7 +135,7 @@ describe("svc chain init on a fresh cluster", () => {
     }
   });
 
-  test("clear errors: the fee payer a chain will not fund, and an RPC that cannot be reached", async () => {
+  test("clear errors: the fee payer and the service authority a chain will not fund, and an RPC that cannot be reached", async () => {
     const fresh = await tempDir("svc-chain-init-");
     const proxy = await startFaultyRpcProxy(server.url);
     try {
@@ -145,6 +145,12 @@ describe("svc chain init on a fresh cluster", () => {
       const feePayer = await keyIn(fresh.path, "fee-payer");
       assert.match(unfunded.stderr, new RegExp(`the fee payer ${feePayer} holds 0 SOL and this run needs about 0\\.\\d+ SOL`));
       assert.match(unfunded.stderr, new RegExp(`Send ${feePayer} at least 0\\.\\d+ SOL`));
+      // The fee payer funded, the service authority, which pays for the jobs' transactions, is next.
+      proxy.fault = ({ method, params }) => (method === "requestAirdrop" && params[0] !== feePayer ? { kind: "status", status: 403 } : { kind: "pass" });
+      const authorityUnfunded = await runSvc(init(proxy.url, fresh.path));
+      assert.equal(authorityUnfunded.code, 1);
+      const authority = await keyIn(fresh.path, "custody");
+      assert.match(authorityUnfunded.stderr, new RegExp(`the service authority ${authority} holds 0 SOL and a gateway needs about 1 SOL`));
     } finally {
       await proxy.close();
     }

@@ -174,7 +174,9 @@ describe("Solana JSON-RPC over the embedded chain", () => {
     const tx = await rpc.getTransaction(settle.signature as Signature, { encoding: "json", maxSupportedTransactionVersion: 0 }).send();
     assert.ok(tx?.meta);
     assert.equal(tx.slot, BigInt(settle.slot));
-    assert.equal(tx.meta.fee, 15_000n, "the fee payer's and the custody's signatures, and the worker's the precompile verifies");
+    assert.equal(tx.meta.fee, 10_000n, "the service authority's signature (it pays its own fees), and the worker's the precompile verifies");
+    assert.equal(tx.transaction.signatures.length, 1, "one signature: the authority is the fee payer");
+    assert.equal(tx.transaction.message.accountKeys[0], chain.serviceAuthority, "and pays");
     assert.ok(tx.meta.logMessages?.some((l) => l.startsWith(`Program ${ESCROW_PROGRAM} success`)), "the escrow program's log line");
     const keys = tx.transaction.message.accountKeys;
     const ataProgram = keys.indexOf("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL" as Address);
