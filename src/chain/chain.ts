@@ -42,7 +42,7 @@ import type {
   RefundInput,
   SettleInput,
 } from "./types.ts";
-import { buildTransactionInBackground, parseTransaction } from "./wire.ts";
+import { buildTransaction, parseTransaction } from "./wire.ts";
 import { BoundedMap } from "../core/index.ts";
 
 export type {
@@ -186,13 +186,14 @@ export class Chain {
    * A transaction the service authority signs is paid by the authority too, rent deposits
    * included (their instructions name it as payer): one signature instead of two. That halves
    * the signature fees of a job's lock and settlement, and the signing and checking of them
-   * (docs/performance.md, stop 34). Everything else is paid by the fee payer.
+   * (docs/performance.md, stop 34). Everything else is paid by the fee payer. The one signature is
+   * made on the spot: handing it to the thread pool cost a loaded gateway more than it saved.
    */
   private async sign(instructions: Instruction[], authoritySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
     const { bytes, lastValidBlockHeight } = await this.backend.latestBlockhash();
     const payer = authoritySigns ? this.keys.custody : this.keys.feePayer;
     const priced = ix.withPriorityFee(instructions, this.priorityFeeMicroLamports);
-    return { ...(await buildTransactionInBackground(payer, priced, bytes, extra)), lastValidBlockHeight: Number(lastValidBlockHeight) };
+    return { ...buildTransaction(payer, priced, bytes, extra), lastValidBlockHeight: Number(lastValidBlockHeight) };
   }
 
   /** Development funding: mints USDC base units for `credits` into the wallet's vault. */

@@ -60,21 +60,6 @@ export function buildTransaction(
   return assemble(message, signedBy.map((s) => s.sign(message)));
 }
 
-/**
- * buildTransaction with its signatures computed on libuv's thread pool, in parallel: a job's
- * transactions carry two signatures each, and signing them on the event loop took about 5% of
- * a loaded gateway's main thread (docs/performance.md, step 11).
- */
-export async function buildTransactionInBackground(
-  feePayer: Signer,
-  instructions: readonly Instruction[],
-  blockhash: Uint8Array,
-  signers: readonly Signer[],
-): Promise<SignedTransaction> {
-  const { message, signedBy } = compileMessage(feePayer, instructions, blockhash, signers);
-  return assemble(message, await Promise.all(signedBy.map((s) => s.signInBackground(message))));
-}
-
 /** The message to sign, and who signs it in the order of its signature slots. */
 function compileMessage(
   feePayer: Signer,
