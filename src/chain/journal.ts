@@ -189,6 +189,53 @@ export class ChainJournal {
     return { slot, ...(await this.confirmed(action, slot)) };
   }
 
+  /**
+   * `send` up to the landing, for an action whose owner's confirmation only writes
+   * (ActionOwner.addConfirmed) and whose sender may write it in a statement of its own: resolves
+   * with the slot once the chain has the action, and leaves the confirmation to the caller, who
+   * then calls `confirm`, or runs `addConfirmed`'s step and calls `released`. Until one of those,
+   * `resumeStale` leaves the action alone. One that could not land is given up, not rebuilt.
+   */
+  async sendUntilLanded(action: ChainAction): Promise<number> {
+    if (!this.ownerOf(action).addConfirmed) throw new Error(`chain actions of kind ${action.kind} are not confirmed by writes alone`);
+    this.sending.add(action.signature);
+    try {
+      return (await this.chain.send(action.wire)).slot;
+    } catch (error) {
+      this.sending.delete(action.signature);
+      if (!this.chain.isRejection(error)) throw error;
+      if (error.details.landed) {
+        await this.rejected(action, error.details.err);
+        throw new ChainRejectedError(action.signature, error.details.err);
+      }
+      await this.replace(action);
+      throw error;
+    }
+  }
+
+  /** The confirmation of an action `sendUntilLanded` landed, written as `send` writes it. */
+  async confirm(action: ChainAction, slot: number): Promise<SentAction> {
+    try {
+      return { slot, ...(await this.confirmed(action, slot)) };
+    } finally {
+      this.sending.delete(action.signature);
+    }
+  }
+
+  /**
+   * `sendUntilLanded`'s confirmations as a step of the caller's `statement`: the actions marked
+   * confirmed. The owner's own writes (the job's slot, for an escrow) are the caller's to make in
+   * the same statement.
+   */
+  addConfirmed(statement: CombinedStatement, confirmed: readonly { action: ChainAction; slot: number }[]): void {
+    if (confirmed.length > 0) this.addMarks(statement, confirmed);
+  }
+
+  /** The caller's statement with `addConfirmed`'s step has committed, or failed and the action was confirmed otherwise. */
+  released(action: ChainAction): void {
+    this.sending.delete(action.signature);
+  }
+
   private confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
     const owner = this.ownerOf(action);
     if (owner.addConfirmed) return this.writeOnlyConfirmations(action.kind, owner).run({ action, slot });

@@ -231,3 +231,59 @@ async function withoutChainWork(journal: ChainJournal, unfinished: JobRecord[]):
   const settling = new Set(actions.filter((a) => a.kind === "settlement" && (a.state === "sent" || a.state === "confirmed")).map((a) => a.subject));
   return unfinished.filter((job) => !inFlight.has(job.id) && !(job.status === "settling" && settling.has(job.id)));
 }
+
+/**
+ * A job's escrow on its way to the chain, and who writes its confirmation. A fast worker's output
+ * is in before its escrow lands; then the escrow's confirmation is written in the same statement
+ * as the settlement's record (`forCharge` claims it), one write of the job's row instead of two,
+ * in a row, on the JSON reply's path. Otherwise it is written as soon as the escrow lands, as
+ * `ChainJournal.send` would, before the job moves on (a worker's replacement, a refund, the
+ * charge) so no two transactions write the job's row at once.
+ */
+export class EscrowLanding {
+  /** Resolves with the escrow's slot once its confirmation is written, by whoever; rejects if it never landed. */
+  readonly confirmed: Promise<number>;
+  private readonly landed: Promise<{ action: ChainAction; slot: number }>;
+  /** Who writes the confirmation: decided by whichever comes first, the landing or the charge. */
+  private writer: "landing" | "charge" | undefined;
+  private resolveByCharge!: (confirmed: Promise<number>) => void;
+
+  constructor(private readonly journal: ChainJournal, escrow: Promise<ChainAction>) {
+    this.landed = escrow.then(async (action) => ({ action, slot: await journal.sendUntilLanded(action) }));
+    const byCharge = new Promise<number>((resolve) => (this.resolveByCharge = resolve));
+    this.confirmed = this.landed.then(({ action, slot }) => {
+      if (this.writer === "charge") return byCharge;
+      this.writer = "landing";
+      return journal.confirm(action, slot).then(() => slot);
+    });
+    // Awaited later by the job's driver; never let an early rejection count as unhandled.
+    this.confirmed.catch(() => undefined);
+  }
+
+  /**
+   * For the charge, once the output is in: the escrow's action and slot, and whether its confirmation
+   * is the charge's to write (`fold`: the escrow had not landed yet). Rejects if it never landed.
+   * A charge given `fold` then calls `recorded` once its statement with the confirmation
+   * committed, or `notRecorded`.
+   */
+  async forCharge(): Promise<{ action: ChainAction; slot: number; fold: boolean }> {
+    const fold = this.writer === undefined;
+    if (fold) this.writer = "charge";
+    const { action, slot } = await this.landed;
+    if (!fold) await this.confirmed;
+    return { action, slot, fold };
+  }
+
+  /** The settlement's record wrote the escrow's confirmation. */
+  recorded(escrow: ChainAction, slot: number): void {
+    this.journal.released(escrow);
+    this.resolveByCharge(Promise.resolve(slot));
+  }
+
+  /** The settlement was not recorded after all: the escrow's confirmation is written on its own. Resolves once it is. */
+  notRecorded(escrow: ChainAction, slot: number): Promise<number> {
+    const confirmed = this.journal.confirm(escrow, slot).then(() => slot);
+    this.resolveByCharge(confirmed);
+    return confirmed;
+  }
+}

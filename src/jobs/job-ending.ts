@@ -10,7 +10,7 @@ import { ANSWER_BEFORE_CONFIRM_MARGIN_MS, ApiError, Channel, type Logger, TIERS,
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
-import { prepareRefund, prepareSettlement, type SettlementOutcome } from "./job-chain.ts";
+import { prepareRefund, prepareSettlement, type EscrowLanding, type SettlementOutcome } from "./job-chain.ts";
 import type { JobRecord } from "./job-record.ts";
 import { addJobMoves, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
 import * as money from "./money.ts";
@@ -62,8 +62,11 @@ export const MAX_ANSWERED_UNCONFIRMED = 64;
 /** A job's proof and settlement transaction, to record before the settlement is sent. */
 export interface SettlementRecord {
   job: JobRecord;
-  changes: JobChanges;
+  /** With the escrow's slot: the job's row takes it here when the escrow's confirmation is folded in. */
+  changes: JobChanges & { slot: number };
   settlement: ChainAction;
+  /** The job's escrow, landed, when its confirmation is written with this record (EscrowLanding). */
+  escrowLanded?: { action: ChainAction; slot: number };
 }
 
 /** A job as its settlement's record left it, and its wallet's credits available after its charge. */
@@ -78,17 +81,19 @@ export interface RecordedSettlement {
  * statement moving their rows to `settling`, recording their settlements and setting the
  * wallets' credit.low sides: a charge only gives credits back, so the rule can only re-arm and
  * fires nothing here. A job that moved on meanwhile fails the group, its charge with it. The
- * records passed stay as they were until the caller takes the jobs returned (the group may be
- * retried).
+ * escrows that landed before their confirmation was written are marked confirmed in the same
+ * statement (the job's row takes the slot with its move). The records passed stay as they were
+ * until the caller takes the jobs returned (the group may be retried).
  */
 export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<SettlementRecord, RecordedSettlement> {
   return new GroupCommit(db, async (tx, records) => {
     // The charge reads what the proof's changes set (the credits charged); the move then writes them.
-    const moved = records.map(({ job, changes }) => ({ ...job, ...changes, status: job.status }));
+    const moved: JobRecord[] = records.map(({ job, changes }) => ({ ...job, ...changes, status: job.status }));
     const creditsRemaining = await money.chargeAll(tx, moved);
     const writes = new CombinedStatement();
     const checkMoved = addJobMoves(writes, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
     journal.addRecords(writes, records.map((r) => r.settlement));
+    journal.addConfirmed(writes, records.flatMap((r) => r.escrowLanded ?? []));
     addCreditLowSides(writes, moved.map((job, i) => ({ wallet: job.wallet, availableCredits: creditsRemaining[i]! })));
     checkMoved(await writes.run<{ id: string }>(tx));
     return moved.map((job, i) => ({ job, creditsRemaining: creditsRemaining[i]! }));
@@ -98,8 +103,8 @@ export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<Se
 /** The driver's view of a job being ended: where its news goes, and its escrow's fate. */
 export interface EndingJob {
   job: JobRecord;
-  /** Resolves once the escrow is on-chain and the worker's assignment recorded; rejects if the escrow never landed. */
-  ready: Promise<number>;
+  /** The escrow on its way to the chain, and who records its confirmation (the charge, when it can). */
+  escrow: EscrowLanding;
   channel: Channel<JobEvent>;
   /** The caller's figures (credits remaining) as the job goes. */
   started: { creditsRemaining: number };
@@ -130,7 +135,7 @@ export async function conclude(
   const { done, text } = run;
   // A worker that finished just as the timer fired has finished: the rule is about finishing.
   if (how.timedOut && done === undefined) {
-    const refund = await refundJob(deps, job, ending.ready, "refunded", "timeout");
+    const refund = await refundJob(deps, job, ending.escrow.confirmed, "refunded", "timeout");
     const seconds = Math.round(deps.timeoutMs / 1000);
     const details = { job_id: job.id, credits_refunded: job.lockedCredits, refund_tx: refund.refundTx };
     return fail(deps, ending, refund, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
@@ -138,13 +143,13 @@ export async function conclude(
   // Stopped before any output: nothing to charge, whatever the worker counted.
   if (done === undefined || (done.finishReason === "cancelled" && text === "")) {
     if (run.workerError !== undefined) deps.logger.warn({ err: run.workerError, job: job.id }, "worker failed");
-    const refund = await refundJob(deps, job, ending.ready, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
+    const refund = await refundJob(deps, job, ending.escrow.confirmed, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
     return fail(deps, ending, refund, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
   }
   const metered = await how.metered(done);
   // A cancelled job's caller is gone: there is nobody to tell how it finished.
   if (done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
-  const charged = await charge(deps, job, text, { ...done, usage: metered.usage }, ending.ready);
+  const charged = await charge(deps, job, text, { ...done, usage: metered.usage }, ending.escrow);
   if (!charged.ok) {
     run.lease.outcome("failed");
     return fail(deps, ending, charged, new ApiError("internal_error", "The worker's proof of this output did not verify; nothing was charged."));
@@ -160,7 +165,7 @@ export async function conclude(
     answer();
     deps.unconfirmed.count++;
   }
-  const confirmed = await confirmSettlement(deps, job, charged.settlement, ending.ready).finally(() => {
+  const confirmed = await confirmSettlement(deps, job, charged.settlement, ending.escrow.confirmed).finally(() => {
     if (answeredFirst) deps.unconfirmed.count--;
   });
   run.lease.outcome(confirmed.ok || confirmed.reason !== "rejected" ? metered.outcome : "failed");
@@ -208,23 +213,50 @@ type Finished = { finishReason: StopReason; usage: Usage; signature: Uint8Array;
  * chain: neither needs it there, and a worker that answers before its escrow lands (a fast
  * upstream does, by about a millisecond here) would otherwise wait for both after it. Only the
  * record waits for the escrow; a settlement signed for an escrow that never lands is dropped.
+ * When the escrow lands after the output is in, its confirmation is written with the record.
  */
-async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrowLanded: Promise<number>): Promise<Charged> {
+async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrow: EscrowLanding): Promise<Charged> {
   const proved = provedChanges(deps, job, text, done);
   const signed = proofHolds(deps, job, text, done).then((holds) => (holds ? prepareSettlement(deps.chain, { ...job, ...proved }) : null));
   // Awaited below once the escrow has landed; never let an early rejection count as unhandled.
   signed.catch(() => undefined);
-  if ((await escrowLanded.then(() => true, () => false)) === false) {
-    return { ok: false, ...(await refundJob(deps, job, escrowLanded, "failed", "escrow_failed")) };
-  }
-  const settlement = await signed;
-  if (settlement === null) {
+  const landed = await escrow.forCharge().catch(() => null);
+  if (landed === null) return { ok: false, ...(await refundJob(deps, job, escrow.confirmed, "failed", "escrow_failed")) };
+  const charged = await recordCharge(deps, job, { ...proved, slot: landed.slot }, signed, escrow, landed);
+  if (charged === null) {
     deps.logger.warn({ job: job.id, worker: job.workerAddress }, "the worker's proof does not match the output it sent; nothing is charged");
-    return { ok: false, ...(await refundJob(deps, job, escrowLanded, "failed", "proof_rejected")) };
+    return { ok: false, ...(await refundJob(deps, job, escrow.confirmed, "failed", "proof_rejected")) };
   }
-  const recorded = await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement });
-  Object.assign(job, recorded.job);
-  return { ok: true, settlement, creditsRemaining: recorded.creditsRemaining };
+  Object.assign(job, charged.recorded.job);
+  return { ok: true, settlement: charged.settlement, creditsRemaining: charged.recorded.creditsRemaining };
+}
+
+/**
+ * The settlement's record, with the escrow's confirmation when that is the charge's to write
+ * (`landed.fold`); null when the proof does not hold. A confirmation left to the charge is
+ * written on its own when nothing is recorded, before whatever follows (a refund, recovery) reads
+ * the escrow's slot from the job's row.
+ */
+async function recordCharge(
+  deps: EndingDeps,
+  job: JobRecord,
+  proved: JobChanges & { slot: number },
+  signed: Promise<ChainAction | null>,
+  escrow: EscrowLanding,
+  landed: { action: ChainAction; slot: number; fold: boolean },
+): Promise<{ settlement: ChainAction; recorded: RecordedSettlement } | null> {
+  const { action, slot, fold } = landed;
+  let recorded: RecordedSettlement | undefined;
+  try {
+    const settlement = await signed;
+    if (settlement === null) return null;
+    const folded = fold ? { escrowLanded: { action, slot } } : {};
+    recorded = await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement, ...folded });
+    return { settlement, recorded };
+  } finally {
+    if (fold && recorded) escrow.recorded(action, slot);
+    else if (fold) await escrow.notRecorded(action, slot).catch(() => undefined);
+  }
 }
 
 /**

@@ -29,7 +29,7 @@ import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
-import { jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
+import { EscrowLanding, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
@@ -92,8 +92,8 @@ interface DrivenJob {
   firstLease: WorkerLease;
   /** Resolves with the wallet's credits after the lock once the admission commits; rejects when it is refused. */
   admitted: Promise<number>;
-  /** Resolves with the escrow's slot once it is on-chain and the worker's assignment is recorded. */
-  ready: Promise<number>;
+  /** The escrow on its way to the chain; `confirmed` resolves with its slot once that is recorded. */
+  escrow: EscrowLanding;
   channel: Channel<JobEvent>;
   clientSignal: AbortSignal;
   started: StartedJob;
@@ -300,9 +300,7 @@ export class JobService {
    */
   private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
     const admitted = admission.then((a) => a.creditsAfterLock);
-    const escrowLanded = admission.then((a) => this.journal.send(a.escrow)).then((sent) => sent.slot);
-    // Awaited later by the job's driver; never let an early rejection count as unhandled.
-    escrowLanded.catch(() => undefined);
+    const escrow = new EscrowLanding(this.journal, admission.then((a) => a.escrow));
     const channel = new Channel<JobEvent>();
     const started: StartedJob = {
       id: job.id,
@@ -321,7 +319,7 @@ export class JobService {
       started.creditsRemaining = creditsAfterLock;
       return started;
     });
-    const drive = this.drive({ job, request, firstLease: lease, admitted, ready: escrowLanded, channel, clientSignal, started })
+    const drive = this.drive({ job, request, firstLease: lease, admitted, escrow, channel, clientSignal, started })
       .catch(async (error: unknown) => {
         this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
         channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
@@ -531,7 +529,7 @@ export class JobService {
       if (next === undefined) return run;
       this.logger.warn({ err: run.workerError, job: driven.job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
       run.lease = next;
-      await this.reassign(driven.job, next, driven.ready);
+      await this.reassign(driven.job, next, driven.escrow.confirmed);
       driven.started.workerAddress = next.worker.address;
     }
   }

@@ -12,6 +12,7 @@ import * as money from "../../src/jobs/money.ts";
 import { checkInvariants, getAccount } from "../../src/ledger/index.ts";
 import { assertChainAgrees, assertWorkerPaidOnChain } from "../support/chain-checks.ts";
 import { jobConcluded, until } from "../support/eventually.ts";
+import { ForgingWorker } from "../support/forging-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 
 let gateway: TestGateway;
@@ -86,5 +87,69 @@ test("past the bound of callers answered before their settlements confirm, the n
   assert.equal((await jobOf(second)).status, "settled", "answered only once its settlement confirmed");
   hold.release();
   assert.equal((await jobConcluded(gateway.service, first)).status, "settled");
+  assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
+});
+
+/** When the job's escrow confirmation and its settlement's record were written: equal when one transaction wrote both. */
+async function escrowConfirmedAndSettlementRecorded(jobId: string): Promise<{ escrowConfirmedAt: Date; settlementRecordedAt: Date; escrowSlot: number; jobSlot: number }> {
+  const [row] = await gateway.service.db.query<{ escrow_confirmed_at: Date; settlement_recorded_at: Date; escrow_slot: string; job_slot: string }>(
+    `SELECT e.updated_at AS escrow_confirmed_at, s.created_at AS settlement_recorded_at, e.slot AS escrow_slot, j.slot AS job_slot
+       FROM jobs j
+       JOIN chain_actions e ON e.subject = j.id AND e.kind = 'escrow' AND e.state = 'confirmed'
+       JOIN chain_actions s ON s.subject = j.id AND s.kind = 'settlement'
+      WHERE j.id = $1`,
+    [jobId],
+  );
+  assert.ok(row, "the job's escrow is confirmed and its settlement recorded");
+  return { escrowConfirmedAt: new Date(row.escrow_confirmed_at), settlementRecordedAt: new Date(row.settlement_recorded_at), escrowSlot: Number(row.escrow_slot), jobSlot: Number(row.job_slot) };
+}
+
+test("an escrow that lands after the output is in has its confirmation written with the settlement's record", async () => {
+  // The stream's escrow is held until the worker has finished (its last chunk is out).
+  const hold = holdSend(gateway.service.chain, 1);
+  const stream = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 600, temperature: 0, stream: true }, { timeout: 30_000 });
+  let jobId = "";
+  for await (const chunk of stream) {
+    jobId = chunk.id.replace(/^chatcmpl-/, "");
+    if (chunk.choices[0]?.finish_reason) hold.release();
+  }
+  const held = await escrowConfirmedAndSettlementRecorded(jobId);
+  assert.equal(held.escrowConfirmedAt.getTime(), held.settlementRecordedAt.getTime(), "one transaction");
+  assert.equal(held.jobSlot, held.escrowSlot);
+  assert.equal((await jobConcluded(gateway.service, jobId)).status, "settled");
+
+  // Landed while the worker still generates: confirmed at once, before the record.
+  const { response } = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 600, temperature: 0 }, { timeout: 30_000 }).withResponse();
+  const alone = await escrowConfirmedAndSettlementRecorded(response.headers.get("x-svc-job-id")!);
+  assert.ok(alone.escrowConfirmedAt < alone.settlementRecordedAt, "two transactions");
+  assert.equal(alone.jobSlot, alone.escrowSlot);
+  assert.deepEqual(await checkInvariants(gateway.service.db), []);
+  assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
+});
+
+test("a forged proof whose escrow landed after the output: the escrow is confirmed on its own and refunded", async () => {
+  const honest = gateway.service.pool.hosting(MODEL)[0]!;
+  gateway.service.pool.add(new ForgingWorker(honest));
+  const hold = holdSend(gateway.service.chain, 1);
+  let jobId = "";
+  try {
+    const stream = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 2, stream: true }, { timeout: 30_000 });
+    // The caller has the text already; what the charge found is the job's to tell.
+    for await (const chunk of stream) {
+      jobId = chunk.id.replace(/^chatcmpl-/, "");
+      if (chunk.choices[0]?.finish_reason) hold.release();
+    }
+  } finally {
+    hold.release();
+    gateway.service.pool.add(honest);
+  }
+  const failed = await jobConcluded(gateway.service, jobId);
+  assert.equal(failed.status, "failed");
+  assert.equal(failed.failureReason, "proof_rejected");
+  assert.ok(failed.slot !== null && failed.refundTx !== null, "its escrow's slot recorded, and refunded");
+  const [escrow] = await gateway.service.db.query<{ state: string }>("SELECT state FROM chain_actions WHERE subject = $1 AND kind = 'escrow'", [jobId]);
+  assert.equal(escrow?.state, "confirmed");
+  await assertChainAgrees(gateway.service, gateway.wallet);
+  assert.deepEqual(await checkInvariants(gateway.service.db), []);
   assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
 });
