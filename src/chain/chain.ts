@@ -260,7 +260,7 @@ export class Chain {
         ix.ed25519Verify({ publicKey: addressBytes(worker), signature: input.proofSignature, message: proofMessage(jobId, input.proofHash) }),
         ix.createAssociatedTokenIdempotent({ payer: this.serviceAuthority, ata: workerTokenAccount, owner: worker, mint: this.mint }),
         escrowInstructions.settle({
-      program: this.program,
+          program: this.program,
           serviceAuthority: this.serviceAuthority,
           jobId,
           wallet: toAddress(input.wallet),

@@ -173,20 +173,28 @@ export class ChainJournal {
   }
 
   private async sendAndApply(action: ChainAction, rebuilds: number): Promise<SentAction> {
-    let slot: number;
+    const sent = await this.sendOnce(action);
+    if ("slot" in sent) return { slot: sent.slot, ...(await this.confirmed(action, sent.slot)) };
+    if (sent.fresh === undefined || rebuilds === 0) throw sent.error;
+    return this.send(sent.fresh, rebuilds - 1);
+  }
+
+  /**
+   * One send: the slot it landed in; or, when it could not land at all, the owner's fresh copy
+   * recorded in its place (undefined: none) with the chain's error. Throws, after applying the
+   * failure, when the chain executed and refused it.
+   */
+  private async sendOnce(action: ChainAction): Promise<{ slot: number } | { fresh: ChainAction | undefined; error: unknown }> {
     try {
-      slot = (await this.chain.send(action.wire)).slot;
+      return { slot: (await this.chain.send(action.wire)).slot };
     } catch (error) {
       if (!this.chain.isRejection(error)) throw error;
       if (error.details.landed) {
         await this.rejected(action, error.details.err);
         throw new ChainRejectedError(action.signature, error.details.err);
       }
-      const fresh = await this.replace(action);
-      if (fresh === undefined || rebuilds === 0) throw error;
-      return this.send(fresh, rebuilds - 1);
+      return { fresh: await this.replace(action), error };
     }
-    return { slot, ...(await this.confirmed(action, slot)) };
   }
 
   /**
@@ -194,21 +202,17 @@ export class ChainJournal {
    * (ActionOwner.addConfirmed) and whose sender may write it in a statement of its own: resolves
    * with the slot once the chain has the action, and leaves the confirmation to the caller, who
    * then calls `confirm`, or runs `addConfirmed`'s step and calls `released`. Until one of those,
-   * `resumeStale` leaves the action alone. One that could not land is given up, not rebuilt.
+   * `resumeStale` leaves the action alone. One that could not land is not sent again here.
    */
   async sendUntilLanded(action: ChainAction): Promise<number> {
     if (!this.ownerOf(action).addConfirmed) throw new Error(`chain actions of kind ${action.kind} are not confirmed by writes alone`);
     this.sending.add(action.signature);
     try {
-      return (await this.chain.send(action.wire)).slot;
+      const sent = await this.sendOnce(action);
+      if ("slot" in sent) return sent.slot;
+      throw sent.error;
     } catch (error) {
       this.sending.delete(action.signature);
-      if (!this.chain.isRejection(error)) throw error;
-      if (error.details.landed) {
-        await this.rejected(action, error.details.err);
-        throw new ChainRejectedError(action.signature, error.details.err);
-      }
-      await this.replace(action);
       throw error;
     }
   }

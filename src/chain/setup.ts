@@ -166,7 +166,7 @@ async function topUp(backend: ChainBackend, who: string, address: Address, logge
     await backend.requestAirdrop(address, TOP_UP);
   } catch (err) {
     if (held === 0n) throw new Error(`the ${who} ${address} holds no SOL and this chain gives none (${(err as Error).message}): send it SOL first`);
-    logger.warn({ [who]: address, lamports: String(held) }, `the ${who} holds less than ${MINIMUM / LAMPORTS_PER_SOL} SOL and the chain gives none: keep it funded`);
+    logger.warn({ key: who, address, lamports: String(held) }, `the ${who} holds less than ${MINIMUM / LAMPORTS_PER_SOL} SOL and the chain gives none: keep it funded`);
   }
 }
 
