@@ -69,6 +69,10 @@ interface Row {
   mainCpuMsPerRequest: number;
   /** The worker's and upstream's process's CPU time per request answered. */
   workerCpuMsPerRequest: number;
+  /** Every process's CPU time on this machine per request answered: the above, PostgreSQL's backends and anything else running. */
+  machineCpuMsPerRequest: number;
+  /** The share of the machine's time its hypervisor gave to others while this machine wanted to run (steal). */
+  stolen: number;
 }
 
 async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string, worker: WorkerProcess): Promise<Row> {
@@ -76,6 +80,7 @@ async function drive(target: string, url: string, connections: number, headers: 
   const cpuBefore = process.cpuUsage();
   const mainCpuBefore = mainThreadCpuMs();
   const workerCpuBefore = await worker.cpuMs();
+  const machineBefore = machineCpuTicks();
   const r = await autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: SECONDS, timeout: 30 });
   const requests = Math.max(1, r.requests.total);
   return {
@@ -92,6 +97,7 @@ async function drive(target: string, url: string, connections: number, headers: 
     cpuMsPerRequest: cpuMs(process.cpuUsage(cpuBefore)) / requests,
     mainCpuMsPerRequest: (mainThreadCpuMs() - mainCpuBefore) / requests,
     workerCpuMsPerRequest: ((await worker.cpuMs()) - workerCpuBefore) / requests,
+    ...machineShares(machineBefore, machineCpuTicks(), requests),
   };
 }
 
@@ -105,6 +111,18 @@ function mainThreadCpuMs(): number {
   // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** The machine's CPU time so far from /proc/stat, in 10 ms ticks summed over its cores. */
+function machineCpuTicks(): { busy: number; steal: number; all: number } {
+  const [, user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).map(Number);
+  const busy = user! + nice! + system! + irq! + softirq!;
+  return { busy, steal: steal!, all: busy + idle! + iowait! + steal! };
+}
+
+function machineShares(before: ReturnType<typeof machineCpuTicks>, after: ReturnType<typeof machineCpuTicks>, requests: number) {
+  const all = Math.max(1, after.all - before.all);
+  return { machineCpuMsPerRequest: ((after.busy - before.busy) * 10) / requests, stolen: (after.steal - before.steal) / all };
 }
 
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
@@ -222,14 +240,14 @@ for (const kind of kinds) jobs += await driveService(await benchStorage(kind, jo
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
-console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  settled/s  backlog settled in");
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  machine ms/req  steal  settled/s  backlog settled in");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
   const proxyRow = rows[i - 1]!;
   const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
   const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)}`;
   console.log(
-    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${`${r.cpuMsPerRequest.toFixed(2)} (${r.mainCpuMsPerRequest.toFixed(2)})`.padStart(18)} ${r.workerCpuMsPerRequest.toFixed(2).padStart(14)} ${settledColumns}`,
+    `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${`${r.cpuMsPerRequest.toFixed(2)} (${r.mainCpuMsPerRequest.toFixed(2)})`.padStart(18)} ${r.workerCpuMsPerRequest.toFixed(2).padStart(14)} ${r.machineCpuMsPerRequest.toFixed(2).padStart(15)} ${`${(r.stolen * 100).toFixed(0)}%`.padStart(6)} ${settledColumns}`,
   );
 }
 console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");
