@@ -28,6 +28,7 @@ export type { WorkerLimits } from "./worker-limits.ts";
 export { WorkerPool } from "./worker-pool.ts";
 export type { UnfitListener, WorkerLease } from "./worker-pool.ts";
 export { WorkerGateway } from "./worker-gateway.ts";
+export { coalescedWrites } from "./write-coalescing.ts";
 export type { WorkerGatewayOptions } from "./worker-gateway.ts";
 export { ModelOutages } from "./model-outages.ts";
 export { DEFAULT_ANNOUNCE_MS, NodeBridge } from "./node-bridge.ts";

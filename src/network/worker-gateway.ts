@@ -30,6 +30,7 @@ import { authMessage, verifyEd25519 } from "./worker-auth.ts";
 import { DEFAULT_WORKER_LIMITS, MessageBudget, type WorkerLimits } from "./worker-limits.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 import { DEFAULT_PROBE_TIMEOUT_MS, probeWorker } from "./worker-probe.ts";
+import { coalescedWrites } from "./write-coalescing.ts";
 
 export interface WorkerGatewayOptions {
   pool: WorkerPool;
@@ -104,7 +105,7 @@ export class WorkerGateway {
       // Counted only once the upgrade succeeded: a failed one never calls back to release it.
       this.pending.set(peer, (this.pending.get(peer) ?? 0) + 1);
       const host = this.options.publicHost ?? request.headers.host ?? "";
-      const connection = new WorkerConnection(ws, host, this, peer);
+      const connection = new WorkerConnection(ws, coalescedWrites(socket), host, this, peer);
       this.connections.add(connection);
     });
   }
@@ -213,6 +214,7 @@ class WorkerConnection {
 
   constructor(
     private readonly ws: WebSocket,
+    private readonly beforeWrite: () => void,
     private readonly host: string,
     private readonly gateway: WorkerGateway,
     private readonly peer: string,
@@ -266,7 +268,9 @@ class WorkerConnection {
   }
 
   private send(message: GatewayMessage): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(encode(message));
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    this.beforeWrite();
+    this.ws.send(encode(message));
   }
 
   private onMessage(data: RawData, isBinary: boolean): void {

@@ -12,6 +12,7 @@ import {
   CLOSE_GRACE_MS,
   closeReason,
   CloseCode,
+  coalescedWrites,
   connectUrl,
   encode,
   FATAL_CLOSE_CODES,
@@ -183,6 +184,8 @@ export class WorkerClient {
     this.emit({ type: "connecting", url: this.url.href });
     const ws = new WebSocket(this.url, { maxPayload: MAX_GATEWAY_MESSAGE_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
     this.ws = ws;
+    let beforeWrite = () => {};
+    ws.once("upgrade", (response) => (beforeWrite = coalescedWrites(response.socket)));
     const link: Link = {
       ws,
       jobs: new Set(),
@@ -192,7 +195,9 @@ export class WorkerClient {
       lastError: undefined,
       refusal: undefined,
       send: (message) => {
-        if (ws.readyState === WebSocket.OPEN) ws.send(encode(message));
+        if (ws.readyState !== WebSocket.OPEN) return;
+        beforeWrite();
+        ws.send(encode(message));
       },
     };
     ws.on("message", (data: RawData, isBinary: boolean) => this.receive(link, data, isBinary));
