@@ -11,7 +11,8 @@
  *
  * The marks come from wrapping methods of the running service's objects: nothing in src/ knows of
  * them. The caller runs on the gateway's thread, so the last line (the client has the reply)
- * includes reading it there.
+ * includes reading it there. The client's send and the request's arrival at the gateway's server
+ * come before the job service takes it, and read negative.
  *
  *   npm run bench:request-steps -- [requests (150)] [json|stream (json)]
  */
@@ -33,11 +34,19 @@ class Marks {
   private startedAt = 0;
   private marks: [string, number][] = [];
   private counts = new Map<string, number>();
+  /** Moments before the job service took the request, kept until it does: they read negative. */
+  private before: [string, number][] = [];
   on = false;
+
+  /** A step before the job service takes the request (the client's send, the server's read). */
+  early(name: string): void {
+    if (this.on) this.before.push([name, performance.now()]);
+  }
 
   start(): void {
     this.startedAt = performance.now();
-    this.marks = [];
+    this.marks = this.before.map(([name, at]) => [name, at - this.startedAt]);
+    this.before = [];
     this.counts.clear();
   }
 
@@ -122,9 +131,12 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
       return (write as (...a: unknown[]) => boolean).apply(this, args);
     } as typeof write;
 
+    service.app.server.prependListener("request", () => marks.early("the request arrives"));
+
     const byMark = new Map<string, number[]>();
     for (let i = 0; i < WARM_UP + REQUESTS; i++) {
       marks.on = true;
+      marks.early("the client sends");
       await ask(client, marks);
       marks.mark("the client has the reply");
       await settled(service, 5);
