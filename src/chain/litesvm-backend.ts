@@ -25,7 +25,7 @@ import { ChainStore } from "./persistence.ts";
 import type { ProgramImage } from "./programs.ts";
 import { signatureKey } from "./sigindex.ts";
 import { ALREADY_PROCESSED, describeTransactionError } from "./svm-errors.ts";
-import { TokenInfoCache, withMeta } from "./tx-meta.ts";
+import { ReadingCache, withMeta } from "./tx-meta.ts";
 import type { AirdropRecord, LogRecord, TxRecord } from "./txlog.ts";
 import { parseTransaction, type ParsedTransaction } from "./wire.ts";
 
@@ -78,7 +78,7 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
   private failure: Error | null = null;
   private closed = false;
   private readonly watchers = new Set<(event: ChainEvent) => void>();
-  private readonly decimals: TokenInfoCache;
+  private readonly readings: ReadingCache;
 
   private constructor(
     svm: NativeSvm,
@@ -86,7 +86,7 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
     private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir" | "programs" | "lockHeld">>,
   ) {
     this.svm = svm;
-    this.decimals = new TokenInfoCache(svm);
+    this.readings = new ReadingCache(svm);
     this.slot = store.lastSlot ?? svm.getClock().slot;
   }
 
@@ -230,7 +230,7 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
     if (!this.blockhashValid(tx.blockhash)) throw notLanded("BlockhashNotFound");
 
     const slot = this.slot;
-    const { result, meta } = withMeta(this.svm, tx, this.decimals, () => this.svm.sendLegacyTransaction(wire), (r) => (isFailure(r) ? r.meta() : r));
+    const { result, meta } = withMeta(this.svm, tx, this.readings, () => this.svm.sendLegacyTransaction(wire), (r) => (isFailure(r) ? r.meta() : r));
     let record: TxRecord;
     if (isFailure(result)) {
       const err = describeTransactionError(result.err());
@@ -327,6 +327,8 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
   async requestAirdrop(address: Address, lamports: bigint): Promise<void> {
     this.check();
     const record: LogRecord = { kind: "airdrop", slot: this.slot, address: addressBytes(address), lamports };
+    // Forgotten first: a failed airdrop may still have charged its faucet.
+    this.readings.forgetReadings();
     airdrop(this.svm, record);
     await this.commit(record);
     this.emit({ type: "airdrop", record });

@@ -96,24 +96,56 @@ export function transactionFee(tx: ParsedTransaction): bigint {
   return signatures * LAMPORTS_PER_SIGNATURE + (unitPrice * units + 999_999n) / 1_000_000n;
 }
 
+/** What a reading found in one account: its lamports, and its balance if it is a token account. */
+interface Reading {
+  lamports: string;
+  token?: Omit<TokenBalance, "accountIndex">;
+}
+
+/** Accounts whose latest reading is kept: the busy ones (custody, pool, vaults) stay, a job's escrow passes through. */
+const MAX_READINGS = 4_096;
+
 /**
- * What the readings look up again and again: programs, mints' decimals (fixed once initialised) and the
+ * What the readings look up again and again: programs, mints' decimals (fixed once initialised), the
  * base58 names of mints and owners (a few recur: the service's mint, its custody authority), since
- * base58 encoding is most of a reading's cost.
+ * base58 encoding is most of a reading's cost, and each account's latest reading.
+ *
+ * An account's latest reading is what it holds until a transaction writes it, and every
+ * transaction's writable accounts are read again after it runs: so a transaction's balances before
+ * it runs come from the readings, and only accounts not read lately cost a copy out of LiteSVM.
+ * That holds while transactions are the only change; anything else that changes accounts (an
+ * airdrop) calls `forgetReadings`.
  */
-export class TokenInfoCache {
+export class ReadingCache {
   private readonly decimals = new Map<string, number>();
   private readonly names = new Map<string, string>();
   /** Programs' lamports: the embedded chain never redeploys a program. */
   private readonly programs = new Map<string, string>();
+  private readonly readings = new Map<string, Reading>();
   constructor(private readonly svm: NativeSvm) {}
 
-  programLamports(key: Uint8Array): string | undefined {
-    return this.programs.get(signatureKey(key));
+  programLamports(key: string): string | undefined {
+    return this.programs.get(key);
   }
 
-  noteProgram(key: Uint8Array, lamports: string): void {
-    this.programs.set(signatureKey(key), lamports);
+  noteProgram(key: string, lamports: string): void {
+    this.programs.set(key, lamports);
+  }
+
+  latest(key: string): Reading | undefined {
+    return this.readings.get(key);
+  }
+
+  noteReading(key: string, reading: Reading): void {
+    // Deleted first, so the Map's order is the order of use and the oldest goes first.
+    this.readings.delete(key);
+    if (this.readings.size >= MAX_READINGS) this.readings.delete(this.readings.keys().next().value!);
+    this.readings.set(key, reading);
+  }
+
+  /** Accounts changed outside a transaction: no reading is known to be current. */
+  forgetReadings(): void {
+    this.readings.clear();
   }
 
   name(key: Uint8Array): string {
@@ -141,11 +173,12 @@ export class TokenInfoCache {
 }
 
 /**
- * Each account's lamports and each token account's balance. After execution only the writable
- * accounts are read again (nothing else can have changed), and programs are read once per process:
- * reading an account from LiteSVM copies it, and programs are large.
+ * Each account's lamports and each token account's balance. Before execution an account read
+ * lately is taken from the cache; after it only the writable accounts are read again (nothing else
+ * can have changed). Programs are read once per process: reading an account from LiteSVM copies
+ * it, and programs are large.
  */
-function readBalances(svm: NativeSvm, tx: ParsedTransaction, cache: TokenInfoCache, before?: Balances): Balances {
+function readBalances(svm: NativeSvm, tx: ParsedTransaction, cache: ReadingCache, before?: Balances): Balances {
   const lamports: string[] = [];
   const tokens: TokenBalance[] = [];
   tx.accountKeys.forEach((key, accountIndex) => {
@@ -155,24 +188,36 @@ function readBalances(svm: NativeSvm, tx: ParsedTransaction, cache: TokenInfoCac
       if (token) tokens.push(token);
       return;
     }
-    const programLamports = cache.programLamports(key);
+    const k = signatureKey(key);
+    const programLamports = cache.programLamports(k);
     if (programLamports !== undefined) return void lamports.push(programLamports);
-    const account = svm.getAccount(key);
-    lamports.push(String(account?.lamports() ?? 0n));
-    if (account?.executable()) cache.noteProgram(key, lamports[accountIndex]!);
-    if (!account || account.executable()) return;
-    const data = account.data();
-    if (data.length !== TOKEN_ACCOUNT_SIZE || signatureKey(account.owner()) !== TOKEN_PROGRAM_BYTES) return;
+    const reading = (before === undefined ? cache.latest(k) : undefined) ?? readAccount(svm, key, k, cache);
+    lamports.push(reading.lamports);
+    if (reading.token) tokens.push({ accountIndex, ...reading.token });
+  });
+  return { lamports, tokens };
+}
+
+/** One account as LiteSVM holds it now, noted in the cache (a program as a program). */
+function readAccount(svm: NativeSvm, key: Uint8Array, k: string, cache: ReadingCache): Reading {
+  const account = svm.getAccount(key);
+  const reading: Reading = { lamports: String(account?.lamports() ?? 0n) };
+  if (account?.executable()) {
+    cache.noteProgram(k, reading.lamports);
+    return reading;
+  }
+  const data = account?.data();
+  if (account && data && data.length === TOKEN_ACCOUNT_SIZE && signatureKey(account.owner()) === TOKEN_PROGRAM_BYTES) {
     const mint = data.subarray(0, 32);
-    tokens.push({
-      accountIndex,
+    reading.token = {
       mint: cache.name(mint),
       owner: cache.name(data.subarray(32, 64)),
       amount: String(Buffer.from(data.buffer, data.byteOffset, data.byteLength).readBigUInt64LE(64)),
       decimals: cache.of(mint),
-    });
-  });
-  return { lamports, tokens };
+    };
+  }
+  cache.noteReading(k, reading);
+  return reading;
 }
 
 function innerInstructionsOf(meta: TransactionMetadata): InnerInstructions[] {
@@ -197,13 +242,13 @@ function innerInstructionsOf(meta: TransactionMetadata): InnerInstructions[] {
 export function withMeta<R>(
   svm: NativeSvm,
   tx: ParsedTransaction,
-  decimals: TokenInfoCache,
+  readings: ReadingCache,
   execute: () => R,
   metaOf: (result: R) => TransactionMetadata,
 ): { result: R; meta: TxMeta } {
-  const pre = readBalances(svm, tx, decimals);
+  const pre = readBalances(svm, tx, readings);
   const result = execute();
-  const post = readBalances(svm, tx, decimals, pre);
+  const post = readBalances(svm, tx, readings, pre);
   const txMeta = metaOf(result);
   return {
     result,

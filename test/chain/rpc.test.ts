@@ -103,6 +103,23 @@ describe("Solana JSON-RPC over the embedded chain", () => {
     assert.match(signature.memo ?? "", /^\[\d+\] svc:airdrop /);
   });
 
+  test("balances before a transaction count what changed the accounts since the last one wrote them", async () => {
+    // Each airdrop tops up the faucet key outside any transaction, then sends from it: the second
+    // transfer's balances before it must show the top-up, not the empty faucet the first left.
+    const recipient = generateKeypair().address;
+    const airdrop = airdropFactory({ rpc, rpcSubscriptions });
+    await airdrop({ recipientAddress: recipient, lamports: lamports(SOL), commitment: "confirmed" });
+    const second = await airdrop({ recipientAddress: recipient, lamports: lamports(2n * SOL), commitment: "confirmed" });
+    const tx = await rpc.getTransaction(second, { encoding: "json", maxSupportedTransactionVersion: 0 }).send();
+    assert.ok(tx?.meta);
+    const faucet = 0; // the fee payer, first of the keys
+    const to = tx.transaction.message.accountKeys.indexOf(recipient);
+    assert.equal(tx.meta.preBalances[faucet], 2n * SOL + 5_000n);
+    assert.equal(tx.meta.postBalances[faucet], 0n);
+    assert.equal(tx.meta.preBalances[to], SOL);
+    assert.equal(tx.meta.postBalances[to], 3n * SOL);
+  });
+
   test("a transfer confirmed through kit's factory, with fee and balances in getTransaction", async () => {
     const recipient = generateKeypair().address;
     const signature = await sendAndConfirm([getTransferSolInstruction({ source: payer, destination: recipient, amount: 2n * SOL })]);
