@@ -57,6 +57,14 @@ export type {
 } from "./types.ts";
 
 const PROOF_HASH = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * Escrow locks one transaction always has room for: five come to 1,076 bytes of the 1,232 a
+ * transaction may take, and 1,120 with a priority fee's instruction; six come to 1,226 without one
+ * and do not fit with one.
+ */
+export const MAX_LOCKS_PER_TRANSACTION = 5;
+
 const REFERENCE = /^[\x21-\x7e]{1,64}$/;
 
 function wholeCredits(name: string, value: number, min: number): number {
@@ -221,19 +229,38 @@ export class Chain {
 
   /** The program's `lock`: moves the job's estimate from the wallet's vault into escrow and records wallet, tier, job id and amount. */
   async prepareLockEscrow(input: LockEscrowInput): Promise<PreparedTransaction & { escrowAddress: Address }> {
-    const jobId = jobIdOf(input.jobId);
+    const { escrowAddresses, ...prepared } = await this.prepareLockEscrows([input]);
+    return { ...prepared, escrowAddress: escrowAddresses[0]! };
+  }
+
+  /**
+   * Several jobs' locks in one transaction under one signature, at most MAX_LOCKS_PER_TRANSACTION:
+   * the program checks each lock against its own accounts, and the transaction executes all of
+   * them or none. The chain's work per lock falls to about a third at four to six a transaction
+   * (bench/chain.ts).
+   */
+  async prepareLockEscrows(inputs: readonly LockEscrowInput[]): Promise<PreparedTransaction & { escrowAddresses: Address[] }> {
+    if (inputs.length < 1 || inputs.length > MAX_LOCKS_PER_TRANSACTION) {
+      throw new RangeError(`a transaction carries 1 to ${MAX_LOCKS_PER_TRANSACTION} escrow locks, not ${inputs.length}`);
+    }
+    const jobIds = inputs.map((input) => jobIdOf(input.jobId));
+    if (new Set(jobIds).size !== jobIds.length) throw new TypeError("a job's escrow is locked once: a job id appears twice");
+    const locks = inputs.map((input) => this.lockInstruction(input));
+    return { ...(await this.sign(locks, true)), escrowAddresses: jobIds.map((jobId) => this.escrowAddressFor(jobId)) };
+  }
+
+  private lockInstruction(input: LockEscrowInput): Instruction {
     if (!Object.hasOwn(TIERS, input.tier)) throw new TypeError(`unknown tier: ${input.tier}`);
     const credits = wholeCredits("credits", input.credits, 1);
-    const lock = escrowInstructions.lock({
+    return escrowInstructions.lock({
       program: this.program,
       serviceAuthority: this.serviceAuthority,
       payer: this.serviceAuthority,
       wallet: toAddress(input.wallet),
-      jobId,
+      jobId: input.jobId,
       tier: TIER_CODES[input.tier],
       amount: creditsToBaseUnits(credits),
     });
-    return { ...(await this.sign([lock], true)), escrowAddress: this.escrowAddressFor(jobId) };
   }
 
   async lockEscrow(input: LockEscrowInput): Promise<ChainReceipt & { escrowAddress: Address }> {

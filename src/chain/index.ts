@@ -1,5 +1,5 @@
 /** The chain part's public surface: `openChain` and the `Chain` it returns, and the journal of what the service sends. */
-export { Chain, openChain, signWalletSlot, walletSignedCopy } from "./chain.ts";
+export { Chain, MAX_LOCKS_PER_TRANSACTION, openChain, signWalletSlot, walletSignedCopy } from "./chain.ts";
 export type {
   ChainReceipt,
   ChainStatus,

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ChainTxError, openChain, type Chain, type ChainTransaction } from "../../src/chain/index.ts";
+import { ChainTxError, MAX_LOCKS_PER_TRANSACTION, openChain, type Chain, type ChainTransaction } from "../../src/chain/index.ts";
 import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
@@ -199,6 +199,50 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
     assert.deepEqual(innerTransfers(tx), [[escrowPoolAddress().address, chain.creditAccountAddress(wallet), 270_000n]]);
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(30));
     assert.deepEqual([(await chain.escrowRecord(jobId))?.status, (await chain.escrowRecord(jobId))?.returned], ["refunded", 270_000n]);
+  });
+
+  test("several jobs' locks in one transaction: each escrow recorded, then settled or refunded, on its own", async () => {
+    // Five wallets, the most a transaction has room for whatever the jobs (each a vault of its own).
+    const wallets = await Promise.all(Array.from({ length: MAX_LOCKS_PER_TRANSACTION }, () => fundedWallet(20)));
+    const jobs = wallets.map((wallet, i) => ({ jobId: newId("job"), tier: "standard" as const, wallet, credits: 3 + i }));
+    const prepared = await chain.prepareLockEscrows(jobs);
+    assert.deepEqual(prepared.escrowAddresses, jobs.map((j) => chain.escrowAddressFor(j.jobId)));
+    await chain.send(prepared.wire);
+    const tx = await chain.readTransaction(prepared.signature);
+    assert.deepEqual(tx.instructions.filter((i) => i.kind === "lock").map((i) => [i.jobId, i.amount]), jobs.map((j) => [j.jobId, creditsToBaseUnits(j.credits)]));
+    for (const [i, job] of jobs.entries()) {
+      assert.deepEqual([(await chain.escrowRecord(job.jobId))?.status, (await chain.escrowRecord(job.jobId))?.amountLocked], ["locked", creditsToBaseUnits(job.credits)]);
+      assert.equal(await chain.creditBalance(wallets[i]!), creditsToBaseUnits(20 - job.credits));
+    }
+    const worker = generateKeypair();
+    const [first, second] = jobs as [(typeof jobs)[0], (typeof jobs)[0]];
+    await chain.settle({ jobId: first.jobId, wallet: first.wallet, lockedCredits: first.credits, chargedCredits: 2, workerPublicKey: worker.address, ...proof(worker, first.jobId) });
+    await chain.refund({ jobId: second.jobId, wallet: second.wallet, lockedCredits: second.credits });
+    assert.deepEqual(
+      await Promise.all(jobs.map(async (j) => (await chain.escrowRecord(j.jobId))?.status)),
+      ["settled", "refunded", "locked", "locked", "locked"],
+    );
+  });
+
+  test("a lock the program refuses fails every lock of its transaction; a job or one too many is refused before signing", async () => {
+    const rich = await fundedWallet(20);
+    const poor = await fundedWallet(2);
+    const jobs = [
+      { jobId: newId("job"), tier: "lite" as const, wallet: rich, credits: 5 },
+      { jobId: newId("job"), tier: "lite" as const, wallet: poor, credits: 3 },
+    ];
+    const prepared = await chain.prepareLockEscrows(jobs);
+    await assert.rejects(chain.send(prepared.wire), (e: unknown) => {
+      const insufficient = `InstructionError(1, Custom(${ProgramError.insufficientFunds}))`;
+      assert.ok(e instanceof ChainTxError && e.details.landed && e.details.err === insufficient, String(e));
+      return true;
+    });
+    assert.equal(await chain.accountExists(chain.escrowAddressFor(jobs[0]!.jobId)), false, "the first lock was undone with the second");
+    assert.equal(await chain.creditBalance(rich), creditsToBaseUnits(20));
+    await assert.rejects(chain.prepareLockEscrows([jobs[0]!, jobs[0]!]), /appears twice/);
+    await assert.rejects(chain.prepareLockEscrows([]), RangeError);
+    const six = Array.from({ length: MAX_LOCKS_PER_TRANSACTION + 1 }, () => ({ ...jobs[0]!, jobId: newId("job") }));
+    await assert.rejects(chain.prepareLockEscrows(six), RangeError);
   });
 
   test("re-sending the same bytes, even concurrently, executes once", async () => {
