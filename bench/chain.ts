@@ -1,14 +1,14 @@
 /**
  * Chain-layer timings on the embedded LiteSVM chain: building and signing escrow and settlement
  * transactions, sending them (in memory, and on disk where each acknowledgement waits for fsync),
- * concurrent sends sharing fsyncs, and reopening a data dir.
+ * concurrent sends sharing fsyncs, several escrow locks to a transaction, and reopening a data dir.
  *
  * Run: node --import tsx bench/chain.ts [jobs=1000]
  */
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openLiteSvmBackend, type LiteSvmBackend, openChain, type Chain, type PreparedTransaction } from "../src/chain/index.ts";
+import { MAX_LOCKS_PER_TRANSACTION, openLiteSvmBackend, type LiteSvmBackend, openChain, type Chain, type PreparedTransaction } from "../src/chain/index.ts";
 import { generateKeypair } from "../src/core/keys.ts";
 import { newId } from "../src/core/ids.ts";
 import { outputHash, proofMessage } from "../src/core/proof.ts";
@@ -65,6 +65,35 @@ async function lifecycle(label: string, chain: Chain): Promise<void> {
   console.log(`${`${batch} concurrent escrow sends`.padEnd(44)} ${ms.toFixed(1)} ms total, ${((batch / ms) * 1000).toFixed(0)} tx/s`);
 }
 
+/**
+ * Escrow locks k to a transaction, sent one transaction after another: the time and this process's
+ * CPU per lock (the backend runs in this process, so the CPU includes the chain's own work).
+ */
+async function lockBatches(chain: Chain): Promise<void> {
+  const wallets = Array.from({ length: MAX_LOCKS_PER_TRANSACTION }, () => generateKeypair().address);
+  for (const wallet of wallets) await chain.deposit({ wallet, credits: 1_000_000 });
+  const locks = Math.max(MAX_LOCKS_PER_TRANSACTION, JOBS - (JOBS % 60));
+  for (let k = 1; k <= MAX_LOCKS_PER_TRANSACTION; k++) {
+    const jobs = (i: number) => Array.from({ length: k }, (_, j) => ({ jobId: newId("job"), tier: "lite" as const, wallet: wallets[j]!, credits: 2 + (i % 3) }));
+    const cpu = process.cpuUsage();
+    let t = performance.now();
+    const prepared: PreparedTransaction[] = [];
+    for (let i = 0; i < locks / k; i++) prepared.push(await chain.prepareLockEscrows(jobs(i)));
+    const prepareMs = performance.now() - t;
+    const prepareCpu = process.cpuUsage(cpu);
+    const sendCpu = process.cpuUsage();
+    t = performance.now();
+    for (const p of prepared) await chain.send(p.wire);
+    const sendMs = performance.now() - t;
+    const sent = process.cpuUsage(sendCpu);
+    const perLock = (ms: number) => ((ms / locks) * 1000).toFixed(0);
+    console.log(
+      `${`${k} escrow lock(s) a transaction (${prepared[0]!.wire.length} B)`.padEnd(44)} per lock: prepare ${perLock(prepareMs)} µs (CPU ${perLock((prepareCpu.user + prepareCpu.system) / 1000)}), ` +
+        `send ${perLock(sendMs)} µs (CPU ${perLock((sent.user + sent.system) / 1000)}), n=${locks}`,
+    );
+  }
+}
+
 const memory = await openChain({});
 await lifecycle("in memory", memory);
 await memory.close();
@@ -77,6 +106,7 @@ try {
   const disk = await openChain({ dataDir: dir, backend });
   await lifecycle(`on disk (${dir}, fsync per acknowledgement)`, disk);
   cpSync(dir, crashed, { recursive: true, filter: (path) => !path.endsWith("LOCK") });
+  await lockBatches(disk);
   await disk.close();
 
   let t = performance.now();
