@@ -61,10 +61,11 @@ function shareOf(amount: bigint, bps: number): bigint {
 /**
  * A closed record, rebuilt from the transactions that made it: the lock's data, the settlement's
  * data and the transfers the program made. Whether the worker was staked is read off what it was
- * paid, which the split check then holds to one of the two shares.
+ * paid, which the split check then holds to one of the two shares. The lock is the instruction
+ * naming this job: its transaction may carry other jobs' locks too (Chain.prepareLockEscrows).
  */
-function escrowFromTransactions(f: Pick<ChargeFacts, "lock" | "settlement" | "refund" | "config" | "escrowPool">, program: Address): JobEscrow | null {
-  const lock = f.lock?.instructions.find((i) => i.program === "escrow" && i.kind === "lock");
+function escrowFromTransactions(f: Pick<ChargeFacts, "jobId" | "lock" | "settlement" | "refund" | "config" | "escrowPool">, program: Address): JobEscrow | null {
+  const lock = f.lock?.instructions.find((i) => i.program === "escrow" && i.kind === "lock" && i.jobId === f.jobId);
   if (!lock?.owner || lock.amount === undefined) return null;
   const wallet = lock.owner;
   const vault = vaultAddress(wallet, program).address;

@@ -64,6 +64,11 @@ export interface DecodedInstruction {
   proofHash?: string;
   /** Made by a program the transaction called, not by the transaction itself. */
   inner?: true;
+  /**
+   * inner: the index of the transaction's own instruction whose run made this call. A transaction
+   * can carry several jobs' locks, so a job's transfer is told apart by the instruction that made it.
+   */
+  outer?: number;
 }
 
 const PROGRAMS = new Map<string, ProgramName>([
@@ -206,10 +211,13 @@ export function decodeInstructions(tx: ParsedTransaction, escrowProgram: Address
   return tx.instructions.map((ix) => decodeOne(keys, ix.programIndex, ix.accountIndexes, ix.data, escrowProgram));
 }
 
-/** The calls programs made while the transaction ran (the escrow program's token transfers), in order. */
+/**
+ * The calls programs made while the transaction ran (the escrow program's token transfers), in
+ * order, each with the index of the transaction's instruction that made it (`outer`).
+ */
 export function decodeInnerInstructions(tx: ParsedTransaction, meta: TxMeta | undefined, escrowProgram: Address = ESCROW_PROGRAM): DecodedInstruction[] {
   const keys = tx.accountKeys.map(addr);
   return (meta?.innerInstructions ?? []).flatMap((group) =>
-    group.instructions.map((call) => ({ ...decodeOne(keys, call.programIdIndex, call.accounts, base58Decode(call.data), escrowProgram), inner: true as const })),
+    group.instructions.map((call) => ({ ...decodeOne(keys, call.programIdIndex, call.accounts, base58Decode(call.data), escrowProgram), inner: true as const, outer: group.index })),
   );
 }

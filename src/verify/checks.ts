@@ -30,17 +30,25 @@ function shareOf(amount: bigint, bps: number): bigint {
   return (amount * BigInt(bps)) / 10_000n;
 }
 
-function transfersFrom(tx: ChainTransactionFacts, from: string): Map<string, bigint> {
+/** What the programs paid out of `from`, by destination; with `outer`, only what the transaction's instruction at that index made them pay. */
+function transfersFrom(tx: ChainTransactionFacts, from: string, outer?: number): Map<string, bigint> {
   const out = new Map<string, bigint>();
-  for (const t of tx.innerInstructions) if (t.kind === "transfer" && t.from === from && t.to) out.set(t.to, (out.get(t.to) ?? 0n) + (t.amount ?? 0n));
+  for (const t of tx.innerInstructions) {
+    if (t.kind === "transfer" && t.from === from && t.to && (outer === undefined || t.outer === outer)) out.set(t.to, (out.get(t.to) ?? 0n) + (t.amount ?? 0n));
+  }
   return out;
 }
 
 function lockChecks(f: ChargeFacts): Check[] {
   const e = f.escrow!;
   const lock = f.lock;
-  const ix = lock?.instructions.find((i) => i.kind === "lock" && i.program === "escrow");
-  const closed = f.close?.instructions.find((i) => i.kind === "closeEscrow" && i.program === "escrow");
+  // One transaction may lock several jobs, of one wallet too (Chain.prepareLockEscrows): this job's
+  // lock is the instruction naming it, and only the transfer that instruction made is its lock's.
+  const at = lock?.instructions.findIndex((i) => i.kind === "lock" && i.program === "escrow" && i.jobId === f.jobId) ?? -1;
+  const ix = at >= 0 ? lock!.instructions[at] : undefined;
+  const moved = lock && ix ? transfersFrom(lock, e.vault, at).get(f.escrowPool) : undefined;
+  // Likewise one transaction closes several records (the service closes them in batches).
+  const closed = f.close?.instructions.find((i) => i.kind === "closeEscrow" && i.program === "escrow" && i.account === f.escrowAddress);
   const record = f.fromTransactions
     ? check("the escrow record was closed after its dispute window; the facts below are read from the job's transactions", f.close?.ok === true && closed?.account === f.escrowAddress, f.close ? `${f.close.signature} at slot ${f.close.slot}` : "no closing transaction")
     : check("the escrow account is the program's record of this job", f.escrowOwner !== null && e.jobId === f.jobId, `${f.escrowAddress} owned by ${f.escrowOwner}, job ${e.jobId}`);
@@ -51,9 +59,9 @@ function lockChecks(f: ChargeFacts): Check[] {
     check(
       "the lock names this job, its amount and tier",
       ix?.jobId === f.jobId && ix.amount === e.amountLocked && ix.tier === e.tier && ix.owner === e.wallet,
-      ix ? `job ${ix.jobId}, ${ix.amount} base units, tier byte ${ix.tier}` : "no escrow-program lock instruction",
+      ix ? `job ${ix.jobId}, ${ix.amount} base units, tier byte ${ix.tier}` : `no escrow-program lock instruction for ${f.jobId}`,
     ),
-    check("the lock moved the amount from the vault into the escrow pool", lock !== null && transfersFrom(lock, e.vault).get(f.escrowPool) === e.amountLocked, `${e.amountLocked} base units`),
+    check("the lock moved the amount from the vault into the escrow pool", moved === e.amountLocked, moved === e.amountLocked ? `${e.amountLocked} base units` : `moved ${moved ?? 0n} of the ${e.amountLocked} base units locked`),
   ];
 }
 

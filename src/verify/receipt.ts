@@ -1,5 +1,5 @@
 /** A charge's receipt as a person reads it: the job's money on the chain, then each check. Pure. */
-import { hashText, tierOfCode, type ChargeFacts } from "../chain/index.ts";
+import { hashText, tierOfCode, type ChainTransactionFacts, type ChargeFacts } from "../chain/index.ts";
 import { baseUnitsToCredits } from "../core/index.ts";
 import type { Check } from "./checks.ts";
 
@@ -7,6 +7,16 @@ const credits = (units: bigint) => {
   const c = baseUnitsToCredits(units);
   return `${c} credit${c === 1 ? "" : "s"} (${(Number(units) / 1e6).toFixed(4)} USDC)`;
 };
+
+/**
+ * A lock or close transaction may carry other jobs' instructions too (their locks, or the records
+ * closed with this one): said, so that a reader checking it by hand looks for this job's.
+ */
+function sharedWith(tx: ChainTransactionFacts): string {
+  const count = (kind: "lock" | "closeEscrow") => tx.instructions.filter((i) => i.program === "escrow" && i.kind === kind).length;
+  const [locks, closes] = [count("lock"), count("closeEscrow")];
+  return locks > 1 ? `; it locks ${locks} jobs` : closes > 1 ? `; it closes ${closes} records` : "";
+}
 
 export function formatReceipt(f: ChargeFacts, checks: readonly Check[]): string {
   const lines = [`Receipt for ${f.jobId}`, `  escrow record   ${f.escrowAddress}${f.fromTransactions ? " (closed: read from its transactions)" : ""}`];
@@ -29,7 +39,7 @@ export function formatReceipt(f: ChargeFacts, checks: readonly Check[]): string 
     lines.push(`  returned        ${credits(e.returned)}`);
   }
   for (const [name, tx] of [["lock", f.lock], ["settlement", f.settlement], ["refund", f.refund], ["record closed", f.close]] as const) {
-    if (tx) lines.push(`  ${name.padEnd(15)} ${tx.signature} (slot ${tx.slot})`);
+    if (tx) lines.push(`  ${name.padEnd(15)} ${tx.signature} (slot ${tx.slot}${sharedWith(tx)})`);
   }
   lines.push("");
   for (const c of checks) lines.push(`${c.ok ? "ok      " : "MISMATCH"}  ${c.name}: ${c.detail}`);

@@ -1,16 +1,18 @@
 /**
  * `svc verify` as a real process against a real gateway and the chain's JSON-RPC: a paid
  * completion through the openai SDK checks out from the chain, with and without the service's
- * claims; a tampered output, a wrong transaction and an unreachable chain do not.
+ * claims; a tampered output, a wrong transaction and an unreachable chain do not. Jobs whose locks
+ * share one transaction each check out on their own lock, open and closed.
  */
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
-import { startChainRpc, type ChainRpcServer } from "../../src/chain/index.ts";
+import { after, before, test, type TestContext } from "node:test";
+import { ChainTxError, startChainRpc, type ChainRpcServer } from "../../src/chain/index.ts";
 import { ESCROW_PROGRAM } from "../../src/chain/escrow-program/index.ts";
+import { generateKeypair, newId, outputHash, proofMessage } from "../../src/core/index.ts";
 import type { Address } from "@solana/kit";
-import { startSvc } from "../cli/svc-process.ts";
+import { runSvc, startSvc } from "../cli/svc-process.ts";
 import { ForgingWorker } from "../support/forging-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, tempDir, testWorker, type TestGateway } from "../support/service.ts";
 
@@ -100,13 +102,19 @@ test("a job that charged nothing shows its refund; an unknown job, a bad id and 
   assert.match(run.stderr(), /could not check job_01J0+: .*\(chain: http:\/\/127\.0\.0\.1:9\)/);
 });
 
-test("once its dispute window has passed the service closes the job's escrow record, recovering the rent, and the receipt is read from its transactions", async (t) => {
+/** A gateway and its chain's JSON-RPC where an ended job's escrow record may be closed a second after it ended. */
+async function startClosingGateway(t: TestContext): Promise<{ closing: TestGateway; closingRpc: ChainRpcServer }> {
   const closing = await startTestGateway({ db: await migratedTestDb(), credits: 100, escrowRules: { disputeWindowSeconds: 1n }, disputes: { windowMs: 1_000 } });
   const closingRpc = await startChainRpc({ chain: closing.service.chain, port: 0 });
   t.after(async () => {
     await closingRpc.close();
     await closing.close();
   });
+  return { closing, closingRpc };
+}
+
+test("once its dispute window has passed the service closes the job's escrow record, recovering the rent, and the receipt is read from its transactions", async (t) => {
+  const { closing, closingRpc } = await startClosingGateway(t);
   const { chain, db } = closing.service;
   const { data, response } = await closing.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).withResponse();
   const jobId = response.headers.get("x-svc-job-id")!;
@@ -126,4 +134,65 @@ test("once its dispute window has passed the service closes the job's escrow rec
   assert.match(run.stdout(), /\(closed: read from its transactions\)/);
   assert.match(run.stdout(), /ok {8}the escrow record was closed after its dispute window/);
   assert.match(run.stdout(), /ok {8}the program paid exactly that/);
+});
+
+test("two jobs of one wallet locked in one transaction: each receipt checks its own lock and the transfer that lock made, open and once closed", async (t) => {
+  const { closing, closingRpc } = await startClosingGateway(t);
+  const { chain } = closing.service;
+  const wallet = generateKeypair().address;
+  await chain.deposit({ wallet, credits: 50, reference: "test" });
+  const [settled, refunded] = [newId("job"), newId("job")];
+  // The settled job's lock comes first, so only a lock check summing the whole transaction's
+  // transfers (12 + 5 credits) would fail it; the refunded job's comes second, so a check taking
+  // the first lock instruction would read the other job's.
+  const prepared = await chain.prepareLockEscrows([
+    { jobId: settled, tier: "standard", wallet, credits: 12 },
+    { jobId: refunded, tier: "lite", wallet, credits: 5 },
+  ]);
+  const lock = await chain.send(prepared.wire);
+  const worker = generateKeypair();
+  const proofHash = outputHash("the output");
+  await chain.settle({ jobId: settled, wallet, lockedCredits: 12, chargedCredits: 8, workerPublicKey: worker.address, proofHash, proofSignature: worker.sign(proofMessage(settled, proofHash)) });
+  await chain.refund({ jobId: refunded, wallet, lockedCredits: 5 });
+
+  const jobs = [
+    { jobId: settled, status: "settled", locked: "12 credits \\(0\\.1200 USDC\\)", units: 120_000n },
+    { jobId: refunded, status: "refunded", locked: "5 credits \\(0\\.0500 USDC\\)", units: 50_000n },
+  ];
+  const receipts = async (closed: boolean) => {
+    for (const job of jobs) {
+      const run = await runSvc(["verify", job.jobId, "--rpc", closingRpc.url], { SVC_API_KEY: "" });
+      const out = run.stdout + run.stderr;
+      assert.equal(run.code, 0, out);
+      assert.match(out, new RegExp(`status {10}${job.status}`));
+      assert.match(out, new RegExp(`locked {10}${job.locked}`));
+      assert.match(out, new RegExp(`lock {12}${lock.signature} \\(slot ${lock.slot}; it locks 2 jobs\\)`));
+      assert.match(out, new RegExp(`ok {8}the lock names this job, its amount and tier: job ${job.jobId}, ${job.units} base units`));
+      assert.match(out, new RegExp(`ok {8}the lock moved the amount from the vault into the escrow pool: ${job.units} base units`));
+      if (closed) {
+        assert.match(out, /\(closed: read from its transactions\)/);
+        assert.match(out, /record closed {3}\S+ \(slot \d+; it closes 2 records\)/);
+        assert.match(out, /ok {8}the escrow record was closed after its dispute window/);
+      }
+    }
+  };
+  await receipts(false);
+
+  // Both records closed in one transaction once the window has passed, the refunded job's first:
+  // each receipt must find its own record's close, not the first in it.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const close = await chain.prepareCloseEscrows([refunded, settled]);
+    const sent = await chain.send(close.wire).then(
+      () => true,
+      (e: unknown) => {
+        if (!(e instanceof ChainTxError) || !/Custom\(22\)/.test(e.details.err) || Date.now() > deadline) throw e;
+        return false;
+      },
+    );
+    if (sent) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal(await chain.escrowRecord(settled), null, "closed");
+  await receipts(true);
 });
