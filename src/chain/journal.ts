@@ -15,7 +15,7 @@
  */
 import type { Logger } from "../core/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
-import type { Chain } from "./chain.ts";
+import type { Chain, ChainReceipt } from "./chain.ts";
 
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
 /** The step of a confirmation's statement that gives the actions it marked confirmed (ActionOwner.addConfirmed reads it). */
@@ -35,6 +35,13 @@ export interface ChainAction {
    * taken up by recovery, or rebuilt, has none, and its owner reads the subject.
    */
   subjectRecord?: unknown;
+  /**
+   * Its transaction carries other actions too (several jobs' escrow locks), each with a row of its
+   * own under the same signature; their sends share one trip to the chain. The chain refusing it
+   * may be another's doing, so a refused one is sent again alone (ActionOwner.alone). Not kept in
+   * the row: recovery finishes a shared action as any other.
+   */
+  shared?: boolean;
 }
 
 export type ActionState = "sent" | "confirmed" | "failed" | "dropped";
@@ -50,8 +57,15 @@ export interface ActionOwner {
    * undefined to give it up. Called outside any transaction (building and signing take time).
    */
   rebuild(action: ChainAction): Promise<ChainAction | undefined>;
-  /** In the transaction marking it dropped, which also records `fresh` when there is one. */
+  /** In the transaction marking it dropped (or failed: a shared one sent again alone), which also records `fresh` when there is one. */
   dropped(tx: Db, action: ChainAction, fresh: ChainAction | undefined): Promise<void>;
+  /**
+   * For an action whose shared transaction (ChainAction.shared) the chain refused: a copy of it
+   * alone, built and signed outside any transaction, sent in its place; `dropped` is then called
+   * with the copy, in the transaction marking the shared one failed. Without it, a refused shared
+   * action is refused as any other.
+   */
+  alone?(action: ChainAction): Promise<ChainAction>;
   /** At start-up, one that the chain never saw is given up (dropped without a copy) instead of sent again. */
   giveUpUnsentOnResume?: boolean;
   /**
@@ -107,8 +121,10 @@ interface OpenRow {
 
 export class ChainJournal {
   private readonly owners = new Map<string, ActionOwner>();
-  /** Signatures a `send` in this process is waiting on. */
+  /** Actions (actionKey) a `send` in this process is waiting on. */
   private readonly sending = new Set<string>();
+  /** The sends of shared transactions under way, by signature: one trip to the chain for all their actions. */
+  private readonly sharedSends = new Map<string, Promise<ChainReceipt>>();
   /** Confirmations are applied in groups: one transaction for those that land together. */
   private readonly confirmations: GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }>;
   private readonly writeOnlyGroups = new Map<string, GroupCommit<{ action: ChainAction; slot: number }, { outcome?: unknown }>>();
@@ -164,32 +180,34 @@ export class ChainJournal {
    * most `rebuilds` times, or given up when the owner has none.
    */
   async send(action: ChainAction, rebuilds = 1): Promise<SentAction> {
-    this.sending.add(action.signature);
+    this.sending.add(actionKey(action));
     try {
       return await this.sendAndApply(action, rebuilds);
     } finally {
-      this.sending.delete(action.signature);
+      this.sending.delete(actionKey(action));
     }
   }
 
   private async sendAndApply(action: ChainAction, rebuilds: number): Promise<SentAction> {
     const sent = await this.sendOnce(action);
     if ("slot" in sent) return { slot: sent.slot, ...(await this.confirmed(action, sent.slot)) };
-    if (sent.fresh === undefined || rebuilds === 0) throw sent.error;
-    return this.send(sent.fresh, rebuilds - 1);
+    if (sent.fresh === undefined || (rebuilds === 0 && !sent.alone)) throw sent.error;
+    return this.send(sent.fresh, sent.alone ? rebuilds : rebuilds - 1);
   }
 
   /**
    * One send: the slot it landed in; or, when it could not land at all, the owner's fresh copy
-   * recorded in its place (undefined: none) with the chain's error. Throws, after applying the
-   * failure, when the chain executed and refused it.
+   * recorded in its place (undefined: none) with the chain's error; or, when the chain refused
+   * its shared transaction, its copy alone recorded in its place (`alone`). Throws, after
+   * applying the failure, when the chain executed and refused it.
    */
-  private async sendOnce(action: ChainAction): Promise<{ slot: number } | { fresh: ChainAction | undefined; error: unknown }> {
+  private async sendOnce(action: ChainAction): Promise<{ slot: number } | { fresh: ChainAction | undefined; error: unknown; alone?: boolean }> {
     try {
-      return { slot: (await this.chain.send(action.wire)).slot };
+      return { slot: (await this.sendWire(action)).slot };
     } catch (error) {
       if (!this.chain.isRejection(error)) throw error;
       if (error.details.landed) {
+        if (action.shared === true && this.ownerOf(action).alone) return { fresh: await this.replaceAlone(action, error.details.err), error, alone: true };
         await this.rejected(action, error.details.err);
         throw new ChainRejectedError(action.signature, error.details.err);
       }
@@ -197,22 +215,49 @@ export class ChainJournal {
     }
   }
 
+  /** The chain's trip for `action`: shared with the other actions of its transaction (ChainAction.shared). */
+  private sendWire(action: ChainAction): Promise<ChainReceipt> {
+    if (action.shared !== true) return this.chain.send(action.wire);
+    let sending = this.sharedSends.get(action.signature);
+    if (!sending) {
+      sending = this.chain.send(action.wire);
+      this.sharedSends.set(action.signature, sending);
+      // A later send of the same bytes is still safe: the chain answers it from the first (Chain.send).
+      const forget = () => this.sharedSends.delete(action.signature);
+      sending.then(forget, forget);
+    }
+    return sending;
+  }
+
+  /**
+   * A shared transaction was refused: this action's copy alone (ActionOwner.alone) recorded in
+   * its place, the shared one's row marked failed. Undefined when the row was no longer open.
+   */
+  private async replaceAlone(action: ChainAction, reason: string): Promise<ChainAction | undefined> {
+    this.logger.warn({ signature: action.signature, kind: action.kind, subject: action.subject, reason }, "shared chain transaction rejected; sending its part alone");
+    const alone = await this.ownerOf(action).alone!(action);
+    return (await this.dropAndRecord(action, alone, { state: "failed", error: reason })) ? alone : undefined;
+  }
+
   /**
    * `send` up to the landing, for an action whose owner's confirmation only writes
    * (ActionOwner.addConfirmed) and whose sender may write it in a statement of its own: resolves
-   * with the slot once the chain has the action, and leaves the confirmation to the caller, who
+   * with the slot once the chain has the action (and the action that landed: its copy alone, when
+   * its shared transaction was refused), and leaves the confirmation to the caller, who
    * then calls `confirm`, or runs `addConfirmed`'s step and calls `released`. Until one of those,
    * `resumeStale` leaves the action alone. One that could not land is not sent again here.
    */
-  async sendUntilLanded(action: ChainAction): Promise<number> {
+  async sendUntilLanded(action: ChainAction): Promise<{ action: ChainAction; slot: number }> {
     if (!this.ownerOf(action).addConfirmed) throw new Error(`chain actions of kind ${action.kind} are not confirmed by writes alone`);
-    this.sending.add(action.signature);
+    this.sending.add(actionKey(action));
     try {
       const sent = await this.sendOnce(action);
-      if ("slot" in sent) return sent.slot;
-      throw sent.error;
+      if ("slot" in sent) return { action, slot: sent.slot };
+      if (!sent.alone || sent.fresh === undefined) throw sent.error;
+      this.sending.delete(actionKey(action));
+      return await this.sendUntilLanded(sent.fresh);
     } catch (error) {
-      this.sending.delete(action.signature);
+      this.sending.delete(actionKey(action));
       throw error;
     }
   }
@@ -222,7 +267,7 @@ export class ChainJournal {
     try {
       return { slot, ...(await this.confirmed(action, slot)) };
     } finally {
-      this.sending.delete(action.signature);
+      this.sending.delete(actionKey(action));
     }
   }
 
@@ -237,7 +282,7 @@ export class ChainJournal {
 
   /** The caller's statement with `addConfirmed`'s step has committed, or failed and the action was confirmed otherwise. */
   released(action: ChainAction): void {
-    this.sending.delete(action.signature);
+    this.sending.delete(actionKey(action));
   }
 
   private confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
@@ -265,12 +310,12 @@ export class ChainJournal {
 
   /** The step (CONFIRMED_STEP) marking `confirmed` actions confirmed, giving each one it marked (one another confirmed first is left alone). */
   private addMarks(statement: CombinedStatement, confirmed: readonly { action: ChainAction; slot: number }[]): void {
-    const values = statement.values(["text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, slot]));
+    const values = statement.values(["text", "text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, action.subject, slot]));
     statement.step(
       CONFIRMED_STEP,
       `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now()
-         FROM (VALUES ${values}) AS c (signature, slot)
-        WHERE a.signature = c.signature AND a.state = 'sent' RETURNING a.signature, a.subject, a.slot`,
+         FROM (VALUES ${values}) AS c (signature, subject, slot)
+        WHERE a.signature = c.signature AND a.subject = c.subject AND a.state = 'sent' RETURNING a.signature, a.subject, a.slot`,
     );
   }
 
@@ -278,13 +323,13 @@ export class ChainJournal {
   private async applyConfirmed(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<{ outcome?: unknown }[]> {
     const marking = new CombinedStatement();
     this.addMarks(marking, confirmed);
-    marking.returns(`SELECT signature FROM ${CONFIRMED_STEP}`);
-    const marked = await marking.run<{ signature: string }>(tx);
+    marking.returns(`SELECT signature, subject FROM ${CONFIRMED_STEP}`);
+    const marked = await marking.run<{ signature: string; subject: string }>(tx);
     // One already confirmed by a concurrent recovery (or earlier in this group) has its outcome applied: not twice.
-    const open = new Set(marked.map((row) => row.signature));
+    const open = new Set(marked.map(actionKey));
     const byKind = new Map<string, number[]>();
     confirmed.forEach(({ action }, i) => {
-      if (open.delete(action.signature)) byKind.set(action.kind, [...(byKind.get(action.kind) ?? []), i]);
+      if (open.delete(actionKey(action))) byKind.set(action.kind, [...(byKind.get(action.kind) ?? []), i]);
     });
     const outcomes: { outcome?: unknown }[] = confirmed.map(() => ({}));
     for (const [kind, indexes] of byKind) {
@@ -311,20 +356,22 @@ export class ChainJournal {
     return fresh;
   }
 
-  private async dropAndRecord(action: ChainAction, fresh: ChainAction | undefined): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      if (!(await this.mark(tx, action, "dropped", {}))) return;
+  /** Retire an open action (dropped, unless told it failed), recording `fresh` in its place; false when it was not open. */
+  private async dropAndRecord(action: ChainAction, fresh: ChainAction | undefined, end: { state: "dropped" | "failed"; error?: string } = { state: "dropped" }): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      if (!(await this.mark(tx, action, end.state, { error: end.error }))) return false;
       if (fresh) await this.record(tx, fresh);
       await this.ownerOf(action).dropped(tx, action, fresh);
+      return true;
     });
   }
 
   /** Move an open row to `state`; false when it was not open any more (someone else finished it). */
-  private async mark(tx: Db, action: ChainAction, state: Exclude<ActionState, "sent">, details: { slot?: number; error?: string }): Promise<boolean> {
+  private async mark(tx: Db, action: ChainAction, state: Exclude<ActionState, "sent">, details: { slot?: number; error?: string | undefined }): Promise<boolean> {
     const marked = await tx.query(
-      `UPDATE chain_actions SET state = $2, slot = coalesce($3, slot), error = coalesce($4, error), updated_at = now()
-        WHERE signature = $1 AND state = 'sent' RETURNING signature`,
-      [action.signature, state, details.slot ?? null, details.error ?? null],
+      `UPDATE chain_actions SET state = $3, slot = coalesce($4, slot), error = coalesce($5, error), updated_at = now()
+        WHERE signature = $1 AND subject = $2 AND state = 'sent' RETURNING signature`,
+      [action.signature, action.subject, state, details.slot ?? null, details.error ?? null],
     );
     return marked.length > 0;
   }
@@ -339,7 +386,7 @@ export class ChainJournal {
     if (status?.ok) await this.confirmed(action, status.slot);
     else if (status) await this.rejected(action, status.err ?? "failed on-chain");
     else if ((await this.chain.blockHeight()) > lastValidBlockHeight) await this.dropAndRecord(action, undefined);
-    const [row] = await this.db.query<{ state: ActionState }>("SELECT state FROM chain_actions WHERE signature = $1", [action.signature]);
+    const [row] = await this.db.query<{ state: ActionState }>("SELECT state FROM chain_actions WHERE signature = $1 AND subject = $2", [action.signature, action.subject]);
     return row?.state ?? "dropped";
   }
 
@@ -359,7 +406,7 @@ export class ChainJournal {
    * unreachable then), as recovery at start would. Returns how many it took up.
    */
   async resumeStale(owner: ActionOwnerNode, olderThanMs: number): Promise<number> {
-    const stale = (await this.openRows(owner, olderThanMs)).filter((row) => !this.sending.has(row.signature));
+    const stale = (await this.openRows(owner, olderThanMs)).filter((row) => !this.sending.has(actionKey(row)));
     for (const row of stale) await this.finishOpen(row);
     return stale.length;
   }
@@ -403,6 +450,11 @@ export class ChainJournal {
     if (subjects.length === 0) return [];
     return this.db.query("SELECT subject, kind, signature, state FROM chain_actions WHERE subject = ANY($1::text[]) ORDER BY created_at", [[...subjects]]);
   }
+}
+
+/** An action's row: its signature, and its subject among the actions sharing the transaction. */
+function actionKey(action: { signature: string; subject: string }): string {
+  return `${action.signature} ${action.subject}`;
 }
 
 async function eachConfirmed(tx: Db, owner: ActionOwner, items: readonly { action: ChainAction; slot: number }[]): Promise<unknown[]> {

@@ -11,4 +11,13 @@ export const CHAIN_MIGRATIONS = [
       ALTER TABLE chain_actions ADD COLUMN node_id text;
     `,
   },
+  {
+    id: "chain/002_action_per_subject",
+    sql: `
+      -- One transaction may carry several jobs' escrow locks: each job keeps a row of its own
+      -- (its outcome is applied to it alone), and those rows share the signature.
+      ALTER TABLE chain_actions DROP CONSTRAINT chain_actions_pkey;
+      ALTER TABLE chain_actions ADD PRIMARY KEY (signature, subject);
+    `,
+  },
 ];

@@ -8,17 +8,22 @@
  * refused job fails by itself with the error it would have had alone and the others go through.
  */
 import { confirmKeys, lockCreditLowSides } from "../accounts/index.ts";
-import type { ChainAction, ChainJournal } from "../chain/index.ts";
+import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { addEvents, creditLowEvent, jobProcessingEvent, jobSubmittedEvent, type EventsWritten, type NewEvent } from "../events/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
+import { prepareEscrows } from "./job-chain.ts";
 import { addAssignedJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 
-/** A job to admit: still pending, its escrow transaction signed, its worker leased. */
+/** An escrow lock signed, with the escrow's address. */
+export type EscrowAction = ChainAction & { escrowAddress: string };
+
+/** A job to admit: still pending, its worker leased. */
 export interface Admission {
   job: JobRecord;
-  escrow: ChainAction;
+  /** Its escrow lock, when signed ahead; otherwise the group's locks are signed together, several to a transaction. */
+  escrow?: EscrowAction;
   worker: { address: string; staked: boolean };
   /** The caller's key, accepted from a cache that may lag its revocation (accounts.confirmKeys). */
   keyToConfirm?: string;
@@ -31,26 +36,39 @@ export interface Admission {
 export class Admissions {
   private readonly groups: GroupCommit<Admission, Admitted>;
 
-  constructor(db: Db, journal: ChainJournal, nodeId: string | undefined) {
-    this.groups = new GroupCommit(db, (tx, admissions) => admitAll(tx, admissions, journal, nodeId));
+  constructor(db: Db, chain: Chain, journal: ChainJournal, nodeId: string | undefined) {
+    this.groups = new GroupCommit(db, async (tx, admissions) => admitAll(tx, admissions, await signEscrows(chain, admissions), journal, nodeId));
   }
 
   /**
    * Reserve the job's credits and record it, its escrow transaction and its worker (the job
    * turns `processing`), committed with the rest of its group. Resolves with the wallet's
-   * credits available after this job's lock; rejects as the ledger refused it.
+   * credits available after this job's lock, and the lock; rejects as the ledger refused it.
    */
-  async admit(admission: Admission): Promise<number> {
-    const { row, creditsAfterLock } = await this.groups.run(admission);
+  async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction }> {
+    const { row, creditsAfterLock, escrow } = await this.groups.run(admission);
     Object.assign(admission.job, row);
-    return creditsAfterLock;
+    return { creditsAfterLock, escrow };
   }
 }
 
-/** A job as its group committed it: its row, and its wallet's credits after its lock. */
+/** A job as its group committed it: its row, its wallet's credits after its lock, and the lock. */
 interface Admitted {
   row: JobRecord;
   creditsAfterLock: number;
+  escrow: EscrowAction;
+}
+
+/**
+ * Each job's escrow lock: its own when signed ahead, the others' signed together, several to a
+ * transaction. Signed first in the group's transaction, before any row is locked; a group that
+ * fails is redone job by job, each with a lock of its own.
+ */
+async function signEscrows(chain: Chain, admissions: readonly Admission[]): Promise<EscrowAction[]> {
+  const unsigned = admissions.filter((a) => a.escrow === undefined).map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.lockedCredits }));
+  const signed = unsigned.length > 0 ? await prepareEscrows(chain, unsigned) : [];
+  let next = 0;
+  return admissions.map((a) => a.escrow ?? signed[next++]!);
 }
 
 /**
@@ -64,18 +82,19 @@ interface Admitted {
  * the flags flipped, the events). On PostgreSQL each is a round trip, as are BEGIN and COMMIT,
  * and a caller's first byte waits for all five.
  */
-async function admitAll(tx: Db, admissions: readonly Admission[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
+async function admitAll(tx: Db, admissions: readonly Admission[], escrows: readonly EscrowAction[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
   // A refused key fails the group, which is redone job by job: only its own jobs are refused.
   const keysToConfirm = admissions.flatMap((a) => a.keyToConfirm ?? []);
   const creditsAfter = await reserveAll(tx, admissions, keysToConfirm);
   const sides = await lockCreditLowSides(tx, admissions.map(({ job }) => job.wallet), keysToConfirm);
+  admissions.forEach(({ job }, i) => Object.assign(job, { escrowAddress: escrows[i]!.escrowAddress, escrowTx: escrows[i]!.signature }));
   const writes = new CombinedStatement();
   const rows = addAssignedJobs(
     writes,
     admissions.map(({ job, worker }) => ({ job, worker: { workerAddress: worker.address, workerStaked: worker.staked } })),
     nodeId,
   );
-  journal.addRecords(writes, admissions.map((a) => a.escrow));
+  journal.addRecords(writes, escrows);
   const lows = money.creditLowCrossings(writes, sides, admissions.map(({ job }, i) => ({ wallet: job.wallet, creditsRemaining: creditsAfter[i]!, fell: true })));
   const events: NewEvent[] = admissions.flatMap(({ job }, i) => {
     const low = lows[i];
@@ -84,7 +103,7 @@ async function admitAll(tx: Db, admissions: readonly Admission[], journal: Chain
   });
   const written = addEvents(writes, events);
   written(await writes.run<EventsWritten>(tx));
-  return rows.map((row, i) => ({ row, creditsAfterLock: creditsAfter[i]! }));
+  return rows.map((row, i) => ({ row, creditsAfterLock: creditsAfter[i]!, escrow: escrows[i]! }));
 }
 
 /**

@@ -4,7 +4,7 @@
  * records and sends them; this module is the owner it calls when one confirms, is refused, or
  * never lands.
  */
-import type { ActionOwner, ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import { MAX_LOCKS_PER_TRANSACTION, type ActionOwner, type ActionOwnerNode, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
 import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
@@ -25,6 +25,27 @@ export async function prepareEscrow(
 ): Promise<ChainAction & { escrowAddress: string }> {
   const prepared = await chain.prepareLockEscrow(input);
   return { kind: "escrow", subject: input.jobId, signature: prepared.signature, wire: prepared.wire, escrowAddress: prepared.escrowAddress };
+}
+
+/**
+ * Several jobs' escrow locks, MAX_LOCKS_PER_TRANSACTION to a transaction: the chain's work per
+ * lock falls to about a third (docs/performance.md, stop 36). One action per job, in order; those
+ * of a transaction share its signature and bytes.
+ */
+export async function prepareEscrows(
+  chain: Chain,
+  inputs: readonly { jobId: string; tier: Tier; wallet: string; credits: number }[],
+): Promise<(ChainAction & { escrowAddress: string })[]> {
+  const actions: (ChainAction & { escrowAddress: string })[] = [];
+  for (let at = 0; at < inputs.length; at += MAX_LOCKS_PER_TRANSACTION) {
+    const some = inputs.slice(at, at + MAX_LOCKS_PER_TRANSACTION);
+    const prepared = await chain.prepareLockEscrows(some);
+    const shared = some.length > 1;
+    some.forEach((input, i) => {
+      actions.push({ kind: "escrow", subject: input.jobId, signature: prepared.signature, wire: prepared.wire, escrowAddress: prepared.escrowAddresses[i]!, ...(shared ? { shared } : {}) });
+    });
+  }
+  return actions;
 }
 
 export async function prepareSettlement(chain: Chain, job: JobRecord): Promise<ChainAction> {
@@ -68,7 +89,13 @@ async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promis
   await emitReleased(tx, job, remaining);
 }
 
-function escrowOwner(): ActionOwner {
+/** A job's escrow lock in a transaction of its own, for one whose shared transaction was refused. */
+async function escrowAlone(db: Db, chain: Chain, action: ChainAction): Promise<ChainAction> {
+  const job = await jobOf(db, action);
+  return prepareEscrow(chain, { jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.lockedCredits });
+}
+
+function escrowOwner(db: Db, chain: Chain): ActionOwner {
   return {
     confirmed: (tx, action, slot) => updateJob(tx, action.subject, { slot }),
     confirmedAll: async (tx, confirmed) => {
@@ -80,7 +107,9 @@ function escrowOwner(): ActionOwner {
     rejected: (tx, action) => giveUpEscrow(tx, action, "escrow_failed"),
     // A fresh lock would hold credits for a job that can no longer run (its driver gave up).
     rebuild: async () => undefined,
-    dropped: (tx, action) => giveUpEscrow(tx, action, "interrupted"),
+    // The job's driver is still waiting on it: its lock goes on alone (another's may have been refused).
+    alone: (action) => escrowAlone(db, chain, action),
+    dropped: (tx, action, alone) => (alone ? updateJob(tx, action.subject, { escrowTx: alone.signature }) : giveUpEscrow(tx, action, "interrupted")),
     giveUpUnsentOnResume: true,
     // Its confirmation writes only the job's row.
     confirmsInGroups: true,
@@ -202,7 +231,7 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
 
 /** Make the jobs part the owner of escrow, settlement and refund actions in `journal`. */
 export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain): void {
-  journal.register("escrow", escrowOwner());
+  journal.register("escrow", escrowOwner(db, chain));
   journal.register("settlement", settlementOwner(db, chain));
   journal.register("refund", refundOwner(db, chain));
 }
@@ -249,7 +278,7 @@ export class EscrowLanding {
   private resolveByCharge!: (confirmed: Promise<number>) => void;
 
   constructor(private readonly journal: ChainJournal, escrow: Promise<ChainAction>) {
-    this.landed = escrow.then(async (action) => ({ action, slot: await journal.sendUntilLanded(action) }));
+    this.landed = escrow.then((action) => journal.sendUntilLanded(action));
     const byCharge = new Promise<number>((resolve) => (this.resolveByCharge = resolve));
     this.confirmed = this.landed.then(({ action, slot }) => {
       if (this.writer === "charge") return byCharge;
@@ -258,6 +287,11 @@ export class EscrowLanding {
     });
     // Awaited later by the job's driver; never let an early rejection count as unhandled.
     this.confirmed.catch(() => undefined);
+  }
+
+  /** The lock that landed: the admitted one, or its copy alone when the transaction it shared was refused. */
+  async landedLock(): Promise<ChainAction> {
+    return (await this.landed).action;
   }
 
   /**

@@ -174,6 +174,8 @@ export class JobService {
    * commits (admitsEarly).
    */
   private readonly creditsSeen = new BoundedMap<number>(100_000);
+  /** Jobs between their arrival and their admission's commit (start). */
+  private admitting = 0;
   /** How long this node's recent admissions took, from a request's arrival to its commit. */
   private readonly admissionMs = new RecentSamples(RECENT_ADMISSIONS);
 
@@ -199,7 +201,7 @@ export class JobService {
       settlementRecords: settlementRecords(this.db, this.journal),
       unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
     };
-    this.admissions = new Admissions(this.db, this.journal, this.nodeId);
+    this.admissions = new Admissions(this.db, this.chain, this.journal, this.nodeId);
     registerJobActions(this.journal, this.db, this.chain);
   }
 
@@ -217,10 +219,12 @@ export class JobService {
     // The lease in use: counting or admitting may move the job to another worker's.
     const held = { lease: this.pool.acquire(model.id) ?? noWorkers(model.id, this.pool) };
     let early = this.startBeforeCount(wallet, model, request, held.lease, clientSignal);
+    // With another job on its way to admission, this one will likely share its group, and its locks' transaction.
+    const alone = this.admitting++ === 0;
     try {
       // The count is asked for first: the lock's signing then runs while its answer travels.
       const counting = this.countOnWorkers(model.id, held.lease, request.messages);
-      let escrow = this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job"));
+      let escrow = alone ? this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job")) : undefined;
       const { lease, promptTokens } = await counting;
       const wanted = promptTokens + (request.maxTokens ?? 1);
       held.lease = this.roomFor(model, lease, wanted);
@@ -246,10 +250,16 @@ export class JobService {
       early?.abandon();
       held.lease.release();
       throw error;
+    } finally {
+      this.admitting--;
     }
   }
 
-  /** With max_tokens, the job's escrow lock for that price, signing while the prompt is counted. */
+  /**
+   * With max_tokens, the job's escrow lock for that price, signing while the prompt is counted.
+   * For a job on its way alone: one admitted with others has its lock signed with theirs, several
+   * to a transaction (admission.ts), which costs the chain a third as much per lock.
+   */
   private signEscrowAhead(wallet: string, model: CatalogModel, request: ChatRequest, jobId: string): EscrowAhead | undefined {
     if (request.maxTokens === undefined) return undefined;
     const credits = completionCost(TIERS[model.tier], request.maxTokens);
@@ -301,6 +311,8 @@ export class JobService {
   private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
     const admitted = admission.then((a) => a.creditsAfterLock);
     const escrow = new EscrowLanding(this.journal, admission.then((a) => a.escrow));
+    // Sent again alone (the transaction it shared was refused), the lock has another signature.
+    escrow.landedLock().then((lock) => (started.escrowTx = job.escrowTx = lock.signature), () => undefined);
     const channel = new Channel<JobEvent>();
     const started: StartedJob = {
       id: job.id,
@@ -413,7 +425,8 @@ export class JobService {
       // With max_tokens (the only case an early job has) the plan is the early job's lock and limit.
       const ahead = attempt === 0 && head.escrow?.credits === plan.lockCredits ? head.escrow : undefined;
       const id = ahead?.jobId ?? early?.job.id ?? newId("job");
-      const escrow = await (ahead?.signed ?? prepareEscrow(this.chain, { jobId: id, tier: model.tier, wallet, credits: plan.lockCredits }));
+      // Not signed ahead, the lock is signed in the admission's group, with the others' locks.
+      const escrow = await ahead?.signed;
       const record = {
         id,
         wallet,
@@ -422,22 +435,21 @@ export class JobService {
         lockedCredits: plan.lockCredits,
         maxTokens: plan.maxTokens,
         promptTokens,
-        escrowAddress: escrow.escrowAddress,
-        escrowTx: escrow.signature,
+        escrowAddress: escrow?.escrowAddress ?? "",
+        escrowTx: escrow?.signature ?? "",
         // Kept for a dispute's re-execution until the window closes (Disputes.start forgets it).
         request,
       };
       const job = early ? Object.assign(early.job, record) : newPendingJob(record);
-      const admitted = this.admissions.admit({ job, escrow, worker: held.lease.worker, keyToConfirm: caller.keyToConfirm });
-      const admission = admitted.then((creditsAfterLock) => ({ creditsAfterLock, escrow }));
-      // A refusal is handled below, through `admitted`.
+      const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), worker: held.lease.worker, keyToConfirm: caller.keyToConfirm });
+      // A refusal is handled below.
       admission.catch(() => undefined);
       early?.admit(admission);
       const launched = early?.started ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.lease, request, clientSignal) : undefined);
-      // Refused, it rejects as `admitted` does, which is handled below.
+      // Refused, it rejects as `admission` does, which is handled below.
       launched?.catch(() => undefined);
       try {
-        const creditsAfterLock = await admitted;
+        const { creditsAfterLock } = await admission;
         this.creditsSeen.set(wallet, creditsAfterLock);
         return await (launched ?? this.launch(job, admission, held.lease, request, clientSignal));
       } catch (error) {

@@ -6,6 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import OpenAI from "openai";
+import { issueApiKey } from "../../src/accounts/accounts.ts";
+import { signWalletSlot } from "../../src/chain/index.ts";
+import { generateKeypair } from "../../src/core/index.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
@@ -71,6 +75,71 @@ for (const backend of testDatabases()) {
         }
         await assertChainAgrees(gateway.service, caller.wallet);
       }
+      assert.deepEqual(await checkInvariants(db), []);
+      assert.deepEqual(await checkJobInvariants(db), []);
+    });
+
+    test("jobs admitted together have their escrow locks signed together, several to a transaction", async () => {
+      const callers = [await gateway.newAccount(100), await gateway.newAccount(100)];
+      // Without max_tokens no lock is signed ahead of its admission.
+      await Promise.all(Array.from({ length: 16 }, (_, i) => callers[i % 2]!.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: `Hi ${i}` }] })));
+      const db = gateway.service.db;
+      await until(() => db.query("SELECT id FROM jobs WHERE status = 'settling'"), (rows) => rows.length === 0, "the settlements to confirm");
+      const wallets = callers.map((c) => c.wallet);
+      const jobs = await db.query<{ id: string; escrow_tx: string }>("SELECT id, escrow_tx FROM jobs WHERE wallet = ANY($1::text[])", [wallets]);
+      const locks = new Set(jobs.map((job) => job.escrow_tx));
+      assert.ok(locks.size < jobs.length, `${locks.size} lock transactions for ${jobs.length} jobs`);
+      // Each job keeps a row of its own in the journal, confirmed, under its transaction's signature.
+      const rows = await db.query<{ subject: string; signature: string; state: string }>(
+        "SELECT subject, signature, state FROM chain_actions WHERE kind = 'escrow' AND subject = ANY($1::text[])",
+        [jobs.map((job) => job.id)],
+      );
+      assert.deepEqual(new Map(rows.map((row) => [row.subject, `${row.signature} ${row.state}`])), new Map(jobs.map((job) => [job.id, `${job.escrow_tx} confirmed`])));
+      for (const wallet of wallets) await assertChainAgrees(gateway.service, wallet);
+      assert.deepEqual(await checkInvariants(db), []);
+      assert.deepEqual(await checkJobInvariants(db), []);
+    });
+
+    test("a wallet that empties its vault on-chain: its jobs fail, and the jobs whose locks shared its transaction lock again alone", async () => {
+      const { service } = gateway;
+      const honest = [await gateway.newAccount(100), await gateway.newAccount(100)];
+      const emptier = generateKeypair();
+      await service.actions.deposit(emptier.address, 100);
+      const emptierClient = new OpenAI({ apiKey: await issueApiKey(service.db, emptier.address), baseURL: service.baseUrl, maxRetries: 0 });
+      // Out of the service's sight: the wallet withdraws its whole vault with its own signature.
+      const withdrawal = await service.chain.prepareWithdrawal({ wallet: emptier.address, credits: 100 });
+      await service.chain.send(signWalletSlot(withdrawal.wire, emptier));
+      const db = service.db;
+      const sharedRefusals = () =>
+        db.query<{ subject: string }>(
+          `SELECT a.subject FROM chain_actions a JOIN jobs j ON j.id = a.subject
+            WHERE a.kind = 'escrow' AND a.state = 'failed' AND j.wallet <> $1`,
+          [emptier.address],
+        );
+      // Rounds of concurrent requests, until one of the emptier's locks has shared a transaction with an honest job's.
+      for (let round = 0; round < 8 && (await sharedRefusals()).length === 0; round++) {
+        const asked = Array.from({ length: 9 }, (_, i) => {
+          const client = i % 3 === 0 ? emptierClient : honest[i % 2]!.client;
+          return client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: `Round ${round}, ${i}` }] });
+        });
+        const answers = await Promise.allSettled(asked);
+        answers.forEach((answer, i) => assert.equal(answer.status, i % 3 === 0 ? "rejected" : "fulfilled", `request ${i} of round ${round}`));
+      }
+      const refusedWithOthers = await sharedRefusals();
+      assert.ok(refusedWithOthers.length > 0, "no honest job's lock shared a transaction with the emptier's");
+      await until(() => db.query("SELECT id FROM jobs WHERE status = 'settling'"), (rows) => rows.length === 0, "the settlements to confirm");
+      // Each honest job whose shared lock was refused was locked alone and settled.
+      for (const { subject } of refusedWithOthers) {
+        const [job] = await db.query<{ status: string; escrow_tx: string }>("SELECT status, escrow_tx FROM jobs WHERE id = $1", [subject]);
+        assert.equal(job!.status, "settled");
+        const [alone] = await db.query<{ state: string }>("SELECT state FROM chain_actions WHERE signature = $1 AND subject = $2", [job!.escrow_tx, subject]);
+        assert.equal(alone?.state, "confirmed");
+      }
+      const emptied = await db.query<{ status: string; failure_reason: string }>("SELECT status, failure_reason FROM jobs WHERE wallet = $1", [emptier.address]);
+      assert.ok(emptied.length > 0 && emptied.every((job) => job.failure_reason === "escrow_failed"), JSON.stringify(emptied));
+      // The ledger gave the emptier's reservations back; the chain never held them.
+      assert.equal(await money.availableCredits(db, emptier.address), 100);
+      for (const caller of honest) await assertChainAgrees(service, caller.wallet);
       assert.deepEqual(await checkInvariants(db), []);
       assert.deepEqual(await checkJobInvariants(db), []);
     });
