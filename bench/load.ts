@@ -61,6 +61,8 @@ interface Row {
   /** Requests answered 2xx, and (gateway rows) jobs settled from the run's start until its backlog was. */
   answered: number;
   settled?: number;
+  /** Gateway rows: the run's escrow locks per lock transaction (several jobs' locks may share one). */
+  locksPerTransaction?: number;
   /** The share of the run this process's main thread was busy (event-loop utilization). */
   busy: number;
   /** This process's CPU time (all threads: the service, the proxy, the load generator) per request answered. */
@@ -170,6 +172,14 @@ function targetLines(rows: Row[], sequential: readonly SequentialLatencies[]): s
   return lines;
 }
 
+/** The escrow locks recorded so far, and the transactions carrying them. */
+async function escrowLocks(service: Service): Promise<{ locks: number; transactions: number }> {
+  const [row] = await service.db.query<{ locks: number; transactions: number }>(
+    "SELECT count(*)::int AS locks, count(DISTINCT signature)::int AS transactions FROM chain_actions WHERE kind = 'escrow'",
+  );
+  return row!;
+}
+
 const settledJobs = async (service: Service) =>
   (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
 
@@ -215,11 +225,14 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   for (const connections of [1, 32, 256]) {
     rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL, worker));
     const before = await settledJobs(service);
+    const locksBefore = await escrowLocks(service);
     const profiling = PROFILE !== undefined && connections === PROFILE_CONNECTIONS ? await startProfile() : undefined;
     const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL, worker);
     if (profiling) await profiling.save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
     row.settleMs = await settled(service);
     row.settled = (await settledJobs(service)) - before;
+    const locksAfter = await escrowLocks(service);
+    row.locksPerTransaction = (locksAfter.locks - locksBefore.locks) / Math.max(1, locksAfter.transactions - locksBefore.transactions);
     row.settledPerSecond = row.settled / ((SECONDS * 1000 + row.settleMs) / 1000);
     rows.push(row);
   }
@@ -240,12 +253,12 @@ for (const kind of kinds) jobs += await driveService(await benchStorage(kind, jo
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
-console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  machine ms/req  steal  settled/s  backlog settled in");
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  machine ms/req  steal  settled/s  backlog settled in  locks/tx");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
   const proxyRow = rows[i - 1]!;
   const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
-  const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)}`;
+  const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)} ${r.locksPerTransaction!.toFixed(2).padStart(9)}`;
   console.log(
     `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${`${r.cpuMsPerRequest.toFixed(2)} (${r.mainCpuMsPerRequest.toFixed(2)})`.padStart(18)} ${r.workerCpuMsPerRequest.toFixed(2).padStart(14)} ${r.machineCpuMsPerRequest.toFixed(2).padStart(15)} ${`${(r.stolen * 100).toFixed(0)}%`.padStart(6)} ${settledColumns}`,
   );
