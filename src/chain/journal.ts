@@ -18,6 +18,8 @@ import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import type { Chain, ChainReceipt } from "./chain.ts";
 
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
+/** The bytes of an action whose shared transaction's row elsewhere keeps them. */
+const NO_WIRE = new Uint8Array(0);
 /** The step of a confirmation's statement that gives the actions it marked confirmed (ActionOwner.addConfirmed reads it). */
 const CONFIRMED_STEP = "chain_actions_confirmed";
 
@@ -26,6 +28,7 @@ export interface ChainAction {
   /** What the action is about, in its owner's words (a job id, a wallet address). */
   subject: string;
   signature: string;
+  /** The signed transaction; the rows of a shared one keep it once (addRecords). */
   wire: Uint8Array;
   /** What rebuilding the transaction needs beyond what its owner keeps (a deposit's credits). */
   params?: Record<string, number>;
@@ -166,9 +169,12 @@ export class ChainJournal {
   /** `recordAll` as a step of `statement`, which the caller runs in its transaction. */
   addRecords(statement: CombinedStatement, actions: readonly ChainAction[]): void {
     if (actions.length === 0) return;
+    // A shared transaction's bytes are kept once, in the row of its first action here (openRows finds them).
+    const kept = new Set<string>();
+    const wireOf = (action: ChainAction) => (kept.has(action.signature) ? NO_WIRE : (kept.add(action.signature), action.wire));
     const values = statement.values(
       ACTION_TYPES,
-      actions.map((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), action.wire, this.nodeId ?? null]),
+      actions.map((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), wireOf(action), this.nodeId ?? null]),
     );
     statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ${values}`);
   }
@@ -413,7 +419,10 @@ export class ChainJournal {
 
   private openRows(owner: ActionOwnerNode | undefined, olderThanMs: number): Promise<OpenRow[]> {
     return this.db.query<OpenRow>(
-      `SELECT signature, kind, subject, params, wire FROM chain_actions
+      `SELECT signature, kind, subject, params,
+              CASE WHEN length(wire) > 0 THEN wire
+                   ELSE (SELECT s.wire FROM chain_actions s WHERE s.signature = a.signature AND length(s.wire) > 0 LIMIT 1) END AS wire
+         FROM chain_actions a
         WHERE state = 'sent' AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL))
           AND created_at <= now() - $3 * interval '1 millisecond'
         ORDER BY created_at`,

@@ -122,4 +122,19 @@ describe("the chain journal", () => {
     assert.equal(heard.length, 1, "applied once");
     await db.query("DELETE FROM chain_actions WHERE signature = $1", [theirs.signature]);
   });
+
+  test("the actions of one shared transaction each have a row, its bytes kept once, and each is finished from them", async () => {
+    heard.length = 0;
+    const node = new ChainJournal(db, chain, silentLogger(), "node_shared");
+    // Given up on resume when never sent: deciding that reads the transaction's bytes for every action.
+    node.register("funding", { ...owner, giveUpUnsentOnResume: true });
+    const deposit = await funding(4);
+    const actions = ["a", "b", "c"].map((part) => ({ ...deposit, subject: `${deposit.subject}/${part}`, shared: true }));
+    await node.recordAll(db, actions);
+    const rows = await db.query<{ subject: string; bytes: number }>("SELECT subject, length(wire) AS bytes FROM chain_actions WHERE signature = $1 ORDER BY subject", [deposit.signature]);
+    assert.deepEqual(rows.map((row) => [row.subject, Number(row.bytes)]), actions.map((a, i) => [a.subject, i === 0 ? deposit.wire.length : 0]));
+    assert.equal(await node.resumeOpen({ nodeId: "node_shared", orUnowned: false }), 3);
+    assert.deepEqual([...heard].sort(), actions.map((a) => `dropped ${a.subject}`));
+    assert.deepEqual((await node.actionsAbout(actions.map((a) => a.subject))).map((a) => a.state), ["dropped", "dropped", "dropped"]);
+  });
 });
