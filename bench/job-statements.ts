@@ -100,6 +100,9 @@ Object.defineProperty(TxHandle.prototype, "transaction", {
   },
 });
 
+/** Where the database's write-ahead log stands: its growth is what the jobs made it write. */
+const walPosition = async () => (await service.db.query<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn"))[0]!.lsn;
+const walBefore = await walPosition();
 pgliteTime.counting = true;
 const started = performance.now();
 let asked = 0;
@@ -119,6 +122,7 @@ const wallMs = performance.now() - started;
 await settle();
 counting = false;
 pgliteTime.counting = false;
+const [wal] = await service.db.query<{ bytes: string }>("SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes", [await walPosition(), walBefore]);
 
 console.log(`${JOBS} jobs, ${CONCURRENCY} at a time; storage: ${storage.label}`);
 console.log("per job  ms/job  statement");
@@ -134,6 +138,7 @@ console.log(
     `${(savepoints / JOBS).toFixed(1)} savepoints, ` +
     `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms of wall time per request`,
 );
+console.log(`write-ahead log: ${(Number(wal!.bytes) / JOBS / 1024).toFixed(1)} KB per job`);
 if (storage.kind === "pglite") pgliteTime.report(JOBS);
 if (JOBS >= 100) {
   const perTenth = tenths.slice(0, 10).map((at, i) => (at - (i === 0 ? started : tenths[i - 1]!)) / Math.floor(JOBS / 10));
