@@ -8,6 +8,8 @@
  * step is named by its order within the request (the first transaction is the admission, the
  * second the settlement's record). It prints each mark's p50 and p90. With `stream`, the requests
  * are streamed, and the first write of the reply's body and the client's first token are marked too.
+ * Also marked: each frame sent to the worker (by its type), the worker's first delta reaching the
+ * job, and the job service handing the started job to the route.
  *
  * The marks come from wrapping methods of the running service's objects: nothing in src/ knows of
  * them. The caller runs on the gateway's thread, so the last line (the client has the reply)
@@ -21,6 +23,8 @@ import type OpenAI from "openai";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { WebSocket } from "ws";
+import { Channel } from "../src/core/index.ts";
 import { startService } from "../src/service.ts";
 import { benchStorage, fundedClient, percentile, settled } from "./support.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess } from "./worker-process.ts";
@@ -113,7 +117,9 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
     const start = jobs.start!.bind(service.jobs);
     jobs.start = (...args: unknown[]) => {
       marks.start();
-      return start(...args);
+      const started = start(...args) as Promise<unknown>;
+      started.then(() => marks.mark("the job service has started the job"), () => undefined);
+      return started;
     };
     // The worker's output is in once the service meters it (a private method of the job service).
     wrap(marks, service.jobs, "meterCompletion", () => "the worker's output metered");
@@ -126,6 +132,17 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
       marks.mark("the reply ends");
       return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
     } as typeof end;
+    const sendFrame = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (this: WebSocket, ...args: unknown[]) {
+      const type = /^\{"type":"(\w+)"/.exec(String(args[0]))?.[1] ?? "?";
+      marks.mark(marks.occurrence(`the worker is sent a ${type} frame`));
+      return (sendFrame as (...a: unknown[]) => void).apply(this, args);
+    } as typeof sendFrame;
+    const push = Channel.prototype.push;
+    Channel.prototype.push = function (this: Channel<unknown>, item: unknown) {
+      if ((item as { type?: string }).type === "delta") marks.markFirst("the worker's first delta reaches the job");
+      return push.call(this, item);
+    };
     ServerResponse.prototype.write = function (this: ServerResponse, ...args: unknown[]) {
       marks.markFirst("the reply's first write");
       return (write as (...a: unknown[]) => boolean).apply(this, args);
