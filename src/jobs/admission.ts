@@ -8,16 +8,13 @@
  * refused job fails by itself with the error it would have had alone and the others go through.
  */
 import { confirmKeys, lockCreditLowSides } from "../accounts/index.ts";
-import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import type { Chain, ChainJournal } from "../chain/index.ts";
 import { addEvents, creditLowEvent, jobProcessingEvent, jobSubmittedEvent, type EventsWritten, type NewEvent } from "../events/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
-import { prepareEscrows } from "./job-chain.ts";
+import { prepareEscrows, type EscrowAction } from "./job-chain.ts";
 import { addAssignedJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
-
-/** An escrow lock signed, with the escrow's address. */
-export type EscrowAction = ChainAction & { escrowAddress: string };
 
 /** A job to admit: still pending, its worker leased. */
 export interface Admission {

@@ -19,10 +19,13 @@ export interface SettlementOutcome {
   creditsRemaining: number;
 }
 
+/** An escrow lock signed, with the escrow's address. */
+export type EscrowAction = ChainAction & { escrowAddress: string };
+
 export async function prepareEscrow(
   chain: Chain,
   input: { jobId: string; tier: Tier; wallet: string; credits: number },
-): Promise<ChainAction & { escrowAddress: string }> {
+): Promise<EscrowAction> {
   const prepared = await chain.prepareLockEscrow(input);
   return { kind: "escrow", subject: input.jobId, signature: prepared.signature, wire: prepared.wire, escrowAddress: prepared.escrowAddress };
 }
@@ -35,8 +38,8 @@ export async function prepareEscrow(
 export async function prepareEscrows(
   chain: Chain,
   inputs: readonly { jobId: string; tier: Tier; wallet: string; credits: number }[],
-): Promise<(ChainAction & { escrowAddress: string })[]> {
-  const actions: (ChainAction & { escrowAddress: string })[] = [];
+): Promise<EscrowAction[]> {
+  const actions: EscrowAction[] = [];
   for (let at = 0; at < inputs.length; at += MAX_LOCKS_PER_TRANSACTION) {
     const some = inputs.slice(at, at + MAX_LOCKS_PER_TRANSACTION);
     const prepared = await chain.prepareLockEscrows(some);

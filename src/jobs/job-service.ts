@@ -29,7 +29,7 @@ import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
-import { EscrowLanding, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions } from "./job-chain.ts";
+import { EscrowLanding, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, type EscrowAction } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
@@ -128,7 +128,7 @@ interface EarlyJob {
 interface EscrowAhead {
   jobId: string;
   credits: number;
-  signed: Promise<ChainAction & { escrowAddress: string }>;
+  signed: Promise<EscrowAction>;
 }
 
 /** What a job got going before its prompt was counted: its run on the worker, its escrow lock. */
