@@ -44,6 +44,9 @@ for (const backend of testDatabases()) {
       transactions = counting.count;
       gateway = await startTestGateway({ db: counting.db, credits: 0, rateLimit: false });
     });
+    // Answered before their settlements confirm: wait for the chain to have them all.
+    const settlementsConfirmed = () =>
+      until(() => gateway.service.db.query("SELECT id FROM jobs WHERE status = 'settling'"), (rows) => rows.length === 0, "the settlements to confirm");
     after(() => gateway.close());
 
     test("24 concurrent requests from three wallets: all settled, each charged once, in fewer transactions than one per step", async () => {
@@ -56,9 +59,7 @@ for (const backend of testDatabases()) {
       );
       assert.equal(answers.length, 24);
       const db = gateway.service.db;
-      // Answered before their settlements confirm: wait for the chain to have them all.
-      const settling = () => db.query("SELECT id FROM jobs WHERE status = 'settling'");
-      await until(settling, (rows) => rows.length === 0, "the settlements to confirm");
+      await settlementsConfirmed();
       // Alone, each job opens four: admission, its settlement's record, and the two confirmations.
       const opened = transactions() - before;
       assert.ok(opened < 4 * 24, `${opened} transactions for 24 jobs`);
@@ -84,7 +85,7 @@ for (const backend of testDatabases()) {
       // Without max_tokens no lock is signed ahead of its admission.
       await Promise.all(Array.from({ length: 16 }, (_, i) => callers[i % 2]!.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: `Hi ${i}` }] })));
       const db = gateway.service.db;
-      await until(() => db.query("SELECT id FROM jobs WHERE status = 'settling'"), (rows) => rows.length === 0, "the settlements to confirm");
+      await settlementsConfirmed();
       const wallets = callers.map((c) => c.wallet);
       const jobs = await db.query<{ id: string; escrow_tx: string }>("SELECT id, escrow_tx FROM jobs WHERE wallet = ANY($1::text[])", [wallets]);
       const locks = new Set(jobs.map((job) => job.escrow_tx));
@@ -127,7 +128,7 @@ for (const backend of testDatabases()) {
       }
       const refusedWithOthers = await sharedRefusals();
       assert.ok(refusedWithOthers.length > 0, "no honest job's lock shared a transaction with the emptier's");
-      await until(() => db.query("SELECT id FROM jobs WHERE status = 'settling'"), (rows) => rows.length === 0, "the settlements to confirm");
+      await settlementsConfirmed();
       // Each honest job whose shared lock was refused was locked alone and settled.
       for (const { subject } of refusedWithOthers) {
         const [job] = await db.query<{ status: string; escrow_tx: string }>("SELECT status, escrow_tx FROM jobs WHERE id = $1", [subject]);
