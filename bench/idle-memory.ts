@@ -1,13 +1,14 @@
 /**
- * The memory of an idle `svc dev`: the real command (`bin/svc.js dev`, its bundle) started on a
- * new data dir, then started again on the same dir, each read with `ps` 20, 60, 90 and 120 s
- * after it printed its banner, with nothing sent to it. V8 gives back its unused young
- * generation only once the process has been idle a while, so the later readings are the idle
- * figure; the first shows a process just started.
+ * The memory of an idle `svc dev`: the command `npm start` runs (`bin/svc.js dev`, its bundle,
+ * with the start script's Node flags) started on a new data dir, then started again on the same
+ * dir, each read with `ps` 20, 60, 90 and 120 s after it printed its banner, with nothing sent
+ * to it. V8 gives back its unused young generation only once the process has been idle a while,
+ * so the later readings are the idle figure; the first shows a process just started.
  *
  * Run: npm run bench:idle-memory [-- <starts of each kind, default 1>]
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,12 +17,14 @@ import { fileURLToPath } from "node:url";
 const STARTS = Number(process.argv[2] ?? 1);
 const READ_AT_SECONDS = [20, 60, 90, 120];
 const SVC = fileURLToPath(new URL("../bin/svc.js", import.meta.url));
+/** The Node flags of package.json's start script (`node <flags> bin/svc.js dev`): measured as `npm start` runs it. */
+const START_FLAGS = startScriptFlags();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Resolves once the banner is printed (its base URL line), with the time it took. */
 function startDev(dataDir: string): Promise<{ child: ChildProcess; readyMs: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [SVC, "dev", "--data-dir", dataDir, "--port", "0", "--rpc-port", "0", "--log-format", "json"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...START_FLAGS, SVC, "dev", "--data-dir", dataDir, "--port", "0", "--rpc-port", "0", "--log-format", "json"], { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -35,6 +38,14 @@ function startDev(dataDir: string): Promise<{ child: ChildProcess; readyMs: numb
     child.stderr!.resume();
     child.once("exit", (code) => reject(new Error(`svc dev exited with ${code} before it was ready:\n${output}`)));
   });
+}
+
+function startScriptFlags(): string[] {
+  const manifest = JSON.parse(readFileSync(fileURLToPath(new URL("../package.json", import.meta.url)), "utf8")) as { scripts: { start: string } };
+  const words = manifest.scripts.start.split(/\s+/);
+  const script = words.indexOf("bin/svc.js");
+  if (words[0] !== "node" || script < 0) throw new Error(`the start script is not "node [flags] bin/svc.js ...": ${manifest.scripts.start}`);
+  return words.slice(1, script);
 }
 
 function rssKib(pid: number): number {
@@ -71,4 +82,4 @@ for (let i = 0; i < STARTS; i++) {
     await rm(dir, { recursive: true, force: true });
   }
 }
-console.log(`\nidle svc dev, RSS read with ps after its banner (target: under 250 MB):\n${lines.join("\n")}`);
+console.log(`\nidle svc dev (node ${[...START_FLAGS, "bin/svc.js dev"].join(" ")}), RSS read with ps after its banner (target: under 250 MB):\n${lines.join("\n")}`);
