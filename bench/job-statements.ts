@@ -14,6 +14,10 @@
  * synchronous run of each exchange, which under concurrency the awaiting time overstates (it
  * includes the queue before the statement's turn).
  *
+ * On PostgreSQL it also prints the write-ahead log's bytes per job by table or index and record
+ * type, read with pg_walinspect (installed in the bench's own schema, which is dropped after; it
+ * needs a superuser, as on this machine's PostgreSQL): which writes the log's volume comes from.
+ *
  * With DATABASE_DELAY_MS as well, PostgreSQL is reached through a proxy holding each chunk that
  * long each way (bench/database-distance.ts): a database one network hop away, where each
  * statement's round trip is what a sequential request waits for.
@@ -100,6 +104,32 @@ Object.defineProperty(TxHandle.prototype, "transaction", {
   },
 });
 
+/**
+ * The log's records between two positions, summed by the table or index each changed (or, for a
+ * record of no relation, its resource manager) and record type: bytes per job, of them full-page
+ * images, and records per job. The relation is read from the record's first block reference.
+ */
+async function walByRelation(from: string, to: string): Promise<string[]> {
+  try {
+    await service.db.exec("CREATE EXTENSION IF NOT EXISTS pg_walinspect");
+    const rows = await service.db.query<{ relation: string; kind: string; bytes: string; images: string; records: string }>(
+      `SELECT coalesce(c.relname, r.resource_manager) AS relation, r.record_type AS kind, sum(r.record_length)::text AS bytes,
+              sum(r.fpi_length)::text AS images, count(*)::text AS records
+         FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) r
+         LEFT JOIN pg_class c ON c.relfilenode = substring(r.block_ref FROM 'rel [0-9]+/[0-9]+/([0-9]+)')::oid
+        GROUP BY 1, 2 ORDER BY sum(r.record_length + r.fpi_length) DESC LIMIT 20`,
+      [from, to],
+    );
+    const perJob = (n: string, digits: number) => (Number(n) / JOBS).toFixed(digits);
+    return [
+      "write-ahead log per job, by table or index:  bytes  (full-page images)  records",
+      ...rows.map((r) => `${perJob(r.bytes, 0).padStart(7)} ${`(${perJob(r.images, 0)})`.padStart(7)} ${perJob(r.records, 2).padStart(6)}  ${r.relation} ${r.kind}`),
+    ];
+  } catch (error) {
+    return [`write-ahead log by table: not read (${error instanceof Error ? error.message : String(error)})`];
+  }
+}
+
 /** Where the database's write-ahead log stands: its growth is what the jobs made it write. */
 const walPosition = async () => (await service.db.query<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn"))[0]!.lsn;
 const walBefore = await walPosition();
@@ -139,6 +169,7 @@ console.log(
     `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms of wall time per request`,
 );
 console.log(`write-ahead log: ${(Number(wal!.bytes) / JOBS / 1024).toFixed(1)} KB per job`);
+if (storage.kind === "postgres") for (const line of await walByRelation(walBefore, await walPosition())) console.log(line);
 if (storage.kind === "pglite") pgliteTime.report(JOBS);
 if (JOBS >= 100) {
   const perTenth = tenths.slice(0, 10).map((at, i) => (at - (i === 0 ? started : tenths[i - 1]!)) / Math.floor(JOBS / 10));
