@@ -1,6 +1,6 @@
 /**
  * The memory of an idle `svc dev`: the command `npm start` runs (`bin/svc.js dev`, its bundle,
- * with the start script's Node flags) started on a new data dir, then started again on the same
+ * with the start script's environment and Node flags) started on a new data dir, then started again on the same
  * dir, each read with `ps` 20, 60, 90 and 120 s after it printed its banner, with nothing sent
  * to it. V8 gives back its unused young generation only once the process has been idle a while,
  * so the later readings are the idle figure; the first shows a process just started.
@@ -17,14 +17,15 @@ import { fileURLToPath } from "node:url";
 const STARTS = Number(process.argv[2] ?? 1);
 const READ_AT_SECONDS = [20, 60, 90, 120];
 const SVC = fileURLToPath(new URL("../bin/svc.js", import.meta.url));
-/** The Node flags of package.json's start script (`node <flags> bin/svc.js dev`): measured as `npm start` runs it. */
-const START_FLAGS = startScriptFlags();
+/** package.json's start script (`[VAR=value ...] node [flags] bin/svc.js dev`): measured as `npm start` runs it. */
+const START = startScript();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Resolves once the banner is printed (its base URL line), with the time it took. */
 function startDev(dataDir: string): Promise<{ child: ChildProcess; readyMs: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...START_FLAGS, SVC, "dev", "--data-dir", dataDir, "--port", "0", "--rpc-port", "0", "--log-format", "json"], { stdio: ["ignore", "pipe", "pipe"] });
+  const args = [...START.flags, SVC, "dev", "--data-dir", dataDir, "--port", "0", "--rpc-port", "0", "--log-format", "json"];
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...START.env }, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -40,12 +41,15 @@ function startDev(dataDir: string): Promise<{ child: ChildProcess; readyMs: numb
   });
 }
 
-function startScriptFlags(): string[] {
+function startScript(): { text: string; env: Record<string, string>; flags: string[] } {
   const manifest = JSON.parse(readFileSync(fileURLToPath(new URL("../package.json", import.meta.url)), "utf8")) as { scripts: { start: string } };
-  const words = manifest.scripts.start.split(/\s+/);
+  const text = manifest.scripts.start;
+  const words = text.split(/\s+/);
+  const node = words.indexOf("node");
   const script = words.indexOf("bin/svc.js");
-  if (words[0] !== "node" || script < 0) throw new Error(`the start script is not "node [flags] bin/svc.js ...": ${manifest.scripts.start}`);
-  return words.slice(1, script);
+  const assignments = words.slice(0, Math.max(node, 0)).map((word) => /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word));
+  if (node < 0 || script < node || assignments.some((a) => a === null)) throw new Error(`the start script is not "[VAR=value ...] node [flags] bin/svc.js ...": ${text}`);
+  return { text, env: Object.fromEntries(assignments.map((a) => [a![1]!, a![2]!])), flags: words.slice(node + 1, script) };
 }
 
 function rssKib(pid: number): number {
@@ -82,4 +86,4 @@ for (let i = 0; i < STARTS; i++) {
     await rm(dir, { recursive: true, force: true });
   }
 }
-console.log(`\nidle svc dev (node ${[...START_FLAGS, "bin/svc.js dev"].join(" ")}), RSS read with ps after its banner (target: under 250 MB):\n${lines.join("\n")}`);
+console.log(`\nidle svc dev (${START.text}), RSS read with ps after its banner (target: under 250 MB):\n${lines.join("\n")}`);

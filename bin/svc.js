@@ -1,8 +1,8 @@
-#!/usr/bin/env -S node --v8-pool-size=1
-// --v8-pool-size=1: one V8 background thread instead of Node's four. Each thread's allocations
-// stay in a malloc arena of its own after start, about 11-15 MB of an idle node's memory in all;
-// the service's JavaScript runs on one thread, and the load bench ran as fast with one
-// (docs/performance.md). package.json's start script passes the same flag.
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node
+// MALLOC_ARENA_MAX=2: glibc gives every thread that allocates a malloc arena of its own and keeps
+// what was freed in it; with V8's background threads, the chain's thread and libuv's pool, an
+// idle node held megabytes it no longer used that way (docs/performance.md, "one malloc arena for
+// the threads"). package.json's start script and the deploy doc's unit set it too.
 // Entry point of the `svc` command: runs the build of src/ that bin/build.js keeps current, with
 // stack traces mapped back to the sources. Where dist/ cannot be written (a read-only install),
 // it loads the sources through tsx instead.
