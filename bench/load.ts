@@ -12,7 +12,7 @@
  * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes a CPU
  * profile of each gateway's 32-connection run (PROFILE_CONNECTIONS=256 for that run instead).
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
@@ -75,6 +75,8 @@ interface Row {
   machineCpuMsPerRequest: number;
   /** The share of the machine's time its hypervisor gave to others while this machine wanted to run (steal). */
   stolen: number;
+  /** Gateway rows: the chain's thread's CPU time per job settled, from the run's start until its backlog was. */
+  chainCpuMsPerJob?: number;
 }
 
 async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string, worker: WorkerProcess): Promise<Row> {
@@ -109,10 +111,38 @@ function cpuMs(usage: NodeJS.CpuUsage): number {
 
 /** The main thread's CPU time so far, from Linux's /proc (user and system time, in 10 ms ticks). */
 function mainThreadCpuMs(): number {
-  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+  return threadCpuMs(process.pid);
+}
+
+function threadCpuMs(tid: number): number {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+  } catch {
+    return 0; // the thread has ended
+  }
   // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** This process's threads (Linux task ids). */
+function threadIds(): number[] {
+  return readdirSync("/proc/self/task").map(Number);
+}
+
+/** The CPU time so far of each of `threads`. */
+function threadsCpuMs(threads: readonly number[]): Map<number, number> {
+  return new Map(threads.map((tid) => [tid, threadCpuMs(tid)]));
+}
+
+/**
+ * The most CPU time any one of the threads used since `before`. Of the threads the service starts
+ * this is the chain's: Node names no thread, and the chain's executes every job's transactions
+ * while the others (libuv's pool, checking signatures) use a fraction of that.
+ */
+function busiestThreadMsSince(before: Map<number, number>): number {
+  return Math.max(0, ...[...before].map(([tid, ms]) => threadCpuMs(tid) - ms));
 }
 
 /** The machine's CPU time so far from /proc/stat, in 10 ms ticks summed over its cores. */
@@ -128,6 +158,8 @@ function machineShares(before: ReturnType<typeof machineCpuTicks>, after: Return
 }
 
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
+/** The threads this process had before any service started. */
+const threadsOfTheBench = new Set(threadIds());
 
 /** A database's sequential latencies, upstream and through the gateway. */
 interface SequentialLatencies {
@@ -207,6 +239,8 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     // so the same bench runs on commits from before the limit could be turned off.)
     rateLimit: { ratePerSecond: 1e9, burst: 1e9 },
   });
+  // The services' threads: a closed chain's thread serves the next service.
+  const serviceThreads = threadIds().filter((tid) => !threadsOfTheBench.has(tid));
   // The proxy forwards to the upstream the worker uses: the same upstream, the same process.
   const worker = await startWorkerProcess({ gateway: service.origin });
   const proxy = await startProxy(new URL(worker.upstreamUrl));
@@ -226,11 +260,13 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     rows.push(await drive("plain proxy", proxyUrl, connections, {}, UPSTREAM_MODEL, worker));
     const before = await settledJobs(service);
     const locksBefore = await escrowLocks(service);
+    const chainBefore = threadsCpuMs(serviceThreads);
     const profiling = PROFILE !== undefined && connections === PROFILE_CONNECTIONS ? await startProfile() : undefined;
     const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL, worker);
     if (profiling) await profiling.save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
     row.settleMs = await settled(service);
     row.settled = (await settledJobs(service)) - before;
+    row.chainCpuMsPerJob = busiestThreadMsSince(chainBefore) / Math.max(1, row.settled);
     const locksAfter = await escrowLocks(service);
     row.locksPerTransaction = (locksAfter.locks - locksBefore.locks) / Math.max(1, locksAfter.transactions - locksBefore.transactions);
     row.settledPerSecond = row.settled / ((SECONDS * 1000 + row.settleMs) / 1000);
@@ -253,12 +289,12 @@ for (const kind of kinds) jobs += await driveService(await benchStorage(kind, jo
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
-console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  machine ms/req  steal  settled/s  backlog settled in  locks/tx");
+console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  machine ms/req  steal  settled/s  backlog settled in  locks/tx  chain ms/job");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
   const proxyRow = rows[i - 1]!;
   const ratio = r.target.startsWith("gateway") ? (r.requestsPerSecond / proxyRow.requestsPerSecond).toFixed(3) : "";
-  const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)} ${r.locksPerTransaction!.toFixed(2).padStart(9)}`;
+  const settledColumns = r.settleMs === undefined ? "" : `${r.settledPerSecond!.toFixed(0).padStart(10)} ${`${r.settleMs.toFixed(0)} ms`.padStart(19)} ${r.locksPerTransaction!.toFixed(2).padStart(9)} ${r.chainCpuMsPerJob!.toFixed(2).padStart(13)}`;
   console.log(
     `${r.target.padEnd(26)} ${String(r.connections).padStart(5)} ${r.requestsPerSecond.toFixed(0).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.timeouts).padStart(9)} ${ratio.padStart(14)} ${`${(r.busy * 100).toFixed(0)}%`.padStart(10)} ${`${r.cpuMsPerRequest.toFixed(2)} (${r.mainCpuMsPerRequest.toFixed(2)})`.padStart(18)} ${r.workerCpuMsPerRequest.toFixed(2).padStart(14)} ${r.machineCpuMsPerRequest.toFixed(2).padStart(15)} ${`${(r.stolen * 100).toFixed(0)}%`.padStart(6)} ${settledColumns}`,
   );
