@@ -1,9 +1,10 @@
 /**
  * The memory of an idle `svc dev`: the command `npm start` runs (`bin/svc.js dev`, its bundle,
- * with the start script's environment and Node flags) started on a new data dir, then started again on the same
- * dir, each read with `ps` 20, 60, 90 and 120 s after it printed its banner, with nothing sent
- * to it. V8 gives back its unused young generation only once the process has been idle a while,
- * so the later readings are the idle figure; the first shows a process just started.
+ * with the start script's environment and Node flags) started on a new data dir, then started
+ * again on the same dir, each read with `ps` 20, 60, 90 and 120 s after it printed its banner,
+ * with nothing sent to it. V8 gives back its unused young generation only once the process has
+ * been idle a while, so the later readings are the idle figure; the first shows a process just
+ * started.
  *
  * Run: npm run bench:idle-memory [-- <starts of each kind, default 1>]
  */
