@@ -22,12 +22,9 @@ export interface SettlementOutcome {
 /** An escrow lock signed, with the escrow's address. */
 export type EscrowAction = ChainAction & { escrowAddress: string };
 
-export async function prepareEscrow(
-  chain: Chain,
-  input: { jobId: string; tier: Tier; wallet: string; credits: number },
-): Promise<EscrowAction> {
-  const prepared = await chain.prepareLockEscrow(input);
-  return { kind: "escrow", subject: input.jobId, signature: prepared.signature, wire: prepared.wire, escrowAddress: prepared.escrowAddress };
+/** One job's escrow lock, in a transaction of its own. */
+export async function prepareEscrow(chain: Chain, input: { jobId: string; tier: Tier; wallet: string; credits: number }): Promise<EscrowAction> {
+  return (await prepareEscrows(chain, [input]))[0]!;
 }
 
 /**
