@@ -27,6 +27,39 @@ interface Prepared {
 /** Distinct statement texts kept prepared; past this, texts run through `PGlite.query` (multi-row VALUES lists vary in length). */
 const MAX_PREPARED = 1_000;
 
+/** Execute (the unnamed portal, every row) and Sync: the same bytes after every Bind. */
+const EXECUTE_AND_SYNC = Buffer.concat([serialize.execute({}), serialize.sync()]);
+
+/**
+ * The bytes of `serialize.bind({ statement, values })` followed by EXECUTE_AND_SYNC, sized first
+ * and written once: PGlite's writer grows a buffer value by value and then copies it, which at
+ * 32 connections was about 2.5% of the main thread, most of it for the long VALUES lists of
+ * grouped statements (docs/performance.md, stop 39). The layout is PostgreSQL's Bind message:
+ * portal and statement names, a text format code per parameter, each value's length (-1 for
+ * NULL) and bytes, and no result format codes (all text).
+ */
+export function bindExecuteSync(statement: string, values: readonly (string | null)[]): Buffer {
+  const lengths = values.map((value) => (value === null ? -1 : Buffer.byteLength(value)));
+  let size = 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 * values.length + 2 + 2;
+  for (const length of lengths) size += 4 + Math.max(length, 0);
+  const out = Buffer.allocUnsafe(1 + size + EXECUTE_AND_SYNC.length);
+  out[0] = 0x42; // 'B'
+  let at = out.writeInt32BE(size, 1);
+  out[at++] = 0; // the unnamed portal
+  at += out.write(statement, at);
+  out[at++] = 0;
+  at = out.writeUInt16BE(values.length, at);
+  out.fill(0, at, at + 2 * values.length); // each parameter's format: text
+  at = out.writeUInt16BE(values.length, at + 2 * values.length);
+  values.forEach((value, i) => {
+    at = out.writeInt32BE(lengths[i]!, at);
+    if (value !== null) at += out.write(value, at);
+  });
+  at = out.writeInt16BE(0, at);
+  EXECUTE_AND_SYNC.copy(out, at);
+  return out;
+}
+
 export class PreparedStatements {
   private readonly prepared = new Map<string, Prepared>();
   /** Names are never reused: a statement PostgreSQL kept must not collide with a later one. */
@@ -49,11 +82,7 @@ export class PreparedStatements {
     const statement = this.prepared.get(sql) ?? (this.prepared.size < MAX_PREPARED ? await this.prepare(sql) : undefined);
     if (statement === undefined) return undefined;
     const values = params.map((value, i) => this.serialized(value, statement.parameterTypes[i]!));
-    const message = Buffer.concat([
-      serialize.bind({ statement: statement.name, values }),
-      serialize.execute({}),
-      serialize.sync(),
-    ]);
+    const message = bindExecuteSync(statement.name, values);
     const { messages } = await this.pg.runExclusive(() => this.pg.execProtocol(message, { syncToFs }));
     return parse.parseResults([...statement.rowDescription, ...messages], this.pg.parsers)[0]?.rows as T[];
   }
