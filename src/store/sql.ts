@@ -1,4 +1,5 @@
 /** Helpers for building statements that write many rows at once. */
+import { BoundedMap } from "../core/index.ts";
 import type { Db } from "./db.ts";
 
 /**
@@ -7,8 +8,20 @@ import type { Db } from "./db.ts";
  * twice as fast as unnest($1::text[], ...).
  */
 export function valuesList(rows: number, types: readonly string[], offset = 0): string {
-  return Array.from({ length: rows }, (_, r) => `(${types.map((t, c) => `$${offset + r * types.length + c + 1}::${t}`).join(", ")})`).join(", ");
+  const key = `${rows}:${offset}:${types.join(",")}`;
+  let list = lists.get(key);
+  if (list === undefined) {
+    list = Array.from({ length: rows }, (_, r) => `(${types.map((t, c) => `$${offset + r * types.length + c + 1}::${t}`).join(", ")})`).join(", ");
+    lists.set(key, list);
+  }
+  return list;
 }
+
+/**
+ * The lists made lately, by rows, offset and types: a group's statements repeat a few shapes, and
+ * building a list anew was about 0.8% of a loaded node's main thread (docs/performance.md, stop 39).
+ */
+const lists = new BoundedMap<string>(2_000);
 
 /**
  * One statement carrying the writes of several parts: each part adds its own as named steps
