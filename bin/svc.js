@@ -1,8 +1,11 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 node
 // MALLOC_ARENA_MAX=2: glibc gives every thread that allocates a malloc arena of its own and keeps
 // what was freed in it; with V8's background threads, the chain's thread and libuv's pool, an
 // idle node held megabytes it no longer used that way (docs/performance.md, "one malloc arena for
-// the threads"). package.json's start script and the deploy doc's unit set it too.
+// the threads"). MALLOC_MMAP_THRESHOLD_=131072: glibc otherwise raises the size from which an
+// allocation gets pages of its own each time such a block is freed, so later large blocks (the
+// start's compilations) stay in the heap once freed. package.json's start script and the deploy
+// doc's unit set both.
 // Entry point of the `svc` command: runs the build of src/ that bin/build.js keeps current, with
 // stack traces mapped back to the sources. Where dist/ cannot be written (a read-only install),
 // it loads the sources through tsx instead.
