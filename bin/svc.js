@@ -3,8 +3,8 @@
 // what was freed in it; with V8's background threads, the chain's thread and libuv's pool, an
 // idle node held megabytes it no longer used that way (docs/performance.md, "one malloc arena for
 // the threads"). MALLOC_MMAP_THRESHOLD_=131072: glibc otherwise raises the size from which an
-// allocation gets pages of its own each time such a block is freed, so later large blocks (the
-// start's compilations) stay in the heap once freed. package.json's start script and the deploy
+// allocation gets pages of its own each time such a block is freed, so large blocks allocated
+// later stay in its heap once freed (an idle node 14-21 MB larger). package.json's start script and the deploy
 // doc's unit set both.
 // Entry point of the `svc` command: runs the build of src/ that bin/build.js keeps current, with
 // stack traces mapped back to the sources. Where dist/ cannot be written (a read-only install),
