@@ -123,7 +123,8 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
     };
     // The worker's output is in once the service meters it (a private method of the job service).
     wrap(marks, service.jobs, "meterCompletion", () => "the worker's output metered");
-    wrap(marks, service.chain, "prepareLockEscrow", () => "escrow lock build");
+    // Every lock is built here, alone or with the locks of jobs admitted beside it.
+    wrap(marks, service.chain, "prepareLockEscrows", () => "escrow lock build");
     wrap(marks, service.chain, "prepareSettle", () => "settlement build");
     wrap(marks, service.chain, "send", () => "chain send");
     wrap(marks, service.db, "transaction", () => "transaction");

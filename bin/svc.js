@@ -4,8 +4,8 @@
 // idle node held megabytes it no longer used that way (docs/performance.md, "one malloc arena for
 // the threads"). MALLOC_MMAP_THRESHOLD_=131072: glibc otherwise raises the size from which an
 // allocation gets pages of its own each time such a block is freed, so large blocks allocated
-// later stay in its heap once freed (an idle node 14-21 MB larger). package.json's start script and the deploy
-// doc's unit set both.
+// later stay in its heap once freed (an idle node 14-21 MB larger). package.json's start script
+// and the deploy doc's unit set both.
 // Entry point of the `svc` command: runs the build of src/ that bin/build.js keeps current, with
 // stack traces mapped back to the sources. Where dist/ cannot be written (a read-only install),
 // it loads the sources through tsx instead.
