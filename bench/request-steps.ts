@@ -4,7 +4,7 @@
  * upstream in a process of their own (worker-process.ts). Requests go one after another, each once
  * the last one's settlement has confirmed, and each step is marked relative to the moment the job
  * service took the request: the escrow lock's and the settlement's builds, every database
- * transaction and every statement outside one, every chain send, and the end of the reply. A
+ * transaction and every statement in or outside one, every chain send, and the end of the reply. A
  * step is named by its order within the request (the first transaction is the admission, the
  * second the settlement's record). It prints each mark's p50 and p90. With `stream`, the requests
  * are streamed, and the first write of the reply's body and the client's first token are marked too.
@@ -97,6 +97,20 @@ function wrap(marks: Marks, target: object, key: string, step: (args: unknown[])
   };
 }
 
+/**
+ * Marks each statement run on a transaction's handle ("in the transaction"), so a transaction's
+ * time splits into its statements and the gaps between them.
+ */
+function markStatementsInTransactions(marks: Marks, db: object): void {
+  const store = db as { transaction: (work: (tx: object) => Promise<unknown>) => Promise<unknown> };
+  const transaction = store.transaction.bind(db);
+  store.transaction = (work) =>
+    transaction((tx) => {
+      wrap(marks, tx, "query", (args) => `in the transaction, ${statementName(args)}`);
+      return work(tx);
+    });
+}
+
 /** A statement's first words: its first step's name for a WITH, else its verb and table. */
 function statementName(args: unknown[]): string {
   const sql = String(args[0]).replace(/\s+/g, " ").trim();
@@ -127,6 +141,7 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
     wrap(marks, service.chain, "prepareLockEscrows", () => "escrow lock build");
     wrap(marks, service.chain, "prepareSettle", () => "settlement build");
     wrap(marks, service.chain, "send", () => "chain send");
+    markStatementsInTransactions(marks, service.db);
     wrap(marks, service.db, "transaction", () => "transaction");
     wrap(marks, service.db, "query", statementName);
     ServerResponse.prototype.end = function (this: ServerResponse, ...args: unknown[]) {
