@@ -9,6 +9,9 @@
  * service runs on svc dev's defaults (PGlite on disk, the embedded chain on disk), and then again
  * on PostgreSQL when DATABASE_URL is set.
  *
+ * Before all of that, each service and the proxy take WARM_UP seconds of unmeasured load (10 by
+ * default), so the figures are a warm node's.
+ *
  * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes a CPU
  * profile of each gateway's 32-connection run (PROFILE_CONNECTIONS=256 for that run instead).
  */
@@ -30,6 +33,12 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const PROFILE = process.env.PROFILE;
 /** PROFILE_CONNECTIONS=<n>: profile the run at 1 or 256 connections instead. */
 const PROFILE_CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 32);
+/**
+ * WARM_UP=<seconds>: load the gateway and the proxy each take at 32 connections, unmeasured, before
+ * the sequential requests and the runs (default 10; 0 for none). V8 still spends a tenth of the
+ * process's CPU compiling a node's code 45 s after it starts (docs/performance.md, stop 40).
+ */
+const WARM_UP_SECONDS = Number(process.env.WARM_UP ?? 10);
 /** The same request: the gateway's catalog id, the upstream's own name for the proxy. */
 const body = (model: string) => JSON.stringify({ model, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
 
@@ -79,13 +88,17 @@ interface Row {
   chainCpuMsPerJob?: number;
 }
 
+function load(url: string, connections: number, headers: Record<string, string>, model: string, seconds: number): Promise<autocannon.Result> {
+  return autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: seconds, timeout: 30 });
+}
+
 async function drive(target: string, url: string, connections: number, headers: Record<string, string>, model: string, worker: WorkerProcess): Promise<Row> {
   const idleBefore = performance.eventLoopUtilization();
   const cpuBefore = process.cpuUsage();
   const mainCpuBefore = mainThreadCpuMs();
   const workerCpuBefore = await worker.cpuMs();
   const machineBefore = machineCpuTicks();
-  const r = await autocannon({ url, method: "POST", body: body(model), headers: { "content-type": "application/json", ...headers }, connections, duration: SECONDS, timeout: 30 });
+  const r = await load(url, connections, headers, model, SECONDS);
   const requests = Math.max(1, r.requests.total);
   return {
     target,
@@ -247,6 +260,11 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
   const client = await fundedClient(service, 10_000_000);
   const auth = { authorization: `Bearer ${client.apiKey}` };
+  if (WARM_UP_SECONDS > 0) {
+    await load(proxyUrl, 32, {}, UPSTREAM_MODEL, WARM_UP_SECONDS);
+    await load(`${service.baseUrl}/chat/completions`, 32, auth, MODEL, WARM_UP_SECONDS);
+    await settled(service);
+  }
   const [direct, through] = await measureLatency(
     { url: `${worker.upstreamUrl}/chat/completions`, headers: {}, model: UPSTREAM_MODEL },
     { url: `${service.baseUrl}/chat/completions`, headers: auth, model: MODEL, idle: () => settled(service) },
@@ -288,7 +306,7 @@ let jobs = 0;
 for (const kind of kinds) jobs += await driveService(await benchStorage(kind, join(dir, kind)), rows);
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
-console.log(`${SECONDS} s per run; ${jobs} jobs settled in all`);
+console.log(`${SECONDS} s per run after ${WARM_UP_SECONDS} s of warm-up; ${jobs} jobs settled in all`);
 console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  gateway/proxy  main busy  CPU ms/req (main)  worker ms/req  machine ms/req  steal  settled/s  backlog settled in  locks/tx  chain ms/job");
 for (const [i, r] of rows.entries()) {
   // The proxy row measured just before this gateway row: the baseline of the same moment.
