@@ -15,6 +15,7 @@ import type {
 } from "node-llama-cpp";
 import { ContextLengthExceededError } from "./context-length-error.ts";
 import type { ChatMessage, Engine, GenerationEvent, GenerationRequest, StopReason } from "./engine.ts";
+import { sampleFirstAloneAfterEachDecode } from "./batch-sampling-guard.ts";
 import { toLlamaSampling } from "./llama-sampling.ts";
 import { SequencePool } from "./sequence-pool.ts";
 import { nodeLlamaCpp } from "./node-llama.ts";
@@ -136,6 +137,7 @@ export class LlamaEngine implements Engine {
     try {
       const requested = Math.min(opts.contextSize ?? DEFAULT_CONTEXT_SIZE_CAP, model.trainContextSize);
       const context = await model.createContext({ contextSize: requested, sequences: maxSequences, threads });
+      sampleFirstAloneAfterEachDecode(context);
       // Resolving a wrapper parses and test-renders the model's Jinja template (0.5-1 s on real
       // models), so it is done once here, never per request.
       const chatWrapper = resolveChatWrapper(model);

@@ -303,6 +303,29 @@ describe("LlamaEngine on the wiring model", () => {
     console.log(`16 concurrent requests: ${tokens} tokens in ${ms.toFixed(0)} ms (${rate} tok/s overall)`);
   });
 
+  it("never gives one sequence another's token, round after round on a full context", async () => {
+    // Each batch mixes prompts with decodes, so llama.cpp reorders its output rows, which raced
+    // in node-llama-cpp 3.21 (batch-sampling-guard.ts). Without the guard, each of 6 runs of this
+    // test failed, first at rounds 2 to 21.
+    const full = await LlamaEngine.load({ modelPath, threads: 1, maxSequences: 32 });
+    try {
+      for (let round = 0; round < 60; round++) {
+        const results = await Promise.all(
+          Array.from({ length: 32 }, (_, i) =>
+            i % 2 === 0
+              ? collect(full, { messages: [{ role: "user", content: `Request ${i}` }] })
+              : collect(full, { messages: [{ role: "user", content: `Request ${i}: ${TRIGGER_WORD}` }], maxTokens: 4 + (i % 8) }),
+          ),
+        );
+        results.forEach((r, i) => {
+          assert.equal(r.text, i % 2 === 0 ? KNOWN_REPLY : loopText(4 + (i % 8)), `round ${round}, request ${i}`);
+        });
+      }
+    } finally {
+      await full.close();
+    }
+  });
+
   it("reports its speed (time to first token, tokens/s)", async () => {
     const messages: ChatMessage[] = [{ role: "user", content: TRIGGER_WORD }];
     const start = performance.now();
