@@ -2,14 +2,15 @@
  * A guard against a data race in node-llama-cpp 3.21 that hands one sequence another's next token.
  *
  * After a batch is decoded, node-llama-cpp samples each sequence's next token at once, one task per
- * sequence on libuv's thread pool. The first read of a batch's logits makes llama.cpp put its output
- * rows back in batch order (`llama_context::output_reorder`), swapping rows in place without a lock.
- * Two samplers that start together both swap, and rows end up under the wrong sequence: a request
- * gets another's token and goes on from there. 16 concurrent requests on the wiring model, 300 times
- * over: 92 and 132 of 4,800 replies wrong without this guard. node-llama-cpp 3.22 takes a lock there;
- * the registry this project installs from lacks 3.22's packages for macOS and Windows, so `npm ci`
- * cannot take it yet. Until then, the first sampling after each decode runs alone, and the rest of
- * the batch's samplings, which then find the rows in order, run together as before.
+ * sequence on libuv's thread pool. The first read of a batch's logits makes llama.cpp put its
+ * output rows back in batch order (`llama_context::output_reorder`), swapping rows in place without
+ * a lock. Two samplers that start together both swap, and rows end up under the wrong sequence: a
+ * request gets another's token and goes on from there. 16 concurrent requests on the wiring model,
+ * 300 times over: 92-214 of 4,800 replies wrong in each of seven runs without this guard, none in
+ * eight with it. node-llama-cpp 3.22 takes a lock there; the registry this project installs from
+ * lacks 3.22's packages for macOS and Windows, so `npm ci` cannot take it yet. Until then, the
+ * first sampling after each decode runs alone, and the rest of the batch's samplings, which then
+ * find the rows in order, run together as before.
  */
 import type { LlamaContext } from "node-llama-cpp";
 
