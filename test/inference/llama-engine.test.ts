@@ -23,6 +23,20 @@ import { baseRequest, collect } from "./collect.ts";
 
 const MODEL_DIR = path.join(os.tmpdir(), "svc-inference-tests");
 
+/**
+ * `count` requests at once: the even ones get the known reply, the odd ones name the trigger word
+ * and loop for `loopTokens(i)` tokens.
+ */
+function sentenceAndLoopRequests(engine: LlamaEngine, count: number, loopTokens: (i: number) => number) {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      i % 2 === 0
+        ? collect(engine, { messages: [{ role: "user", content: `Request ${i}` }] })
+        : collect(engine, { messages: [{ role: "user", content: `Request ${i}: ${TRIGGER_WORD}` }], maxTokens: loopTokens(i) }),
+    ),
+  );
+}
+
 describe("LlamaEngine on the wiring model", () => {
   let modelPath: string;
   let engine: LlamaEngine;
@@ -285,13 +299,7 @@ describe("LlamaEngine on the wiring model", () => {
 
   it("serves 16 concurrent requests on one context, each with its own answer", async () => {
     const start = performance.now();
-    const results = await Promise.all(
-      Array.from({ length: 16 }, (_, i) =>
-        i % 2 === 0
-          ? collect(engine, { messages: [{ role: "user", content: `Request ${i}` }] })
-          : collect(engine, { messages: [{ role: "user", content: `Request ${i}: ${TRIGGER_WORD}` }], maxTokens: 10 + i }),
-      ),
-    );
+    const results = await sentenceAndLoopRequests(engine, 16, (i) => 10 + i);
     const ms = performance.now() - start;
     results.forEach((r, i) => {
       const [text, tokens] = i % 2 === 0 ? [KNOWN_REPLY, KNOWN_REPLY_PIECES.length] : [loopText(10 + i), 10 + i];
@@ -310,13 +318,7 @@ describe("LlamaEngine on the wiring model", () => {
     const full = await LlamaEngine.load({ modelPath, threads: 1, maxSequences: 32 });
     try {
       for (let round = 0; round < 60; round++) {
-        const results = await Promise.all(
-          Array.from({ length: 32 }, (_, i) =>
-            i % 2 === 0
-              ? collect(full, { messages: [{ role: "user", content: `Request ${i}` }] })
-              : collect(full, { messages: [{ role: "user", content: `Request ${i}: ${TRIGGER_WORD}` }], maxTokens: 4 + (i % 8) }),
-          ),
-        );
+        const results = await sentenceAndLoopRequests(full, 32, (i) => 4 + (i % 8));
         results.forEach((r, i) => {
           assert.equal(r.text, i % 2 === 0 ? KNOWN_REPLY : loopText(4 + (i % 8)), `round ${round}, request ${i}`);
         });
