@@ -14,7 +14,7 @@
  * chain part.
  */
 import type { Logger } from "../core/index.ts";
-import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
+import { CombinedStatement, GroupCommit, unpadded, type Db } from "../store/index.ts";
 import type { Chain, ChainReceipt } from "./chain.ts";
 
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
@@ -176,7 +176,7 @@ export class ChainJournal {
       ACTION_TYPES,
       actions.map((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), wireOf(action), this.nodeId ?? null]),
     );
-    statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) VALUES ${values}`);
+    statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) ${unpadded(values)}`);
   }
 
   /**

@@ -6,7 +6,7 @@
  * caller commits, so they look again until it shows up (see delivery.ts).
  */
 import { newId } from "../core/index.ts";
-import { CombinedStatement, type Db } from "../store/index.ts";
+import { CombinedStatement, unpadded, type Db } from "../store/index.ts";
 import { API_VERSION, type EventName } from "./names.ts";
 
 export interface Envelope<D = Record<string, unknown>> {
@@ -87,7 +87,7 @@ export function addEvents(statement: CombinedStatement, events: readonly NewEven
   statement.step(
     "events_written",
     `INSERT INTO events (id, account, name, dedupe_key, created_at, body)
-     VALUES ${statement.values(EVENT_TYPES, rows)}
+     ${unpadded(statement.values(EVENT_TYPES, rows))}
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id, account, name`,
   );

@@ -1,5 +1,5 @@
 /** SQL for the jobs table. The only code that reads or writes it. */
-import { CombinedStatement, valuesList, type Db } from "../store/index.ts";
+import { addValues, CombinedStatement, unpadded, type Db } from "../store/index.ts";
 import { JOB_STATUSES, type JobRecord, type JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
 import { nextStatus, type JobTrigger } from "./job-states.ts";
@@ -136,7 +136,7 @@ function addJobRows(statement: CombinedStatement, jobs: readonly JobRecord[], no
     [...FIELDS.map((f) => TYPES[f]), "text"],
     jobs.map((job) => [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null]),
   );
-  statement.step("jobs_inserted", `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) VALUES ${values}`);
+  statement.step("jobs_inserted", `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) ${unpadded(values)}`);
 }
 
 /** Update fields of a job other than its status, in whatever state it is. */
@@ -153,11 +153,13 @@ export async function updateJobs(db: Db, updates: readonly { id: string; changes
   if (updates.length === 0) return;
   const fields = Object.keys(updates[0]!.changes) as (keyof JobChanges)[];
   if ((fields as string[]).includes("status")) throw new Error("a job's status changes only through moveJob");
+  const params: unknown[] = [];
+  const values = addValues(params, ["text", ...fields.map((f) => TYPES[f])], updates.map(({ id, changes }) => [id, ...fields.map((f) => toColumn(f, changes[f]))]));
   await db.query(
     `UPDATE jobs j SET ${fields.map((f) => `${COLUMNS[f]} = u.${COLUMNS[f]}`).join(", ")}
-       FROM (VALUES ${valuesList(updates.length, ["text", ...fields.map((f) => TYPES[f])])}) AS u (id, ${fields.map((f) => COLUMNS[f]).join(", ")})
+       FROM (VALUES ${values}) AS u (id, ${fields.map((f) => COLUMNS[f]).join(", ")})
       WHERE j.id = u.id`,
-    updates.flatMap(({ id, changes }) => [id, ...fields.map((f) => toColumn(f, changes[f]))]),
+    params,
   );
 }
 

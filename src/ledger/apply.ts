@@ -33,7 +33,7 @@
  * overdrawing. Limits are checked on each account's total change, which is exact for the
  * operations of this module: none debits and credits the same limited account.
  */
-import { isTransaction, sqlState, valuesList, type Db } from "../store/index.ts";
+import { addValues, isTransaction, sqlState, unpadded, type Db } from "../store/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "./errors.ts";
 import { accountColumns, toAccount, type AccountRow } from "./rows.ts";
 import type { Account, Transfer } from "./types.ts";
@@ -209,25 +209,24 @@ async function recordAndApply(
   byAccount: Map<string, Change>,
   reserved: readonly NewTransfer[],
 ): Promise<(AccountRow & { recorded_at: Date })[]> {
-  const params: unknown[] = movements.flatMap(({ transfer: t }) => [t.id, t.kind, t.debitAccountId, t.creditAccountId, t.amount, t.pendingId, t.code, t.reference]);
-  const transfers = valuesList(movements.length, TRANSFER_TYPES);
+  const params: unknown[] = [];
+  const transfers = addValues(params, TRANSFER_TYPES, movements.map(({ transfer: t }) => [t.id, t.kind, t.debitAccountId, t.creditAccountId, t.amount, t.pendingId, t.code, t.reference]));
   const check = reservedCheck(params, reserved);
   const ids = [...byAccount.keys()].sort(byCodeUnits);
-  const changesFrom = params.length;
-  for (const id of ids) {
+  const changes = addValues(params, CHANGE_TYPES, ids.map((id) => {
     const c = byAccount.get(id)!;
-    params.push(id, c.debitsPending, c.debitsPosted, c.creditsPending, c.creditsPosted);
-  }
+    return [id, c.debitsPending, c.debitsPosted, c.creditsPending, c.creditsPosted];
+  }));
   params.push(ids);
   return tx.query(
     `WITH ${check.step}inserted AS (
        INSERT INTO ledger_transfers (id, kind, debit_account_id, credit_account_id, amount, pending_id, code, reference)
-       ${check.step === "" ? `VALUES ${transfers}` : `SELECT * FROM (VALUES ${transfers}) AS v WHERE ${check.holds}`} RETURNING id
+       ${unpadded(transfers, check.holds)} RETURNING id
      )
      UPDATE ledger_accounts a
      SET debits_pending = a.debits_pending + c.dp, debits_posted = a.debits_posted + c.dpo,
          credits_pending = a.credits_pending + c.cp, credits_posted = a.credits_posted + c.cpo
-     FROM (VALUES ${valuesList(ids.length, CHANGE_TYPES, changesFrom)}) AS c (id, dp, dpo, cp, cpo),
+     FROM (VALUES ${changes}) AS c (id, dp, dpo, cp, cpo),
           (SELECT id FROM ledger_accounts WHERE id = ANY($${params.length}::text[])
            ORDER BY id COLLATE "C" FOR NO KEY UPDATE) AS locked
      WHERE (SELECT count(*) FROM inserted) > 0 AND a.id = c.id AND locked.id = c.id
@@ -245,15 +244,16 @@ async function recordAndApply(
  */
 function reservedCheck(params: unknown[], reserved: readonly NewTransfer[]): { step: string; holds: string } {
   if (reserved.length === 0) return { step: "", holds: "true" };
-  const from = params.length;
-  for (const t of reserved) params.push(t.id, t.debitAccountId, t.creditAccountId, t.amount, t.code, t.reference);
+  const list = addValues(params, RESERVED_TYPES, reserved.map((t) => [t.id, t.debitAccountId, t.creditAccountId, t.amount, t.code, t.reference]));
   const step = `reserved AS (
        SELECT count(*) AS matched FROM ledger_transfers p
-         JOIN (VALUES ${valuesList(reserved.length, RESERVED_TYPES, from)}) AS r (id, debit, credit, amount, code, reference)
+         JOIN (VALUES ${list}) AS r (id, debit, credit, amount, code, reference)
            ON p.id = r.id AND p.kind = 'pending' AND p.debit_account_id = r.debit AND p.credit_account_id = r.credit
           AND p.amount = r.amount AND p.code = r.code AND p.reference IS NOT DISTINCT FROM r.reference
      ), `;
-  return { step, holds: `(SELECT matched FROM reserved) = ${reserved.length}` };
+  // The count as a parameter, not in the text: one text (and plan) whatever the group's size.
+  params.push(reserved.length);
+  return { step, holds: `(SELECT matched FROM reserved) = $${params.length}::bigint` };
 }
 
 /** Explains why the UPDATE left `refused` accounts alone, with the figures as they now stand. */

@@ -5,7 +5,8 @@ import type { Db } from "./db.ts";
 /**
  * `($1::a, $2::b), ($3::a, $4::b)` for `rows` rows of the given column types, numbering
  * parameters from `offset + 1`. One statement for many rows; on PGlite a VALUES list measured about
- * twice as fast as unnest($1::text[], ...).
+ * twice as fast as unnest($1::text[], ...). Statements of the money path take theirs from
+ * `addValues`, which pads the list.
  */
 export function valuesList(rows: number, types: readonly string[], offset = 0): string {
   const key = `${rows}:${offset}:${types.join(",")}`;
@@ -24,6 +25,46 @@ export function valuesList(rows: number, types: readonly string[], offset = 0): 
 const lists = new BoundedMap<string>(2_000);
 
 /**
+ * The rows a VALUES list of `rows` rows is padded to: the next power of two. PostgreSQL keeps a
+ * plan per statement text, and an ANALYZE invalidates every plan over the tables it analyzed,
+ * which then is planned again at its next run. With a list's exact length in the text, a loaded
+ * node made about 400 texts, one per mix of group sizes, and planned them all again after each
+ * ANALYZE, every 10 s while its tables grew: 8-10% of its main thread (docs/performance.md, stop 42).
+ */
+function paddedRowCount(rows: number): number {
+  let padded = 1;
+  while (padded < rows) padded *= 2;
+  return padded;
+}
+
+/**
+ * Adds `rows` (each one value per column of `types`) to `params`, then a row of NULLs for each
+ * row of padding (paddedRowCount), and returns their VALUES list. A row of padding matches nothing
+ * a join compares with `=`; an INSERT takes the list through `unpadded`. A row's first value is
+ * never NULL.
+ */
+export function addValues(params: unknown[], types: readonly string[], rows: readonly (readonly unknown[])[]): string {
+  const padded = paddedRowCount(rows.length);
+  const list = valuesList(padded, types, params.length);
+  for (const row of rows) {
+    if (row.length !== types.length) throw new Error(`a row of ${row.length} values for ${types.length} columns`);
+    if (row[0] === null || row[0] === undefined) throw new Error("a row's first value marks it as padding: it may not be NULL");
+    params.push(...row);
+  }
+  for (let i = rows.length * types.length; i < padded * types.length; i++) params.push(null);
+  return list;
+}
+
+/**
+ * The rows of a list from `addValues` without its padding, as a query: what an INSERT takes. With
+ * `condition`, a condition on the whole statement (the ledger's check of the pending transfers it
+ * resolves), no row is taken unless it holds.
+ */
+export function unpadded(list: string, condition = "true"): string {
+  return `SELECT * FROM (VALUES ${list}) AS padded WHERE padded.column1 IS NOT NULL AND ${condition}`;
+}
+
+/**
  * One statement carrying the writes of several parts: each part adds its own as named steps
  * (`WITH name AS (INSERT ...)`), and at most one step's result is what the statement returns.
  * PostgreSQL runs every data-modifying step exactly once, read or not, all against the
@@ -37,14 +78,9 @@ export class CombinedStatement {
   readonly #names = new Set<string>();
   #result: string | undefined;
 
-  /** A VALUES list for `rows` (each of the column `types`), numbered after the parameters so far. */
+  /** A padded VALUES list for `rows` (each of the column `types`), numbered after the parameters so far (addValues). */
   values(types: readonly string[], rows: readonly (readonly unknown[])[]): string {
-    const list = valuesList(rows.length, types, this.params.length);
-    for (const row of rows) {
-      if (row.length !== types.length) throw new Error(`a row of ${row.length} values for ${types.length} columns`);
-      this.params.push(...row);
-    }
-    return list;
+    return addValues(this.params, types, rows);
   }
 
   /** A single parameter, `$n::type`. */

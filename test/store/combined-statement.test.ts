@@ -1,11 +1,12 @@
 /**
  * A combined statement carries several parts' writes as one statement: every step runs, its
  * parameters are numbered after the steps before it, one step's result is what it returns, and
- * a failing step undoes the others.
+ * a failing step undoes the others. Its VALUES lists are padded to a power of two rows, so a
+ * group's size does not make a statement text (and a plan) of its own.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CombinedStatement, sqlState, type Db } from "../../src/store/index.ts";
+import { addValues, CombinedStatement, sqlState, unpadded, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
 for (const backend of testDatabases()) {
@@ -23,7 +24,7 @@ for (const backend of testDatabases()) {
     function notesAndTally(notes: [string, string][], tally: string, change: bigint): CombinedStatement {
       const statement = new CombinedStatement();
       statement.step("tally_changed", `UPDATE tallies SET n = n + ${statement.param(change, "bigint")} WHERE name = ${statement.param(tally, "text")}`);
-      statement.step("notes_written", `INSERT INTO notes (id, body) VALUES ${statement.values(["text", "text"], notes)} RETURNING id`);
+      statement.step("notes_written", `INSERT INTO notes (id, body) ${unpadded(statement.values(["text", "text"], notes))} RETURNING id`);
       statement.returns("SELECT id FROM notes_written ORDER BY id");
       return statement;
     }
@@ -48,7 +49,7 @@ for (const backend of testDatabases()) {
       await db.transaction(async (tx) => {
         assert.deepEqual(await new CombinedStatement().run(tx), []);
         const written = new CombinedStatement();
-        written.step("notes_written", `INSERT INTO notes (id, body) VALUES ${written.values(["text", "text"], [["n4", "fourth"]])}`);
+        written.step("notes_written", `INSERT INTO notes (id, body) ${unpadded(written.values(["text", "text"], [["n4", "fourth"]]))}`);
         assert.deepEqual(await written.run(tx), [], "no step's result was asked for");
       });
       assert.deepEqual(await db.query("SELECT body FROM notes WHERE id = 'n4'"), [{ body: "fourth" }]);
@@ -61,6 +62,29 @@ for (const backend of testDatabases()) {
       statement.returns("SELECT 1");
       assert.throws(() => statement.returns("SELECT 2"), /result is given already/);
       assert.throws(() => statement.values(["text", "text"], [["only one"]]), /a row of 1 values for 2 columns/);
+      assert.throws(() => statement.values(["text", "text"], [[null, "no id"]]), /first value marks it as padding/);
+    });
+
+    it("pads a VALUES list to a power of two rows, which no insert or join takes", async () => {
+      const texts = new Set<string>();
+      for (const count of [5, 6, 8]) {
+        const notes = Array.from({ length: count }, (_, i): [string, string] => [`p${count}-${i}`, `padded ${i}`]);
+        const params: unknown[] = [];
+        const list = addValues(params, ["text", "text"], notes);
+        assert.equal(params.length, 16, "eight rows of two columns, the last ones NULL");
+        const sql = `INSERT INTO notes (id, body) ${unpadded(list)} RETURNING id`;
+        texts.add(sql);
+        assert.equal((await db.query(sql, params)).length, count);
+      }
+      assert.equal(texts.size, 1, "one text for five to eight rows");
+      assert.deepEqual(await db.query("SELECT count(*)::int AS n FROM notes WHERE id LIKE 'p%'"), [{ n: 19 }]);
+      // A row of padding joins nothing: the update touches exactly the three notes named.
+      const statement = new CombinedStatement();
+      const list = statement.values(["text", "text"], [["p5-0", "zero"], ["p5-1", "one"], ["p5-2", "two"]]);
+      statement.step("notes_changed", `UPDATE notes n SET body = c.body FROM (VALUES ${list}) AS c (id, body) WHERE n.id = c.id RETURNING n.id`);
+      statement.returns("SELECT id FROM notes_changed ORDER BY id");
+      assert.deepEqual(await statement.run(db), [{ id: "p5-0" }, { id: "p5-1" }, { id: "p5-2" }]);
+      assert.equal(statement.params.length, 8, "three rows padded to four");
     });
   });
 }
