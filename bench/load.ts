@@ -12,12 +12,12 @@
  * Before all of that, each service and the proxy take WARM_UP seconds of unmeasured load (10 by
  * default), so the figures are a warm node's.
  *
- * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes a CPU
- * profile of each gateway's 32-connection run (PROFILE_CONNECTIONS=256 for that run instead).
+ * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes CPU
+ * profiles of each gateway's 32-connection run, the service's and the worker's
+ * (PROFILE_CONNECTIONS=256 for that run instead).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { Session } from "node:inspector/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
 import { tmpdir } from "node:os";
@@ -26,10 +26,15 @@ import autocannon from "autocannon";
 import { startService, type Service } from "../src/service.ts";
 import { type Latencies, latencyLine, measureLatency } from "./latency.ts";
 import { type BenchStorage, benchStorage, fundedClient, percentile, settled } from "./support.ts";
+import { startProfile } from "./profile.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess, UPSTREAM_MODEL, type WorkerProcess } from "./worker-process.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
-/** PROFILE=<file>: a CPU profile of this process over each gateway's run at 32 connections (<file>-pglite.cpuprofile, <file>-postgres.cpuprofile). */
+/**
+ * PROFILE=<file>: CPU profiles over each gateway's run at 32 connections, of this process's main
+ * thread (<file>-pglite.cpuprofile, <file>-postgres.cpuprofile) and of the worker's process
+ * (<file>-pglite-worker.cpuprofile, ...).
+ */
 const PROFILE = process.env.PROFILE;
 /** PROFILE_CONNECTIONS=<n>: profile the run at 1 or 256 connections instead. */
 const PROFILE_CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 32);
@@ -229,20 +234,6 @@ const settledJobs = async (service: Service) =>
   (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
 
 /** The inspector's profiler, saved where Chrome's DevTools can open it. */
-async function startProfile(): Promise<{ save(path: string): Promise<void> }> {
-  const session = new Session();
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.start");
-  return {
-    async save(path) {
-      const { profile } = await session.post("Profiler.stop");
-      await writeFile(path, JSON.stringify(profile));
-      session.disconnect();
-    },
-  };
-}
-
 /** The proxy and one gateway in turn at each concurrency; then every job of the run settled. */
 async function driveService(storage: BenchStorage, rows: Row[]): Promise<number> {
   const service = await startService({
@@ -279,9 +270,12 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     const before = await settledJobs(service);
     const locksBefore = await escrowLocks(service);
     const chainBefore = threadsCpuMs(serviceThreads);
-    const profiling = PROFILE !== undefined && connections === PROFILE_CONNECTIONS ? await startProfile() : undefined;
+    const profiling = PROFILE !== undefined && connections === PROFILE_CONNECTIONS ? await Promise.all([startProfile(), worker.startProfile()]) : undefined;
     const row = await drive(`gateway, ${storage.label}`, `${service.baseUrl}/chat/completions`, connections, auth, MODEL, worker);
-    if (profiling) await profiling.save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
+    if (profiling) {
+      await profiling[0].save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}.cpuprofile`));
+      await profiling[1].save(PROFILE!.replace(/(\.cpuprofile)?$/, `-${storage.kind}-worker.cpuprofile`));
+    }
     row.settleMs = await settled(service);
     row.settled = (await settledJobs(service)) - before;
     row.chainCpuMsPerJob = busiestThreadMsSince(chainBefore) / Math.max(1, row.settled);

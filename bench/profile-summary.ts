@@ -135,6 +135,11 @@ function summarize(profile: Profile, rows: number, callee?: string): void {
   for (const entry of top(inclusive)) console.log(line(entry));
 }
 
+// Piped into `head`, the rest of the output has nowhere to go: stop quietly.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error;
+  process.exit(0);
+});
 const [file, rows, callee] = process.argv.slice(2);
 if (file === undefined) {
   console.error("usage: node --import tsx bench/profile-summary.ts <file.cpuprofile> [rows=30] [function]");

@@ -9,6 +9,7 @@ import { generateKeypair } from "../src/core/keys.ts";
 import { OpenAiEngine } from "../src/inference/openai-engine.ts";
 import { WorkerClient } from "../src/worker/worker-client.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
+import { startProfile } from "./profile.ts";
 
 /** The catalog's model the worker serves, and the upstream's own name for it. */
 export const BENCH_MODEL = "Qwen/Qwen3-1.7B";
@@ -27,26 +28,35 @@ export interface WorkerProcess {
   upstreamUrl: string;
   /** The process's CPU time so far (user and system), in ms. */
   cpuMs(): Promise<number>;
+  /** A CPU profile of the process's main thread from now, written to `path` when saved. */
+  startProfile(): Promise<{ save(path: string): Promise<void> }>;
   close(): void;
 }
 
-type FromChild = { type: "ready"; upstreamUrl: string } | { type: "cpu"; ms: number };
+type FromChild = { type: "ready"; upstreamUrl: string } | { type: "cpu"; ms: number } | { type: "profiling" } | { type: "profile-saved" };
+type ToChild = { type: "cpu" } | { type: "profile-start" } | { type: "profile-save"; path: string };
 
 export function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
   const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ["--import", "tsx"], env: { ...process.env, BENCH_WORKER_PROCESS: JSON.stringify(options) } });
-  const cpuMs = () =>
-    new Promise<number>((resolve) => {
-      const onMessage = (message: FromChild) => {
-        if (message.type !== "cpu") return;
+  /** Sends `message` and resolves with the child's first answer of type `answer`. */
+  const ask = <T extends FromChild["type"]>(message: ToChild, answer: T) =>
+    new Promise<Extract<FromChild, { type: T }>>((resolve) => {
+      const onMessage = (reply: FromChild) => {
+        if (reply.type !== answer) return;
         child.off("message", onMessage);
-        resolve(message.ms);
+        resolve(reply as Extract<FromChild, { type: T }>);
       };
       child.on("message", onMessage);
-      child.send("cpu");
+      child.send(message);
     });
+  const cpuMs = async () => (await ask({ type: "cpu" }, "cpu")).ms;
+  const profile = async () => {
+    await ask({ type: "profile-start" }, "profiling");
+    return { save: async (path: string) => void (await ask({ type: "profile-save", path }, "profile-saved")) };
+  };
   return new Promise((resolve, reject) => {
     child.once("message", (message: FromChild) => {
-      if (message.type === "ready") resolve({ upstreamUrl: message.upstreamUrl, cpuMs, close: () => child.disconnect() });
+      if (message.type === "ready") resolve({ upstreamUrl: message.upstreamUrl, cpuMs, startProfile: profile, close: () => child.disconnect() });
     });
     child.once("exit", (code) => reject(new Error(`the bench's worker process exited with ${code}`)));
   });
@@ -67,7 +77,17 @@ async function serve(options: WorkerProcessOptions): Promise<void> {
     await worker.registered();
   }
   const tell = (message: FromChild) => process.send!(message);
-  process.on("message", () => {
+  let profiling: Awaited<ReturnType<typeof startProfile>> | undefined;
+  process.on("message", async (message: ToChild) => {
+    if (message.type === "profile-start") {
+      profiling = await startProfile();
+      return tell({ type: "profiling" });
+    }
+    if (message.type === "profile-save") {
+      await profiling?.save(message.path);
+      profiling = undefined;
+      return tell({ type: "profile-saved" });
+    }
     const usage = process.cpuUsage();
     tell({ type: "cpu", ms: (usage.user + usage.system) / 1000 });
   });
