@@ -17,7 +17,7 @@
  * (PROFILE_CONNECTIONS=256 for that run instead).
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
 import { tmpdir } from "node:os";
@@ -233,7 +233,6 @@ async function escrowLocks(service: Service): Promise<{ locks: number; transacti
 const settledJobs = async (service: Service) =>
   (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
 
-/** The inspector's profiler, saved where Chrome's DevTools can open it. */
 /** The proxy and one gateway in turn at each concurrency; then every job of the run settled. */
 async function driveService(storage: BenchStorage, rows: Row[]): Promise<number> {
   const service = await startService({

@@ -1,4 +1,4 @@
-/** A CPU profile of the calling thread, started now and written as a .cpuprofile when saved. */
+/** A CPU profile of the calling thread from the inspector's profiler, saved where Chrome's DevTools can open it. */
 import { writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 
