@@ -100,13 +100,16 @@ export class AutoVacuum {
   private readonly dueSinceMs = new Map<string, number>();
   private readonly quietness: Quietness | undefined;
   private readonly maxDeferMs: number;
+  private readonly afterCheck: (() => Promise<unknown>) | undefined;
 
+  /** `afterCheck`: more upkeep of the same database, run after each check (PGlite's free space maps). */
   constructor(
     private readonly db: Db,
-    options: { quietness?: Quietness; intervalMs?: number; maxDeferMs?: number } = {},
+    options: { quietness?: Quietness; intervalMs?: number; maxDeferMs?: number; afterCheck?: () => Promise<unknown> } = {},
   ) {
     this.quietness = options.quietness;
     this.maxDeferMs = options.maxDeferMs ?? MAX_DEFER_MS;
+    this.afterCheck = options.afterCheck;
     this.timer = setInterval(() => {
       this.running = this.running.then(() => this.check()).catch(() => undefined);
     }, options.intervalMs ?? CHECK_INTERVAL_MS);
@@ -135,5 +138,6 @@ export class AutoVacuum {
     });
     for (const name of this.dueSinceMs.keys()) if (!due.some((table) => table.name === name)) this.dueSinceMs.delete(name);
     await maintain(this.db, plan);
+    await this.afterCheck?.();
   }
 }

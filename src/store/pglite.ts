@@ -16,6 +16,7 @@ import { setFlagsFromString } from "node:v8";
 import { PGlite, types } from "@electric-sql/pglite";
 import { AutoVacuum, type Quietness } from "./auto-vacuum.ts";
 import type { Db, NotificationListener } from "./db.ts";
+import { giveIndexesFreeSpaceMaps } from "./pglite-free-space.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
 import { TxHandle } from "./tx.ts";
 
@@ -84,7 +85,7 @@ export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
     await mkdir(dir, { recursive: true });
   }
   if (dir !== undefined && !existsSync(join(dir, "PG_VERSION"))) await initializeInOwnProcess(dir);
-  return new PgliteDb(await createPglite(dir, image));
+  return new PgliteDb(await createPglite(dir, image), dir);
 }
 
 /**
@@ -149,9 +150,14 @@ class PgliteDb implements Db, Quietness {
   /** When the latest statement or transaction began, so a VACUUM can wait for a quiet moment. */
   private lastStatementAtMs = performance.now();
 
-  constructor(private readonly pg: PGlite) {
+  /** `dataDir`: where PGlite keeps its files, when on disk. */
+  constructor(
+    private readonly pg: PGlite,
+    dataDir?: string,
+  ) {
     this.statements = new PreparedStatements(pg);
-    this.vacuum = new AutoVacuum(this, { quietness: this });
+    const afterCheck = dataDir === undefined ? undefined : () => giveIndexesFreeSpaceMaps(this, dataDir);
+    this.vacuum = new AutoVacuum(this, { quietness: this, afterCheck });
   }
 
   quietForMs(): number {
