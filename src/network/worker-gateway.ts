@@ -105,7 +105,7 @@ export class WorkerGateway {
       // Counted only once the upgrade succeeded: a failed one never calls back to release it.
       this.pending.set(peer, (this.pending.get(peer) ?? 0) + 1);
       const host = this.options.publicHost ?? request.headers.host ?? "";
-      const connection = new WorkerConnection(ws, coalescedWrites(socket), host, this, peer);
+      const connection = new WorkerConnection(ws, socket, host, this, peer);
       this.connections.add(connection);
     });
   }
@@ -211,14 +211,16 @@ class WorkerConnection {
   private readonly handshakeTimer: NodeJS.Timeout;
   private readonly heartbeatTimer: NodeJS.Timeout;
   private dropped: Promise<void> | undefined;
+  private readonly beforeWrite: () => void;
 
   constructor(
     private readonly ws: WebSocket,
-    private readonly beforeWrite: () => void,
+    socket: Duplex,
     private readonly host: string,
     private readonly gateway: WorkerGateway,
     private readonly peer: string,
   ) {
+    this.beforeWrite = coalescedWrites(socket, () => (this.handle?.running ?? 0) > 1);
     const timeoutMs = gateway.heartbeatTimeoutMs;
     const intervalMs = Math.max(10, Math.floor(timeoutMs / 3));
     this.budget = new MessageBudget(gateway.limits);

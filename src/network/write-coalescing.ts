@@ -5,13 +5,15 @@
  * in the same turn; written one frame at a time, each was a system call of its own on the sender
  * and a read of its own on the receiver (docs/performance.md, stop 35).
  *
- * The first frame is not held: a lone request's job or first token would otherwise wait for
- * whatever else its turn runs (on the gateway, a transaction's statements), which cost a
- * sequential stream's first token about 0.8 ms when every frame waited.
+ * The first frame is not held while the connection carries a single job: a lone request's job or
+ * first token would otherwise wait for whatever else its turn runs (on the gateway, a
+ * transaction's statements), which cost a sequential stream's first token about 0.8 ms when every
+ * frame waited. With several jobs under way (`busy`), the first frame waits with the rest, and the
+ * turn costs one write (docs/performance.md, stop 43).
  */
 import type { Duplex } from "node:stream";
 
-export function coalescedWrites(socket: Duplex): () => void {
+export function coalescedWrites(socket: Duplex, busy: () => boolean = () => false): () => void {
   let sentThisTurn = false;
   let held = false;
   const endOfTurn = () => {
@@ -25,7 +27,7 @@ export function coalescedWrites(socket: Duplex): () => void {
     if (!sentThisTurn) {
       sentThisTurn = true;
       setImmediate(endOfTurn);
-      return;
+      if (!busy()) return;
     }
     held = true;
     socket.cork();

@@ -185,7 +185,7 @@ export class WorkerClient {
     const ws = new WebSocket(this.url, { maxPayload: MAX_GATEWAY_MESSAGE_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
     this.ws = ws;
     let beforeWrite = () => {};
-    ws.once("upgrade", (response) => (beforeWrite = coalescedWrites(response.socket)));
+    ws.once("upgrade", (response) => (beforeWrite = coalescedWrites(response.socket, () => link.jobs.size > 1)));
     const link: Link = {
       ws,
       jobs: new Set(),
