@@ -85,7 +85,7 @@ function chainStatus(status: TransactionStatus | null): ChainStatus | null {
 
 /** A signer whose signature slot stays empty: the wallet fills it (`solana:signTransaction`). */
 function awaitingSignature(wallet: Address): Signer {
-  return { address: wallet, publicKey: addressBytes(wallet), sign: () => new Uint8Array(64), signInBackground: async () => new Uint8Array(64) };
+  return { address: wallet, publicKey: addressBytes(wallet), sign: () => new Uint8Array(64) };
 }
 
 /**

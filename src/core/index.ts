@@ -14,7 +14,7 @@ export type { Tier } from "./pricing.ts";
 export { outputHash, proofMessage, proofVerifies } from "./proof.ts";
 export { MAX_MESSAGES, MAX_STOP_SEQUENCES, MAX_TOKENS, PENALTY_RANGE, SEED_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE } from "./request-limits.ts";
 export { NATIVE_DECIMALS, USDC_DECIMALS, baseUnitsToCredits, creditsToBaseUnits, usdcValue } from "./units.ts";
-export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair, publicKeyOf, readKeypair, verifyEd25519, verifyEd25519InBackground } from "./keys.ts";
+export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair, publicKeyOf, readKeypair, verifyEd25519 } from "./keys.ts";
 export type { Keypair, Signer } from "./keys.ts";
 export { PACKAGE_ROOT } from "./package-root.ts";
 export { RecentSamples, median } from "./recent-samples.ts";

@@ -12,12 +12,11 @@ import { BoundedMap } from "./bounded-map.ts";
 export interface Signer {
   readonly address: Address;
   readonly publicKey: Uint8Array;
-  sign(message: Uint8Array): Uint8Array;
   /**
-   * The same signature, computed on libuv's thread pool: the event loop spends about a fifth of
-   * the signature's time on it (docs/performance.md, step 11). For the hot paths.
+   * On the calling thread. Handed to libuv's pool instead, a signature cost a loaded 2-core machine
+   * more than it saved: see verifyEd25519.
    */
-  signInBackground(message: Uint8Array): Promise<Uint8Array>;
+  sign(message: Uint8Array): Uint8Array;
 }
 
 export interface Keypair extends Signer {
@@ -61,23 +60,12 @@ function verifyingKey(address: string): KeyObject | null {
 }
 
 /**
- * verifyEd25519 on libuv's thread pool, so the event loop runs on while OpenSSL checks the
- * signature (a verification costs about three signatures).
+ * Whether `signature` is the Ed25519 signature of `message` by the key of `address`, checked on
+ * the calling thread (about 50 µs here). Checked on libuv's thread pool instead, as from
+ * 2026-11-26 to stop 43, a gateway under load at 32 connections answered fewer requests a
+ * second: each hand-off wakes a pool thread, which on a machine whose two cores are busy takes
+ * the core from the thread that woke it (docs/performance.md, stop 43).
  */
-export function verifyEd25519InBackground(address: string, message: Uint8Array, signature: Uint8Array): Promise<boolean> {
-  const key = verifyingKey(address);
-  if (key === null || signature.length !== 64) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    // As verifyEd25519: anything OpenSSL refuses, at once or on the pool, is not a valid signature.
-    try {
-      verify(null, message, key, signature, (error, valid) => resolve(error === null && valid));
-    } catch {
-      resolve(false);
-    }
-  });
-}
-
-/** Whether `signature` is the Ed25519 signature of `message` by the key of `address`. */
 export function verifyEd25519(address: string, message: Uint8Array, signature: Uint8Array): boolean {
   const key = verifyingKey(address);
   if (key === null || signature.length !== 64) return false;
@@ -100,8 +88,6 @@ function fromPrivateKey(key: KeyObject): Keypair {
     publicKey,
     secretKey,
     sign: (message) => new Uint8Array(sign(null, message, key)),
-    signInBackground: (message) =>
-      new Promise((resolve, reject) => sign(null, message, key, (error, signature) => (error === null ? resolve(new Uint8Array(signature)) : reject(error)))),
   };
 }
 

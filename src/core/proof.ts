@@ -4,7 +4,7 @@
  * SHA-256 of the complete output text, UTF-8, with any trailing newline removed.
  */
 import { createHash } from "node:crypto";
-import { verifyEd25519InBackground } from "./keys.ts";
+import { verifyEd25519 } from "./keys.ts";
 
 export function outputHash(text: string): string {
   const trimmed = text.replace(/\r?\n$/, "");
@@ -15,7 +15,7 @@ export function proofMessage(jobId: string, hash: string): Uint8Array {
   return new TextEncoder().encode(`${jobId}:${hash}`);
 }
 
-/** Whether `signature` is the worker's proof of exactly `text` for this job (checked off the event loop). */
-export function proofVerifies(jobId: string, text: string, workerAddress: string, signature: Uint8Array): Promise<boolean> {
-  return verifyEd25519InBackground(workerAddress, proofMessage(jobId, outputHash(text)), signature);
+/** Whether `signature` is the worker's proof of exactly `text` for this job. */
+export function proofVerifies(jobId: string, text: string, workerAddress: string, signature: Uint8Array): boolean {
+  return verifyEd25519(workerAddress, proofMessage(jobId, outputHash(text)), signature);
 }

@@ -217,7 +217,7 @@ type Finished = { finishReason: StopReason; usage: Usage; signature: Uint8Array;
  */
 async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrow: EscrowLanding): Promise<Charged> {
   const proved = provedChanges(deps, job, text, done);
-  const signed = proofHolds(deps, job, text, done).then((holds) => (holds ? prepareSettlement(deps.chain, { ...job, ...proved }) : null));
+  const signed = proofHolds(deps, job, text, done) ? prepareSettlement(deps.chain, { ...job, ...proved }) : Promise.resolve(null);
   // Awaited below once the escrow has landed; never let an early rejection count as unhandled.
   signed.catch(() => undefined);
   const landed = await escrow.forCharge().catch(() => null);
@@ -264,7 +264,7 @@ async function recordCharge(
  * signed, so a settled job's proof always is; the program would refuse a bad one too, but only
  * after a fee was spent.
  */
-async function proofHolds(deps: EndingDeps, job: JobRecord, text: string, done: Finished): Promise<boolean> {
+function proofHolds(deps: EndingDeps, job: JobRecord, text: string, done: Finished): boolean {
   return deps.skipProofCheck || proofVerifies(job.id, text, job.workerAddress ?? "", done.signature);
 }
 

@@ -47,7 +47,7 @@ export async function probeWorker(worker: WorkerHandle, model: string, timeoutMs
 
 async function judge(address: string, jobId: string, text: string, done: Extract<WorkerEvent, { type: "done" }>): Promise<ProbeResult> {
   if (text === "") return { ok: false, reason: "the probe job produced no output" };
-  if (!(await proofVerifies(jobId, text, address, done.signature))) {
+  if (!proofVerifies(jobId, text, address, done.signature)) {
     return { ok: false, reason: "the probe job's proof does not verify against its output" };
   }
   const most = Math.min(PROBE_REQUEST.maxTokens, completionTokensAtMost({ text, stop: PROBE_REQUEST.stop, finishReason: done.finishReason }));

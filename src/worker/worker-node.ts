@@ -40,7 +40,7 @@ export class WorkerNode implements WorkerHandle {
           continue;
         }
         const hash = outputHash(text);
-        const signature = await this.signer.signInBackground(proofMessage(job.jobId, hash));
+        const signature = this.signer.sign(proofMessage(job.jobId, hash));
         yield { type: "done", finishReason: event.finishReason, usage: event.usage, outputHash: hash, signature };
       }
     } catch (error) {
