@@ -1,6 +1,6 @@
 /**
  * Frames sent in one turn of the event loop: the first is written at once, the rest in one write
- * at the turn's end. The stream below is a real Node.js Writable that records each write it is
+ * at the turn's end; while the connection carries several jobs, the first waits too. The stream below is a real Node.js Writable that records each write it is
  * asked to make, one chunk (`_write`) or several at once (`_writev`), as a socket's are.
  */
 import assert from "node:assert/strict";
@@ -48,4 +48,25 @@ test("the first frame of a turn is written at once, the rest together when the t
   assert.deepEqual(writes.at(-1), ["job 5"]);
   await nextTurn();
   assert.equal(writes.length, 4, "nothing is left held once the turns end");
+});
+
+test("while the connection is busy, the turn's first frame waits with the rest", async () => {
+  const { socket, writes } = recordingSocket();
+  let jobsUnderWay = 2;
+  const beforeWrite = coalescedWrites(socket, () => jobsUnderWay > 1);
+  const send = (frame: string) => {
+    beforeWrite();
+    socket.write(frame);
+  };
+  send("delta 1");
+  send("delta 2");
+  assert.deepEqual(writes, [], "nothing leaves before the turn ends");
+  await nextTurn();
+  assert.deepEqual(writes, [["delta 1", "delta 2"]], "the turn's frames leave in one write");
+
+  jobsUnderWay = 1;
+  send("done");
+  assert.deepEqual(writes.at(-1), ["done"], "a lone job's frame leaves at once");
+  await nextTurn();
+  assert.equal(writes.length, 2, "nothing is left held");
 });
