@@ -185,7 +185,6 @@ export class WorkerClient {
     const ws = new WebSocket(this.url, { maxPayload: MAX_GATEWAY_MESSAGE_BYTES, handshakeTimeout: 10_000, perMessageDeflate: false });
     this.ws = ws;
     let beforeWrite = () => {};
-    ws.once("upgrade", (response) => (beforeWrite = coalescedWrites(response.socket, () => link.jobs.size > 1)));
     const link: Link = {
       ws,
       jobs: new Set(),
@@ -200,6 +199,7 @@ export class WorkerClient {
         ws.send(encode(message));
       },
     };
+    ws.once("upgrade", (response) => (beforeWrite = coalescedWrites(response.socket, () => link.jobs.size > 1)));
     ws.on("message", (data: RawData, isBinary: boolean) => this.receive(link, data, isBinary));
     // 'close' follows every error (refused connection, reset, bad frame) and decides what comes next.
     ws.on("open", () => (link.opened = true));
