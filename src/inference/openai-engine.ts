@@ -211,6 +211,7 @@ export class OpenAiEngine implements Engine {
     if (opened === undefined) return;
     const { promptTokens, response, exchange } = opened;
     const state: StreamState = { text: "", contentChunks: 0, usage: null, finish: null, sawDone: false };
+    let complete = false;
     try {
       if (response.contentType.includes("application/json")) {
         // The server ignored `stream: true` and sent one whole completion.
@@ -225,6 +226,7 @@ export class OpenAiEngine implements Engine {
       if (!state.sawDone && state.finish === null) {
         throw new UpstreamError("the upstream's stream ended before the generation finished", response.status);
       }
+      complete = true;
       const usage = await this.finalUsage(state, promptTokens, request.maxTokens, signal);
       const finishReason = state.finish ?? inferFinish(usage, request.maxTokens);
       if (signal?.aborted) return;
@@ -236,7 +238,8 @@ export class OpenAiEngine implements Engine {
       // prompt after answering 200) still means nothing was generated.
       throw state.contentChunks === 0 ? this.asContextError(failure, promptTokens, request.maxTokens) : failure;
     } finally {
-      exchange.end();
+      if (complete) response.release();
+      else exchange.end();
     }
   }
 

@@ -6,6 +6,7 @@
  * undici's own header and body timeouts (300 s each) still apply above that.
  */
 import { STATUS_CODES } from "node:http";
+import type { Readable } from "node:stream";
 import { Agent, request } from "undici";
 import { UpstreamError, upstreamErrorFromBody } from "./openai-errors.ts";
 
@@ -59,6 +60,16 @@ export class Exchange {
     this.controller.abort(EXCHANGE_ENDED);
   }
 
+  /** `end`, once `body` has ended (UpstreamResponse.release). */
+  endAfter(body: Readable): void {
+    if (this.ended) return;
+    if (body.readableEnded || body.destroyed) return this.end();
+    const end = () => this.end();
+    clearTimeout(this.timer);
+    this.timer = setTimeout(end, RELEASE_GRACE_MS);
+    body.once("end", end).once("error", end).resume();
+  }
+
   /** What a failure during this exchange means to the engine's caller. */
   failure(url: string, error: unknown): Error {
     if (this.cutBy === "closed") return new Error("the engine is closed");
@@ -107,7 +118,17 @@ export interface UpstreamResponse {
   /** The body's bytes as they arrive; read it or `text()` once. */
   body: AsyncIterable<Uint8Array>;
   text(): Promise<string>;
+  /**
+   * Ends the exchange of a complete answer whose body may still be open: a stream is read up to
+   * `[DONE]`, and the response's end often comes in a later write. That end is awaited in the
+   * background, for RELEASE_GRACE_MS at most, so the connection goes back to the pool; a body
+   * still open then is dropped with its connection.
+   */
+  release(): void;
 }
+
+/** How long a complete answer's body may stay open before its connection is given up. */
+export const RELEASE_GRACE_MS = 1_000;
 
 /** Redirects followed, as fetch follows them (a proxy in front of the server may answer one). */
 const MAX_REDIRECTIONS = 5;
@@ -192,8 +213,12 @@ export class UpstreamClient {
       const response: UpstreamResponse = {
         status,
         contentType: (Array.isArray(contentType) ? contentType[0] : contentType) ?? "",
-        body: answer.body,
+        // A reader that stops early (at `data: [DONE]`) leaves the body to `release` or to
+        // `Exchange.end`. Node's iterator would destroy it there and then, and with it the
+        // connection whenever the response's end had not arrived yet (bench/upstream-streams.ts).
+        body: answer.body.iterator({ destroyOnReturn: false }),
         text: () => answer.body.text(),
+        release: () => exchange.endAfter(answer.body),
       };
       return { response, exchange };
     } catch (error) {

@@ -10,6 +10,7 @@ import { after, describe, it } from "node:test";
 import { ContextLengthExceededError } from "../../src/inference/context-length-error.ts";
 import type { ChatMessage } from "../../src/inference/engine.ts";
 import { OpenAiEngine, UpstreamError, type OpenAiEngineOptions } from "../../src/inference/openai-engine.ts";
+import { RELEASE_GRACE_MS } from "../../src/inference/openai-http.ts";
 import { estimatePromptTokens } from "../../src/inference/openai-tokens.ts";
 import { startUpstream, type Dialect, type UpstreamBehaviour, type UpstreamServer } from "../support/upstream-server.ts";
 import { baseRequest, collect } from "./collect.ts";
@@ -383,6 +384,34 @@ describe("upstream failures", () => {
     const elapsed = Date.now() - started;
     assert.ok(elapsed >= 290 && elapsed < 2000, `timed out after ${elapsed} ms`);
     assert.equal(await server.chatRequests()[0]!.disconnected, true);
+  });
+});
+
+describe("the end of a stream", () => {
+  it("a response that ends a write after its [DONE] leaves its connection for the next request", async () => {
+    // Split writes: the response's end comes about a millisecond after [DONE], which ends the generation.
+    const server = await upstream("vllm", { splitWrites: true });
+    const engine = await engineFor(server);
+    for (let i = 0; i < 4; i++) {
+      assert.equal((await collect(engine, {})).text, REPLY.join(""));
+      assert.equal(await server.chatRequests()[i]!.disconnected, false, "the answer was read to its end");
+      // The end is read in the background; given time, the connection is back in the pool.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const ports = server.chatRequests().map((c) => c.clientPort);
+    assert.equal(new Set(ports.slice(1)).size, 1, `the chats' client ports: ${ports.join(", ")}`);
+  });
+
+  it("a response held open after [DONE]: the generation ends at [DONE], and its connection is dropped", async () => {
+    const server = await upstream("vllm", { holdAfterDone: true });
+    const engine = await engineFor(server, { timeoutMs: 60_000 });
+    const r = await collect(engine, {});
+    const doneAt = Date.now();
+    assert.equal(r.text, REPLY.join(""));
+    assert.equal(r.done?.finishReason, "stop");
+    assert.equal(await server.chatRequests()[0]!.disconnected, true);
+    const heldMs = Date.now() - doneAt;
+    assert.ok(heldMs >= RELEASE_GRACE_MS - 50 && heldMs < 10_000, `the connection was dropped ${heldMs} ms after the answer`);
   });
 });
 

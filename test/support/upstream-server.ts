@@ -70,6 +70,8 @@ export interface UpstreamBehaviour {
   failAfter: { chunks: number; how: "error-event" | "drop" | "end" } | null;
   /** Send the stream's headers, then nothing. */
   stall: boolean;
+  /** After `data: [DONE]`, keep the response open instead of ending it. */
+  holdAfterDone: boolean;
   /** llama-server: report a prompt that fills the context as an `error:` event after a 200, as older builds do. */
   contextErrorInStream: boolean;
   apiKey: string | null;
@@ -96,6 +98,7 @@ const COMMON: Omit<UpstreamBehaviour, "model" | "usage" | "errorShape"> = {
   ignoreStream: false,
   failAfter: null,
   stall: false,
+  holdAfterDone: false,
   contextErrorInStream: false,
   apiKey: null,
 };
@@ -215,6 +218,8 @@ export interface RecordedRequest {
   body: Record<string, unknown> | undefined;
   /** Resolves true if the client went away before the answer was complete, false once it was. */
   disconnected: Promise<boolean>;
+  /** The client's port: the same on two requests when they share a kept-alive connection. */
+  clientPort: number | undefined;
 }
 
 export interface UpstreamServer {
@@ -495,7 +500,7 @@ export async function startUpstream(dialect: Dialect, overrides: Partial<Upstrea
     }
     if (b.sendDone) await event("[DONE]");
     await writer.flush();
-    res.end();
+    if (!b.holdAfterDone) res.end();
   }
 
   const http: Server = createServer((req, res) => {
@@ -507,6 +512,7 @@ export async function startUpstream(dialect: Dialect, overrides: Partial<Upstrea
       headers: req.headers,
       body: undefined,
       disconnected: new Promise((resolve) => (settle = resolve)),
+      clientPort: req.socket.remotePort,
     };
     res.on("close", () => settle(!res.writableFinished));
     requests.push(record);
