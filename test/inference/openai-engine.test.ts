@@ -394,7 +394,7 @@ describe("the end of a stream", () => {
     const engine = await engineFor(server);
     for (let i = 0; i < 4; i++) {
       assert.equal((await collect(engine, {})).text, REPLY.join(""));
-      assert.equal(await server.chatRequests()[i]!.disconnected, false, "the answer was read to its end");
+      assert.equal(await server.chatRequests()[i]!.disconnected, false, "the upstream sent its whole answer");
       // The end is read in the background; given time, the connection is back in the pool.
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
