@@ -66,6 +66,8 @@ export interface ChainBackend {
   settledStatus(wire: Uint8Array): Promise<TransactionStatus | null>;
   getTransaction(signature: string): Promise<StoredTransaction | null>;
   getAccount(address: Address): Promise<AccountInfo | null>;
+  /** Several accounts in one request (a cluster's getMultipleAccounts), in the order asked; null where there is none. */
+  getAccounts(addresses: readonly Address[]): Promise<(AccountInfo | null)[]>;
   /** Base units held by an SPL token account; null when there is no such token account. */
   getTokenBalance(tokenAccount: Address): Promise<bigint | null>;
   minimumBalanceForRentExemption(space: number): Promise<bigint>;

@@ -25,7 +25,7 @@ import type { LogRecord } from "./txlog.ts";
 
 /** The calls the thread answers: LiteSvmBackend's methods of the same names. */
 export const THREAD_CALLS = [
-  "sendTransaction", "getTransactionStatus", "settledStatus", "getTransaction", "getAccount", "getTokenBalance",
+  "sendTransaction", "getTransactionStatus", "settledStatus", "getTransaction", "getAccount", "getAccounts", "getTokenBalance",
   "minimumBalanceForRentExemption", "requestAirdrop", "simulateTransaction", "isBlockhashValid", "programAccounts",
   "history", "close",
 ] as const;
@@ -256,6 +256,10 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
 
   getAccount(address: Address): Promise<AccountInfo | null> {
     return this.call("getAccount", address);
+  }
+
+  getAccounts(addresses: readonly Address[]): Promise<(AccountInfo | null)[]> {
+    return this.call("getAccounts", addresses);
   }
 
   getTokenBalance(tokenAccount: Address): Promise<bigint | null> {

@@ -426,9 +426,13 @@ export class Chain {
 
   /** A job's escrow record as the program keeps it; null when the job never locked one. */
   async escrowRecord(jobId: string): Promise<JobEscrow | null> {
-    const account = await this.backend.getAccount(this.escrowAddressFor(jobId));
-    if (!account || account.owner !== this.program) return null;
-    return decodeEscrow(account.data);
+    return (await this.escrowRecords([jobId]))[0]!;
+  }
+
+  /** Several jobs' escrow records in one read, in the order given. */
+  async escrowRecords(jobIds: readonly string[]): Promise<(JobEscrow | null)[]> {
+    const accounts = await this.backend.getAccounts(jobIds.map((jobId) => this.escrowAddressFor(jobId)));
+    return accounts.map((account) => (account && account.owner === this.program ? decodeEscrow(account.data) : null));
   }
 
   /**

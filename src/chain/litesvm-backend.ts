@@ -297,6 +297,12 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
     return { signature, ...rest };
   }
 
+  async getAccounts(addresses: readonly Address[]): Promise<(AccountInfo | null)[]> {
+    const accounts: (AccountInfo | null)[] = [];
+    for (const address of addresses) accounts.push(await this.getAccount(address));
+    return accounts;
+  }
+
   async getAccount(address: Address): Promise<AccountInfo | null> {
     this.check();
     const a = this.svm.getAccount(addressBytes(address));

@@ -119,12 +119,13 @@ function escrowOwner(db: Db, chain: Chain): ActionOwner {
 /**
  * The program picks the worker's share from its stake record when the settlement executes, not
  * from what the gateway read when the worker registered; the ledger pays what the program paid.
- * The escrow records are read all at once: each read is a round trip to the chain, taken while the
- * confirmations' database transaction is open. (Read before it opened, the confirmations fell
- * behind new admissions at 256 connections on PGlite: docs/performance.md, stop 32.)
+ * The escrow records are read in one request (one message to the chain's thread, or one
+ * getMultipleAccounts), taken while the confirmations' database transaction is open. (Read before
+ * it opened, the confirmations fell behind new admissions at 256 connections on PGlite:
+ * docs/performance.md, stop 32.)
  */
 async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
-  const escrows = await Promise.all(jobs.map((job) => chain.escrowRecord(job.id)));
+  const escrows = await chain.escrowRecords(jobs.map((job) => job.id));
   const paid: JobRecord[] = [];
   for (const [i, job] of jobs.entries()) {
     const escrow = escrows[i];

@@ -105,3 +105,19 @@ test("a thread whose chain was closed serves the next chain, which sees nothing 
   assert.equal((await reopened.getAccount(address))?.lamports, 3_000_000n, "the second chain's state is durable");
   await reopened.close();
 });
+
+test("several accounts in one call: in the order asked, null where there is none, as one at a time reads them", async () => {
+  const backend = await ThreadedChainBackend.open({});
+  try {
+    const funded = [generateKeypair().address, generateKeypair().address];
+    await backend.requestAirdrop(funded[0]!, 1_000_000n);
+    await backend.requestAirdrop(funded[1]!, 2_000_000n);
+    const asked = [funded[1]!, generateKeypair().address, funded[0]!, funded[1]!];
+    const accounts = await backend.getAccounts(asked);
+    assert.deepEqual(accounts.map((a) => a?.lamports ?? null), [2_000_000n, null, 1_000_000n, 2_000_000n]);
+    assert.deepEqual(accounts, await Promise.all(asked.map((address) => backend.getAccount(address))));
+    assert.deepEqual(await backend.getAccounts([]), []);
+  } finally {
+    await backend.close();
+  }
+});

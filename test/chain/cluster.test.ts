@@ -11,6 +11,7 @@ import { ClusterBackend } from "../../src/chain/cluster/index.ts";
 import { transactionErrorJson } from "../../src/chain/rpc/encoding.ts";
 import { describeRpcTransactionError } from "../../src/chain/svm-errors.ts";
 import { loadServiceKeys } from "../../src/chain/setup.ts";
+import { newId } from "../../src/core/ids.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { startChainServer, type ChainServer } from "../support/chain-server.ts";
@@ -151,6 +152,25 @@ describe("the cluster backend through a faulty RPC", () => {
     } finally {
       await priced.close();
     }
+  });
+
+  test("many jobs' escrow records are read 100 accounts to a getMultipleAccounts, in order", async () => {
+    const wallet = generateKeypair().address;
+    await chain.deposit({ wallet, credits: 1_000 });
+    const locked = [newId("job"), newId("job")];
+    for (const jobId of locked) await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 2 });
+    const jobIds = Array.from({ length: 230 }, (_, i) => (i === 7 ? locked[0]! : i === 150 ? locked[1]! : newId("job")));
+    const methods: string[] = [];
+    proxy.fault = ({ method }) => {
+      methods.push(method);
+      return { kind: "pass" };
+    };
+    const records = await chain.escrowRecords(jobIds);
+    proxy.fault = () => ({ kind: "pass" });
+    assert.deepEqual(methods, ["getMultipleAccounts", "getMultipleAccounts", "getMultipleAccounts"]);
+    assert.deepEqual(records.flatMap((r, i) => (r === null ? [] : [i])), [7, 150]);
+    assert.equal(records[7]!.wallet, wallet);
+    assert.deepEqual(records[150], await chain.escrowRecord(locked[1]!));
   });
 
   test("a gateway with other keys than the chain was set up with is refused, leaving nothing behind", async () => {

@@ -58,6 +58,13 @@ function sleep(ms: number): Promise<null> {
   return new Promise((resolve) => setTimeout(resolve, ms, null));
 }
 
+/** The most accounts one getMultipleAccounts may ask for (Solana's RPC limit). */
+const MAX_ACCOUNTS_PER_REQUEST = 100;
+
+function accountInfo(address: Address, value: { lamports: bigint; owner: Address; executable: boolean; data: readonly [string, string] }): AccountInfo {
+  return { address, lamports: value.lamports, owner: value.owner, executable: value.executable, data: Buffer.from(value.data[0], "base64") };
+}
+
 /** The transaction error inside a node's refusal of `sendTransaction`, in the runtime's spelling. */
 function refusalReason(err: unknown): string | undefined {
   if (isSolanaError(err, SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE)) return "SignatureFailure";
@@ -231,8 +238,18 @@ export class ClusterBackend implements ChainBackend {
 
   async getAccount(address: Address): Promise<AccountInfo | null> {
     const { value } = await this.rpc.getAccountInfo(address, { encoding: "base64", commitment: this.options.commitment }).send();
-    if (!value) return null;
-    return { address, lamports: value.lamports, owner: value.owner, executable: value.executable, data: Buffer.from(value.data[0], "base64") };
+    return value ? accountInfo(address, value) : null;
+  }
+
+  /** getMultipleAccounts, MAX_ACCOUNTS_PER_REQUEST at a time. */
+  async getAccounts(addresses: readonly Address[]): Promise<(AccountInfo | null)[]> {
+    const accounts: (AccountInfo | null)[] = [];
+    for (let at = 0; at < addresses.length; at += MAX_ACCOUNTS_PER_REQUEST) {
+      const some = addresses.slice(at, at + MAX_ACCOUNTS_PER_REQUEST);
+      const { value } = await this.rpc.getMultipleAccounts(some, { encoding: "base64", commitment: this.options.commitment }).send();
+      some.forEach((address, i) => accounts.push(value[i] ? accountInfo(address, value[i]) : null));
+    }
+    return accounts;
   }
 
   async getTokenBalance(tokenAccount: Address): Promise<bigint | null> {

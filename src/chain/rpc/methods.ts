@@ -51,7 +51,7 @@ const accountMethods: Record<string, Method> = {
     return withContext(ctx, (await accountsView(ctx, [account], p.config<AccountEncoding>(params, 1)))[0]);
   },
   async getMultipleAccounts(ctx, params) {
-    const accounts = await Promise.all(p.addressList(params, 0, MAX_MULTIPLE_ACCOUNTS).map((a) => ctx.backend.getAccount(a)));
+    const accounts = await ctx.backend.getAccounts(p.addressList(params, 0, MAX_MULTIPLE_ACCOUNTS));
     return withContext(ctx, await accountsView(ctx, accounts, p.config<AccountEncoding>(params, 1)));
   },
   async getBalance(ctx, params) {
