@@ -313,9 +313,16 @@ function readinessProbes(db: Db, chain: Chain, pool: WorkerPool, bus: Bus | unde
   return { database: () => db.query("SELECT 1"), chain: () => chain.slot(), workers: () => pool.size, ...(bus ? { bus: () => bus.connected() } : {}) };
 }
 
+/**
+ * The embedded chain keeps its records as long as the database keeps its commits: PostgreSQL
+ * syncs each commit, and then so does the chain; PGlite does not (docs/architecture.md, "Why a
+ * crash loses nothing"), and a sync of the chain's log, about 1.3 ms, was then the longest part
+ * of the escrow lock's landing, which each reply waits for (docs/performance.md, stop 45).
+ */
 function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions {
   return {
     logger,
+    syncLog: options.databaseUrl !== undefined,
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.chainUrl ? { chainUrl: options.chainUrl } : {}),
     ...(options.keysDir ? { keysDir: options.keysDir } : {}),

@@ -622,6 +622,8 @@ export interface OpenChainOptions {
   priorityFeeMicroLamports?: bigint;
   /** Length of an embedded-chain slot in ms (default 400). */
   slotMs?: number;
+  /** Whether the embedded chain syncs its log to the disk before acknowledging a send (default true; LiteSvmBackendOptions.syncLog). */
+  syncLog?: boolean;
   /** Where setup says what it found and did (the escrow program's id, its config). */
   logger?: Logger;
   /** The escrow program's rules for a new chain (tests shorten the job timeout); DEFAULT_RULES otherwise. */
@@ -663,9 +665,10 @@ export async function openChain(options: OpenChainOptions = {}): Promise<Chain> 
   }
 }
 
-function openEmbedded({ dataDir, slotMs }: OpenChainOptions): Promise<ThreadedChainBackend> {
+function openEmbedded({ dataDir, slotMs, syncLog }: OpenChainOptions): Promise<ThreadedChainBackend> {
   return ThreadedChainBackend.open({
     ...(dataDir === undefined ? {} : { dataDir: join(dataDir, "chain") }),
     ...(slotMs === undefined ? {} : { slotMs }),
+    ...(syncLog === undefined ? {} : { syncLog }),
   });
 }

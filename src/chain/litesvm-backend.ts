@@ -42,6 +42,11 @@ export interface LiteSvmBackendOptions {
   programs?: readonly ProgramImage[];
   /** The caller holds the data dir's lock (persistence.ts lockChainDir) and releases it after close. */
   lockHeld?: boolean;
+  /**
+   * Sync each send's log record to the disk before acknowledging it (default true). False: the
+   * chain survives the process's crash but not the machine's (txlog.ts, TxLogOptions.sync).
+   */
+  syncLog?: boolean;
 }
 
 /** A cluster accepts a blockhash for 150 slots after the slot that produced it. */
@@ -83,7 +88,7 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
   private constructor(
     svm: NativeSvm,
     private readonly store: ChainStore,
-    private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir" | "programs" | "lockHeld">>,
+    private readonly options: Required<Omit<LiteSvmBackendOptions, "dataDir" | "programs" | "lockHeld" | "syncLog">>,
   ) {
     this.svm = svm;
     this.readings = new ReadingCache(svm);
@@ -114,7 +119,7 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
         const a = svm.getAccount(address);
         return a && { lamports: a.lamports(), owner: a.owner(), executable: a.executable(), rentEpoch: a.rentEpoch(), data: a.data() };
       },
-    }, options.lockHeld);
+    }, { lockHeld: options.lockHeld ?? false, syncLog: options.syncLog ?? true });
     svm.setSigverify(true);
     const backend = new LiteSvmBackend(svm, store, {
       slotMs: options.slotMs ?? 400,

@@ -2,7 +2,7 @@
  * Durable state of the embedded chain, in its data dir:
  *
  * - `txlog`: every change, in execution order (txlog.ts). A send is acknowledged only after its
- *   record is fsynced; concurrent sends share one fsync.
+ *   record is fsynced (concurrent sends share one fsync), or, for an unsynced log, written.
  * - `checkpoint`: the accounts the log's records have written, as of a log offset (checkpoint.ts).
  * - `txindex`: signature -> log offset for the records before the checkpoint (sigindex.ts).
  * - `programs`: which bytes of each built-in program this chain ran under (programs.ts).
@@ -64,8 +64,11 @@ export class ChainStore {
     private readonly unlock: () => void,
   ) {}
 
-  /** `lockHeld`: the caller took the dir's lock (lockChainDir) and releases it itself. */
-  static open(dir: string | undefined, genesisAccounts: Uint8Array[], programs: readonly ProgramImage[], hooks: StateHooks, lockHeld = false): ChainStore {
+  /**
+   * `lockHeld`: the caller took the dir's lock (lockChainDir) and releases it itself. `syncLog`:
+   * whether a record is synced to the disk before its send is acknowledged (TxLogOptions.sync).
+   */
+  static open(dir: string | undefined, genesisAccounts: Uint8Array[], programs: readonly ProgramImage[], hooks: StateHooks, { lockHeld = false, syncLog = true } = {}): ChainStore {
     if (dir === undefined) {
       hooks.deploy(programs);
       return new ChainStore(undefined, new MemoryLog(), SignatureIndex.memory(), hooks, () => {});
@@ -75,7 +78,7 @@ export class ChainStore {
     let index: SignatureIndex | undefined;
     try {
       const cp = readCheckpoint(join(dir, "checkpoint"));
-      log = TxLog.open(join(dir, "txlog"));
+      log = TxLog.open(join(dir, "txlog"), { sync: syncLog });
       const from = cp?.logOffset ?? 0;
       if (log.size < from) throw new Error(`${dir}: txlog is shorter than the checkpoint says (${log.size} < ${from})`);
       checkProgramNotes(dir, programs, { replayNeeded: log.size > from });

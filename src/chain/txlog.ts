@@ -131,6 +131,18 @@ export class MemoryLog implements RecordLog {
   }
 }
 
+export interface TxLogOptions {
+  /**
+   * Whether a record is synced to the disk before it counts as durable (default true). Without,
+   * `append`'s write to the operating system is all: the record survives the process's crash
+   * (kill -9, the out-of-memory killer) and not an operating-system crash or a power cut. That is
+   * for a chain whose user keeps nothing longer than that itself (a node on PGlite, whose commits
+   * are not synced either), where a sync of each send was most of a send's time
+   * (docs/performance.md, stop 45).
+   */
+  sync?: boolean;
+}
+
 export class TxLog implements RecordLog {
   private appended = 0;
   private synced = 0;
@@ -140,11 +152,16 @@ export class TxLog implements RecordLog {
     private readonly fd: number,
     /** Bytes in the file, including appends not yet synced. */
     public size: number,
+    private readonly sync: boolean,
   ) {}
 
-  static open(path: string): TxLog {
+  /**
+   * `sync` false: a record counts as durable once written, when it survives the process's crash
+   * but not the machine's (TxLogOptions.sync).
+   */
+  static open(path: string, { sync = true }: TxLogOptions = {}): TxLog {
     const fd = openSync(path, "a+", 0o600);
-    return new TxLog(fd, fstatSync(fd).size);
+    return new TxLog(fd, fstatSync(fd).size, sync);
   }
 
   /**
@@ -176,7 +193,7 @@ export class TxLog implements RecordLog {
 
   /**
    * Writes a record and returns its offset. The write reaches the OS at once (so it survives the
-   * process being killed); `durable()` waits for it to reach the disk.
+   * process being killed); `durable()` waits for it to reach the disk, when this log syncs.
    */
   append(frame: Buffer): number {
     const offset = this.size;
@@ -188,10 +205,12 @@ export class TxLog implements RecordLog {
   }
 
   /**
-   * Resolves once every record appended before the call is on disk. Concurrent callers share one
-   * fdatasync (group commit), so a burst of sends costs one disk flush, not one each.
+   * Resolves once every record appended before the call is on disk (at once, when this log does
+   * not sync). Concurrent callers share one fdatasync (group commit), so a burst of sends costs
+   * one disk flush, not one each.
    */
   async durable(): Promise<void> {
+    if (!this.sync) return;
     const target = this.appended;
     while (this.synced < target) {
       if (!this.syncing) {
