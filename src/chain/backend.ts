@@ -49,6 +49,9 @@ export interface AccountInfo {
   data: Uint8Array;
 }
 
+/** The most accounts one getMultipleAccounts request may name: Solana's RPC limit, which the embedded RPC server keeps too. */
+export const MAX_ACCOUNTS_PER_REQUEST = 100;
+
 export interface ChainBackend {
   latestBlockhash(): Promise<RecentBlockhash>;
   /**

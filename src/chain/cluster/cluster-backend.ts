@@ -25,7 +25,7 @@ import {
 } from "@solana/kit";
 import { base58Decode, base58Encode } from "../../core/index.ts";
 import { TOKEN_ACCOUNT_SIZE, TOKEN_PROGRAM } from "../addresses.ts";
-import { ChainTxError, type AccountInfo, type ChainBackend, type RecentBlockhash, type SentTransaction, type StoredTransaction, type TransactionStatus } from "../backend.ts";
+import { ChainTxError, MAX_ACCOUNTS_PER_REQUEST, type AccountInfo, type ChainBackend, type RecentBlockhash, type SentTransaction, type StoredTransaction, type TransactionStatus } from "../backend.ts";
 import { BoundedMap } from "../../core/index.ts";
 import { describeRpcTransactionError } from "../svm-errors.ts";
 import { parseTransaction } from "../wire.ts";
@@ -57,9 +57,6 @@ export interface ClusterBackendOptions {
 function sleep(ms: number): Promise<null> {
   return new Promise((resolve) => setTimeout(resolve, ms, null));
 }
-
-/** The most accounts one getMultipleAccounts may ask for (Solana's RPC limit). */
-const MAX_ACCOUNTS_PER_REQUEST = 100;
 
 function accountInfo(address: Address, value: { lamports: bigint; owner: Address; executable: boolean; data: readonly [string, string] }): AccountInfo {
   return { address, lamports: value.lamports, owner: value.owner, executable: value.executable, data: Buffer.from(value.data[0], "base64") };

@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
-import type { AccountInfo } from "../backend.ts";
+import { MAX_ACCOUNTS_PER_REQUEST, type AccountInfo } from "../backend.ts";
 import { type Keypair, base58Encode } from "../../core/index.ts";
 import * as ix from "../instructions.ts";
 import { LAMPORTS_PER_SIGNATURE, transactionFee } from "../tx-meta.ts";
@@ -28,7 +28,6 @@ import { sendTransaction, simulateTransaction } from "./send.ts";
 import { checkTransactionEncoding, encodeTransaction, type TransactionConfig } from "./transactions.ts";
 
 export const SLOTS_PER_EPOCH = 432_000n;
-const MAX_MULTIPLE_ACCOUNTS = 100;
 const MAX_SIGNATURE_STATUSES = 256;
 const MAX_SIGNATURES_FOR_ADDRESS = 1000;
 
@@ -51,7 +50,7 @@ const accountMethods: Record<string, Method> = {
     return withContext(ctx, (await accountsView(ctx, [account], p.config<AccountEncoding>(params, 1)))[0]);
   },
   async getMultipleAccounts(ctx, params) {
-    const accounts = await ctx.backend.getAccounts(p.addressList(params, 0, MAX_MULTIPLE_ACCOUNTS));
+    const accounts = await ctx.backend.getAccounts(p.addressList(params, 0, MAX_ACCOUNTS_PER_REQUEST));
     return withContext(ctx, await accountsView(ctx, accounts, p.config<AccountEncoding>(params, 1)));
   },
   async getBalance(ctx, params) {
