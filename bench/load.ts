@@ -19,7 +19,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -44,6 +44,8 @@ const PROFILE_CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 32);
  * process's CPU compiling a node's code 45 s after it starts (docs/performance.md, stop 40).
  */
 const WARM_UP_SECONDS = Number(process.env.WARM_UP ?? 10);
+/** How often the main thread's stalls are sampled; Node counts this period into each delay it reports. */
+const STALL_RESOLUTION_MS = 10;
 /** The same request: the gateway's catalog id, the upstream's own name for the proxy. */
 const body = (model: string) => JSON.stringify({ model, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
 
@@ -255,13 +257,18 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     await load(`${service.baseUrl}/chat/completions`, 32, auth, MODEL, WARM_UP_SECONDS);
     await settled(service);
   }
+  // A request that arrives while the main thread is held (an ANALYZE, a long GC) waits it out.
+  const stalls = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS });
+  stalls.enable();
   const [direct, through] = await measureLatency(
     { url: `${worker.upstreamUrl}/chat/completions`, headers: {}, model: UPSTREAM_MODEL },
     { url: `${service.baseUrl}/chat/completions`, headers: auth, model: MODEL, idle: () => settled(service) },
   );
+  stalls.disable();
   latencyLines.push(
     latencyLine(`JSON request, ${storage.label}`, direct.jsonMs, through.jsonMs),
     latencyLine(`first token, ${storage.label}`, direct.firstTokenMs, through.firstTokenMs),
+    `${"the main thread's longest stall".padEnd(40)} ${(stalls.max / 1e6 - STALL_RESOLUTION_MS).toFixed(0)} ms (event-loop delay past its ${STALL_RESOLUTION_MS} ms timer)`,
   );
   latencies.push({ label: storage.label, direct, through });
   for (const connections of [1, 32, 256]) {

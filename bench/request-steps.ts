@@ -9,7 +9,9 @@
  * second the settlement's record). It prints each mark's p50 and p90. With `stream`, the requests
  * are streamed, and the first write of the reply's body and the client's first token are marked too.
  * Also marked: each frame sent to the worker (by its type), the worker's first delta reaching the
- * job, and the job service handing the started job to the route.
+ * job, and the job service handing the started job to the route. Last, the slowest 1% of the
+ * requests (two at least), mark by mark beside each mark's p50, with the garbage collections that
+ * overlapped them.
  *
  * The marks come from wrapping methods of the running service's objects: nothing in src/ knows of
  * them. The caller runs on the gateway's thread, so the last line (the client has the reply)
@@ -19,6 +21,7 @@
  *   npm run bench:request-steps -- [requests (150)] [json|stream (json)]
  */
 import { ServerResponse } from "node:http";
+import { PerformanceObserver } from "node:perf_hooks";
 import type OpenAI from "openai";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -78,6 +81,16 @@ class Marks {
 
   taken(): [string, number][] {
     return this.marks;
+  }
+
+  /** Adds the garbage collections that overlapped the request, from the moments V8 reported. */
+  addCollections(collections: readonly PerformanceEntry[]): void {
+    const first = this.marks[0]?.[1] ?? 0;
+    const last = this.elapsed();
+    for (const gc of collections) {
+      const at = gc.startTime - this.startedAt;
+      if (at + gc.duration >= first && at <= last) this.marks.push([`a garbage collection of ${gc.duration.toFixed(1)} ms begins`, at]);
+    }
   }
 }
 
@@ -166,7 +179,11 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
 
     service.app.server.prependListener("request", () => marks.early("the request arrives"));
 
+    const collections: PerformanceEntry[] = [];
+    const observer = new PerformanceObserver((list) => collections.push(...list.getEntries()));
+    observer.observe({ entryTypes: ["gc"] });
     const byMark = new Map<string, number[]>();
+    const requests: [string, number][][] = [];
     for (let i = 0; i < WARM_UP + REQUESTS; i++) {
       marks.on = true;
       marks.early("the client sends");
@@ -176,8 +193,13 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> 
       marks.on = false;
       if (i < WARM_UP) continue;
       for (const [name, ms] of marks.taken()) byMark.set(name, [...(byMark.get(name) ?? []), ms]);
+      // V8 reports a collection after it; the settlement's wait has let those of the request in.
+      marks.addCollections(collections.splice(0));
+      requests.push(marks.taken());
     }
+    observer.disconnect();
     print(`${storage.label}: ${REQUESTS} sequential ${STREAM ? "streamed" : "JSON"} requests, ms since the job service took each (marks seen in at least 80% of them)`, byMark);
+    printSlowest(requests, byMark);
   } finally {
     ServerResponse.prototype.end = end;
     ServerResponse.prototype.write = write;
@@ -196,6 +218,25 @@ async function ask(client: OpenAI, marks: Marks): Promise<void> {
   }
   for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
     if (chunk.choices[0]?.delta.content) marks.markFirst("the client has the first token");
+  }
+}
+
+/**
+ * The slowest requests (the slowest 1%, at least two), by when their client had what it waits for
+ * (the first token of a stream, a JSON reply), each mark beside its p50: where a slow one fell
+ * behind.
+ */
+function printSlowest(requests: [string, number][][], byMark: Map<string, number[]>): void {
+  const awaited = STREAM ? "the client has the first token" : "the client has the reply";
+  const at = (marks: [string, number][]) => marks.find(([name]) => name === awaited)?.[1] ?? 0;
+  const slowest = [...requests].sort((a, b) => at(b) - at(a)).slice(0, Math.max(2, Math.ceil(requests.length / 100)));
+  for (const marks of slowest) {
+    console.log(`\na slowest request: ${awaited} at ${at(marks).toFixed(2)} ms (p50 ${percentile(byMark.get(awaited)!, 50).toFixed(2)})`);
+    console.log("     ms     p50  mark");
+    for (const [name, ms] of [...marks].sort((a, b) => a[1] - b[1])) {
+      const p50 = byMark.has(name) ? percentile(byMark.get(name)!, 50).toFixed(2) : "";
+      console.log(`${ms.toFixed(2).padStart(7)} ${p50.padStart(7)}  ${name}`);
+    }
   }
 }
 
