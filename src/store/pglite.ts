@@ -30,13 +30,17 @@ const runFile = promisify(execFile);
 const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers=1MB", "maintenance_work_mem=16MB"];
 
 /**
- * PGlite runs no autovacuum, so the embedded database vacuums and analyzes its tables itself (auto-vacuum.ts),
- * on the main thread like everything PGlite does. With PostgreSQL's default target an ANALYZE of
- * the ledger's transfers reads a sample of 30,000 rows: 120 ms at 30,000 transfers, 193 ms at
- * 100,000. With 10, 12 and 32 ms, and the plans as good: the service's statements look rows up by
- * key, and what their plans need is the tables' sizes, not fine histograms (docs/performance.md).
+ * PGlite runs no autovacuum, so the embedded database vacuums and analyzes its tables itself
+ * (auto-vacuum.ts), on the main thread like everything PGlite does: every request waits while it
+ * does. An ANALYZE reads a sample of 300 rows per point of the statistics target. On a node that
+ * had served 6,900-8,900 jobs, analyzing its four busy tables took 775-831 ms at PostgreSQL's
+ * default target (100), 152-188 ms at 10 and 21-29 ms at 1; under steady traffic they fall due
+ * about every 10 s. The service's statements look rows up by key, and what their plans need is the
+ * tables' sizes, not histograms: of the ~100 statements such a node keeps prepared, two generic
+ * plans differed between targets 100 and 1, neither for the worse (`npm run bench:analyze`,
+ * docs/performance.md, stop 46).
  */
-const STATISTICS_SETTINGS = ["default_statistics_target=10"];
+const STATISTICS_SETTINGS = ["default_statistics_target=1"];
 
 /**
  * A statement prepared once (pglite-statements.ts) still got a new plan on most runs: PostgreSQL
