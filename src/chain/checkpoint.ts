@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { replaceFileDurably } from "./durable-file.ts";
+import { replaceFileDurablyAsync } from "./durable-file.ts";
 
 export interface AccountSnapshot {
   address: Uint8Array;
@@ -92,6 +92,6 @@ export function readCheckpoint(path: string): Checkpoint | null {
 }
 
 /** Written whole or not at all (durable-file.ts), so a crash mid-write keeps the previous checkpoint. */
-export function writeCheckpoint(path: string, cp: Checkpoint): void {
-  replaceFileDurably(path, encode(cp));
+export async function writeCheckpoint(path: string, cp: Checkpoint): Promise<void> {
+  await replaceFileDurablyAsync(path, encode(cp));
 }

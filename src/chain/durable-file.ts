@@ -1,4 +1,5 @@
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
+import { open, rename } from "node:fs/promises";
 import { dirname } from "node:path";
 
 /**
@@ -22,5 +23,24 @@ export function replaceFileDurably(path: string, data: Uint8Array): void {
     fsyncSync(dir);
   } finally {
     closeSync(dir);
+  }
+}
+
+/** replaceFileDurably without holding the thread: the I/O runs on libuv's pool. */
+export async function replaceFileDurablyAsync(path: string, data: Uint8Array): Promise<void> {
+  const tmp = `${path}.tmp`;
+  const file = await open(tmp, "w", 0o600);
+  try {
+    await file.writeFile(data);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(tmp, path);
+  const dir = await open(dirname(path), "r");
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
   }
 }

@@ -81,6 +81,8 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly timers: NodeJS.Timeout[] = [];
   private failure: Error | null = null;
+  /** The checkpoint being written, if any: its I/O runs while sends go on (ChainStore.checkpoint). */
+  private checkpointing: Promise<void> | null = null;
   private closed = false;
   private readonly watchers = new Set<(event: ChainEvent) => void>();
   private readonly readings: ReadingCache;
@@ -394,12 +396,16 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
   }
 
   private checkpointIfDirty(): void {
-    if (this.closed || this.failure || this.store.recordsSinceCheckpoint === 0) return;
-    try {
-      this.store.checkpoint(this.slot);
-    } catch (err) {
-      this.failure = new Error(`chain checkpoint failed: ${(err as Error).message}`);
-    }
+    if (this.closed || this.failure || this.checkpointing || this.store.recordsSinceCheckpoint === 0) return;
+    this.checkpointing = this.store.checkpoint(this.slot).then(
+      () => {
+        this.checkpointing = null;
+      },
+      (err: Error) => {
+        this.checkpointing = null;
+        this.failure = new Error(`chain checkpoint failed: ${err.message}`);
+      },
+    );
   }
 
   async close(): Promise<void> {
@@ -407,8 +413,9 @@ export class LiteSvmBackend implements EmbeddedChainBackend {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await Promise.allSettled([...this.inflight.values()]);
+    await this.checkpointing;
     try {
-      if (!this.failure) this.store.checkpoint(this.slot);
+      if (!this.failure) await this.store.checkpoint(this.slot);
     } finally {
       this.store.close();
     }

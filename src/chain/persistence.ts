@@ -129,16 +129,21 @@ export class ChainStore {
   }
 
   /**
-   * Synchronous on purpose: no transaction may execute between reading the accounts and noting
-   * the log offset they correspond to. The log and the index are synced before the checkpoint that
-   * vouches for them is renamed into place.
+   * Reads the accounts and notes the log offset they correspond to at once, so no transaction
+   * executes between the two, then writes without holding the thread: the log and the index are
+   * synced before the checkpoint that vouches for them is renamed into place. One at a time.
    */
-  checkpoint(slot: bigint): void {
-    if (this.dir === undefined) {
-      this.recordsSinceCheckpoint = 0;
-      return;
-    }
+  async checkpoint(slot: bigint): Promise<void> {
+    this.recordsSinceCheckpoint = 0;
+    if (this.dir === undefined) return;
     const logOffset = this.log.size;
+    const accounts = this.touchedAccounts();
+    const [indexLength] = await Promise.all([this.index.persistBefore(logOffset), this.log.flush()]);
+    await writeCheckpoint(join(this.dir, "checkpoint"), { slot, logOffset, indexLength, accounts });
+  }
+
+  /** The accounts the log's records have written, as they are now; forgets those gone since. */
+  private touchedAccounts(): AccountSnapshot[] {
     const accounts: AccountSnapshot[] = [];
     for (const key of this.touched) {
       const address = new Uint8Array(Buffer.from(key, "latin1"));
@@ -146,10 +151,7 @@ export class ChainStore {
       if (!account) this.touched.delete(key);
       else accounts.push({ address, ...account });
     }
-    const indexLength = this.index.persistBefore(logOffset);
-    this.log.syncNow();
-    writeCheckpoint(join(this.dir, "checkpoint"), { slot, logOffset, indexLength, accounts });
-    this.recordsSinceCheckpoint = 0;
+    return accounts;
   }
 
   close(): void {

@@ -4,7 +4,11 @@
  * checkpoint, so opening a large data dir reads 72 bytes per old transaction instead of
  * rescanning the whole log. Records after the last checkpoint are indexed while replaying them.
  */
-import { closeSync, fsyncSync, ftruncateSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, fsync, ftruncateSync, fstatSync, openSync, readSync, write } from "node:fs";
+import { promisify } from "node:util";
+
+const writeAsync = promisify(write);
+const fsyncAsync = promisify(fsync);
 
 const ENTRY = 72;
 
@@ -59,10 +63,10 @@ export class SignatureIndex {
   }
 
   /**
-   * Appends the entries for log records before `logOffset` and syncs; returns the file length the
-   * next checkpoint records.
+   * Appends the entries for log records before `logOffset` and syncs; resolves with the file length
+   * the next checkpoint records. The entries are taken at the call; one call at a time.
    */
-  persistBefore(logOffset: number): number {
+  async persistBefore(logOffset: number): Promise<number> {
     if (this.fd === null) return 0;
     const due = this.unsaved.filter((e) => e.offset < logOffset);
     this.unsaved = this.unsaved.filter((e) => e.offset >= logOffset);
@@ -72,11 +76,11 @@ export class SignatureIndex {
         buf.write(e.key, i * ENTRY, 64, "latin1");
         buf.writeBigUInt64LE(BigInt(e.offset), i * ENTRY + 64);
       });
-      let written = 0;
-      while (written < buf.length) written += writeSync(this.fd, buf, written, buf.length - written);
+      // The file is opened for appending: each write lands at its end.
+      for (let written = 0; written < buf.length; ) written += (await writeAsync(this.fd, buf, written, buf.length - written, null)).bytesWritten;
       this.fileLength += buf.length;
     }
-    fsyncSync(this.fd);
+    await fsyncAsync(this.fd);
     return this.fileLength;
   }
 

@@ -7,7 +7,7 @@
  * Frame: u32 payload length, u32 CRC-32 of the payload, payload (all little-endian). A crash can
  * only tear the last frame; `scan` stops at the first frame that does not check out.
  */
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, fdatasync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs";
 import { crc32 } from "node:zlib";
 import type { TxMeta } from "./tx-meta.ts";
 
@@ -100,7 +100,8 @@ export interface RecordLog {
   readonly size: number;
   append(frame: Buffer): number;
   durable(): Promise<void>;
-  syncNow(): void;
+  /** Resolves once every record appended before the call is on disk, whether or not this log syncs each. */
+  flush(): Promise<void>;
   read(offset: number): LogRecord;
   /** Every record, oldest first. */
   history(): Iterable<LogRecord>;
@@ -117,7 +118,7 @@ export class MemoryLog implements RecordLog {
     return offset;
   }
   async durable(): Promise<void> {}
-  syncNow(): void {}
+  async flush(): Promise<void> {}
   read(offset: number): LogRecord {
     const frame = this.frames.get(offset);
     if (!frame) throw new Error(`no chain log record at ${offset}`);
@@ -210,7 +211,14 @@ export class TxLog implements RecordLog {
    * one disk flush, not one each.
    */
   async durable(): Promise<void> {
-    if (!this.sync) return;
+    if (this.sync) await this.flush();
+  }
+
+  /**
+   * Resolves once every record appended before the call is on disk, for a checkpoint, which
+   * vouches for the log up to its offset. A send's `durable()` may share its fdatasync.
+   */
+  async flush(): Promise<void> {
     const target = this.appended;
     while (this.synced < target) {
       if (!this.syncing) {
@@ -228,11 +236,6 @@ export class TxLog implements RecordLog {
     }
   }
 
-  /** Flushes everything appended so far, blocking; for checkpoints, which must not interleave with sends. */
-  syncNow(): void {
-    fdatasyncSync(this.fd);
-    this.synced = this.appended;
-  }
 
   read(offset: number): LogRecord {
     const header = Buffer.alloc(FRAME_HEADER);

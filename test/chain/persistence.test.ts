@@ -83,6 +83,25 @@ test("a clean restart keeps balances, accounts and transaction history", async (
   assert.ok((await again.slot()) > before[4]!.slot, "the clock resumes after the last slot");
 });
 
+test("sends go on while checkpoints are written, and a reopen from the last one keeps every send", async (t) => {
+  const { dir, defer } = tempDir(t);
+  // A checkpoint every 3 records: its files are written while the next sends execute.
+  const first = await open(dir, 3);
+  const wallets = Array.from({ length: 36 }, () => generateKeypair().address);
+  const receipts = await Promise.all(wallets.map((wallet, i) => first.chain.deposit({ wallet, credits: i + 1 })));
+  const addresses = wallets.map((wallet) => first.chain.creditAccountAddress(wallet));
+  const digest = await stateDigest(first.backend, addresses);
+  const history = await Promise.all(receipts.map((r) => first.chain.readTransaction(r.signature)));
+  await first.chain.close();
+  assert.ok(existsSync(join(dir, "chain", "checkpoint")), "checkpointed");
+
+  const second = await open(dir, 3);
+  defer(() => second.chain.close());
+  assert.equal(await stateDigest(second.backend, addresses), digest, "every account byte for byte");
+  for (const [i, wallet] of wallets.entries()) assert.equal(await second.chain.creditBalance(wallet), creditsToBaseUnits(i + 1));
+  assert.deepEqual(await Promise.all(receipts.map((r) => second.chain.readTransaction(r.signature))), history, "every send is found by its signature");
+});
+
 test("a data dir is owned by one open chain at a time", async (t) => {
   const { dir } = tempDir(t);
   const { chain } = await open(dir);

@@ -57,7 +57,7 @@ test("scanning stops at a torn or corrupted frame and reports where the good rec
   assert.equal([...corrupt.scan(0)].length, 2, "the record failing its CRC is not replayed");
 });
 
-test("a checkpoint holds 50,000 accounts (beyond LiteSVM's snapshot limit) and detects corruption", (t) => {
+test("a checkpoint holds 50,000 accounts (beyond LiteSVM's snapshot limit) and detects corruption", async (t) => {
   const path = join(tempDir(t), "checkpoint");
   const accounts: AccountSnapshot[] = Array.from({ length: 50_000 }, (_, i) => ({
     address: randomBytes(32),
@@ -67,7 +67,7 @@ test("a checkpoint holds 50,000 accounts (beyond LiteSVM's snapshot limit) and d
     rentEpoch: 2n ** 64n - 1n,
     data: randomBytes(165),
   }));
-  writeCheckpoint(path, { slot: 123n, logOffset: 4567, indexLength: 72 * 9, accounts });
+  await writeCheckpoint(path, { slot: 123n, logOffset: 4567, indexLength: 72 * 9, accounts });
   const cp = readCheckpoint(path);
   assert.ok(cp);
   assert.equal(cp.slot, 123n);
