@@ -103,7 +103,7 @@ export class AutoVacuum {
   private readonly maxDeferMs: number;
   private readonly afterCheck: (() => Promise<unknown>) | undefined;
 
-  /** `afterCheck`: more upkeep of the same database, run after each check (PGlite's free space maps). */
+  /** `afterCheck`: more upkeep of the same database, run after each check (PGlite's free space maps and checkpoints). */
   constructor(
     private readonly db: Db,
     options: { quietness?: Quietness; intervalMs?: number; maxDeferMs?: number; afterCheck?: () => Promise<unknown> } = {},

@@ -16,6 +16,7 @@ import { setFlagsFromString } from "node:v8";
 import { PGlite, types } from "@electric-sql/pglite";
 import { AutoVacuum, type Quietness } from "./auto-vacuum.ts";
 import type { Db, NotificationListener } from "./db.ts";
+import { checkpointIfDue } from "./pglite-checkpoint.ts";
 import { giveIndexesFreeSpaceMaps } from "./pglite-free-space.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
 import { TxHandle } from "./tx.ts";
@@ -160,7 +161,10 @@ class PgliteDb implements Db, Quietness {
     dataDir?: string,
   ) {
     this.statements = new PreparedStatements(pg);
-    const afterCheck = dataDir === undefined ? undefined : () => giveIndexesFreeSpaceMaps(this, dataDir);
+    const afterCheck = async () => {
+      if (dataDir !== undefined) await giveIndexesFreeSpaceMaps(this, dataDir);
+      await checkpointIfDue(this);
+    };
     this.vacuum = new AutoVacuum(this, { quietness: this, afterCheck });
   }
 
