@@ -55,6 +55,17 @@ const STATISTICS_SETTINGS = ["default_statistics_target=1"];
 const PLAN_SETTINGS = ["plan_cache_mode=force_generic_plan"];
 
 /**
+ * After each checkpoint PostgreSQL logs the whole of every page the first time it changes, so that
+ * a page half written when the machine lost power can be rebuilt. PGlite writes a page with one
+ * write call, which a killed process cannot leave half done, and its commits are not synced
+ * (docs/architecture.md, "Why a crash loses nothing"): a power cut loses them whatever the log
+ * holds. With a checkpoint every 64 MB of log (pglite-checkpoint.ts) those page images were about a
+ * third of the log: 14 checkpoints in a four-minute soak with them, 9 without, at the same
+ * requests a second (docs/performance.md, stop 47).
+ */
+const WAL_SETTINGS = ["full_page_writes=off"];
+
+/**
  * V8 compiles WebAssembly twice by default: every function with its baseline compiler (Liftoff),
  * then the ones that run often again with its optimizing one. For PGlite that second tier cost an
  * idle `svc dev` about 90 MB (354-360 against 263-272 MB) and initdb most of a second, and bought
@@ -74,7 +85,7 @@ function createPglite(dir: string | undefined, image?: Blob): Promise<PGlite> {
   // theory, but a number that silently rounds is not acceptable for a ledger.
   return PGlite.create(dir, {
     parsers: { [types.INT8]: (v: string) => BigInt(v) },
-    postgresqlconf: [...MEMORY_SETTINGS, ...STATISTICS_SETTINGS, ...PLAN_SETTINGS],
+    postgresqlconf: [...MEMORY_SETTINGS, ...STATISTICS_SETTINGS, ...PLAN_SETTINGS, ...WAL_SETTINGS],
     ...(image && !dir ? { loadDataDir: image } : {}),
   });
 }
