@@ -16,6 +16,8 @@ export const ARBITRATION_WINDOW_HOURS = 72;
 export const OUTPUT_HASH = /^sha256:[0-9a-f]{64}$/;
 /** How long a dispute of a job whose settlement is still confirming waits for it. */
 const SETTLING_WAIT_MS = 5_000;
+/** Escrow records closed in one transaction. */
+const CLOSE_BATCH = 20;
 
 export interface DisputeDeps {
   db: Db;
@@ -70,6 +72,8 @@ function disputeOwner(): ActionOwner {
 
 export class Disputes {
   private sweeper: NodeJS.Timeout | undefined;
+  /** Set by stop: a sweep under way closes no more batches. */
+  private stopped = false;
 
   constructor(
     private readonly deps: DisputeDeps,
@@ -81,13 +85,18 @@ export class Disputes {
 
   /**
    * Every few seconds, for jobs whose dispute window has closed: forgets their kept requests, and
-   * closes their escrow records in the program, recovering the rent.
+   * closes their escrow records in the program, recovering the rent. A sweep still running when
+   * the next is due (a backlog of records to close) lets that one go.
    */
   start(): void {
+    let sweeping = false;
     const sweep = () => {
+      if (sweeping) return;
+      sweeping = true;
       void forgetRequests(this.deps.db, new Date(Date.now() - this.deps.windowMs))
         .then(() => this.closeEscrows())
-        .catch((error: unknown) => this.deps.logger.warn({ err: error }, "could not tidy up the jobs past their dispute window"));
+        .catch((error: unknown) => this.deps.logger.warn({ err: error }, "could not tidy up the jobs past their dispute window"))
+        .finally(() => (sweeping = false));
     };
     sweep();
     this.sweeper = setInterval(sweep, Math.min(this.deps.windowMs, 10_000));
@@ -95,28 +104,47 @@ export class Disputes {
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.sweeper);
   }
 
   /**
-   * Closes the escrow records of up to 20 ended jobs in one transaction: those the program holds
-   * settled, refunded or reversed for longer than its dispute window. A job whose record is gone
-   * (never locked, or closed already) is marked too; a locked or disputed one waits.
+   * Closes the escrow records of every ended job past the program's dispute window, in
+   * transactions of CLOSE_BATCH, until none is left or a batch can close none (its jobs all locked
+   * or disputed still). One transaction a sweep closed 2 records a second, while a loaded node ends
+   * hundreds of jobs a second: the chain then kept one more account a job (docs/performance.md,
+   * stop 47).
    */
   private async closeEscrows(): Promise<void> {
+    const windowS = await this.deps.chain.disputeWindowSeconds();
+    for (;;) {
+      const { due, marked } = await this.closeEscrowBatch(windowS);
+      if (due < CLOSE_BATCH || marked === 0 || this.stopped) return;
+    }
+  }
+
+  /**
+   * Up to CLOSE_BATCH ended jobs' escrow records, closed in one transaction: those the program
+   * holds settled, refunded or reversed for longer than its dispute window. A job whose record is
+   * gone (never locked, or closed already) is marked too; a locked or disputed one waits, and
+   * comes first in the next batch's due jobs again. Says how many jobs were due and how many it marked.
+   */
+  private async closeEscrowBatch(windowS: bigint): Promise<{ due: number; marked: number }> {
     const { chain, db } = this.deps;
-    const windowS = await chain.disputeWindowSeconds();
-    const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), 20, this.deps.nodeId);
+    const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), CLOSE_BATCH, this.deps.nodeId);
+    if (due.length === 0) return { due: 0, marked: 0 };
+    const records = await chain.escrowRecords(due);
     const closable: string[] = [];
     const gone: string[] = [];
     const nowS = BigInt(Math.floor(Date.now() / 1000));
-    for (const id of due) {
-      const record = await chain.escrowRecord(id);
+    due.forEach((id, i) => {
+      const record = records[i];
       if (!record) gone.push(id);
       else if (record.status !== "locked" && record.status !== "disputed" && nowS - record.closedAt > windowS + 1n) closable.push(id);
-    }
+    });
     if (closable.length > 0) await chain.send((await chain.prepareCloseEscrows(closable)).wire);
     await markEscrowsClosed(db, [...closable, ...gone]);
+    return { due: due.length, marked: closable.length + gone.length };
   }
 
   /** The caller's job, settled: 404 for someone else's, 409 for any status but settled (or settling that settles soon). */
