@@ -53,6 +53,23 @@ async function jobsStored(db: Db): Promise<number> {
   return row?.n ?? 0;
 }
 
+/** Each busy table's rows, its updates and the share of them that were HOT (no new index entries), and its size. */
+async function tableUpdates(db: Db): Promise<string> {
+  const rows = await db.query<{ name: string; live: number; updates: number; hot: number; table_mb: number; indexes_mb: number }>(
+    `SELECT relname AS name, n_live_tup::int AS live, n_tup_upd::int AS updates, n_tup_hot_upd::int AS hot,
+            (pg_table_size(relid) / 1e6)::float8 AS table_mb, (pg_indexes_size(relid) / 1e6)::float8 AS indexes_mb
+       FROM pg_stat_user_tables WHERE schemaname = ANY (current_schemas(false)) AND n_tup_ins > 1000 ORDER BY relname`,
+  );
+  for (const r of rows) {
+    const [counted] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${r.name}`);
+    r.live = counted!.n;
+  }
+  const lines = rows.map((r) =>
+    [r.name.padEnd(20), String(r.live).padStart(9), String(r.updates).padStart(9), `${((100 * r.hot) / Math.max(r.updates, 1)).toFixed(0)}%`.padStart(6), r.table_mb.toFixed(0).padStart(9), r.indexes_mb.toFixed(0).padStart(10)].join(" "),
+  );
+  return ["table                     rows   updates    HOT  table MB  indexes MB", ...lines].join("\n");
+}
+
 const diskMb = (dir: string) => Number(execFileSync("du", ["-sk", dir]).toString().split("\t")[0]) / 1024;
 
 /** Where the data dir's bytes are: its folders two levels down holding at least 1 MB. */
@@ -119,6 +136,7 @@ try {
   clearInterval(report);
   console.log(`${done.requests.total} requests, ${done.non2xx} non-2xx, ${done.errors} errors, ${done.timeouts} timeouts`);
   console.log(`backlog settled in ${(await settled(service)).toFixed(0)} ms after the load stopped`);
+  console.log(await tableUpdates(service.db));
   console.log(`the data dir:\n${diskBreakdown(storage.options.dataDir)}`);
 } finally {
   worker.close();
