@@ -10,18 +10,26 @@
  * at 10,000 and 4.9-5.2 ms at 30,000, and 0.46 ms at 30,000 after an ANALYZE. ANALYZE writes the
  * statistics and invalidates the plans of the tables it analyzed.
  *
- * VACUUM. A job's row is updated about four times and its chain actions once each, and those
- * updates change indexed columns (status, state), so each leaves a dead row version and index
- * entries that only VACUUM removes: after 48,000 jobs on PGlite the jobs and chain_actions tables
- * held 150 and 232 MB, and 84 and 158-160 MB vacuumed as below (docs/performance.md).
+ * VACUUM. An update leaves the row's old version dead, and a VACUUM is what finally frees it and
+ * marks the page's rows visible to all (the jobs' rows are updated in place for this reason,
+ * jobs/schema.ts: their updates leave no index entry behind). An insert-only table needs VACUUM
+ * too: it freezes old rows' transaction ids before PostgreSQL's 2-billion wraparound.
  *
  * The rules are autovacuum's own, with the server's settings: a table is analyzed once more rows
  * have changed since its last analysis than autovacuum_analyze_threshold plus
  * autovacuum_analyze_scale_factor times its size (50 and 10% by default), and vacuumed once it
  * holds more dead rows than autovacuum_vacuum_threshold plus autovacuum_vacuum_scale_factor times
- * its size (50 and 20%). Where autovacuum runs, as it does by default, the server does both and
- * the gateway leaves them alone.
+ * its size (50 and 20%), or has had more rows inserted since its last VACUUM than
+ * autovacuum_vacuum_insert_threshold plus autovacuum_vacuum_insert_scale_factor times its size
+ * (1,000 and 20%). Where autovacuum runs, as it does by default, the server does both and the
+ * gateway leaves them alone.
+ *
+ * One rule is added on PGlite, where a VACUUM holds the node's thread for as long as it reads the
+ * pages changed since the last one: a table is vacuumed in steps, once `stepRows` of its rows are
+ * dead or new. By a fifth of the table, each pause grew with the table: VACUUM of the chain's
+ * actions went from 209 to 1,009 ms over ten minutes of load (docs/performance.md, stop 47).
  */
+import { setImmediate } from "node:timers/promises";
 import type { Db } from "./db.ts";
 
 /** How often a database without autovacuum is checked for tables to vacuum and analyze. */
@@ -49,31 +57,43 @@ export interface TableDue {
   analyze: boolean;
 }
 
-/** The tables of the schemas on the search path (this database's own, not another schema's on the same server) that autovacuum would vacuum or analyze now. */
-export async function tablesDue(db: Db): Promise<TableDue[]> {
+const setting = (name: string) => `current_setting('${name}')::float8`;
+
+/**
+ * The tables of the schemas on the search path (this database's own, not another schema's on the
+ * same server) that autovacuum would vacuum or analyze now. With `stepRows`, a table is also
+ * vacuumed once that many of its rows are dead or new since its last VACUUM, whatever its size.
+ */
+export async function tablesDue(db: Db, stepRows?: number): Promise<TableDue[]> {
   return db.query<TableDue>(
     `SELECT name, vacuum, "analyze" FROM (
        SELECT format('%I.%I', s.schemaname, s.relname) AS name,
-              s.n_dead_tup > current_setting('autovacuum_vacuum_threshold')::float8
-                + current_setting('autovacuum_vacuum_scale_factor')::float8 * greatest(c.reltuples, 0) AS vacuum,
-              s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
-                + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0) AS "analyze"
+              (s.n_dead_tup > ${setting("autovacuum_vacuum_threshold")} + ${setting("autovacuum_vacuum_scale_factor")} * greatest(c.reltuples, 0)
+                OR (${setting("autovacuum_vacuum_insert_threshold")} >= 0 AND s.n_ins_since_vacuum > ${setting("autovacuum_vacuum_insert_threshold")}
+                  + ${setting("autovacuum_vacuum_insert_scale_factor")} * greatest(c.reltuples, 0))
+                OR s.n_dead_tup + s.n_ins_since_vacuum > $1) AS vacuum,
+              s.n_mod_since_analyze > ${setting("autovacuum_analyze_threshold")}
+                + ${setting("autovacuum_analyze_scale_factor")} * greatest(c.reltuples, 0) AS "analyze"
          FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
         WHERE s.schemaname = ANY (current_schemas(false))) due
       WHERE vacuum OR "analyze"
       ORDER BY name`,
+    [stepRows ?? null],
   );
 }
 
 /**
- * Vacuums and analyzes `due` as it says, one table per statement (VACUUM takes no transaction,
- * and each pause on PGlite stays one table's); returns the tables it was asked to vacuum and
- * analyze. A table another gateway is vacuuming or analyzing (its lock is taken) is skipped: that
- * one does the work.
+ * Vacuums and analyzes `due` as it says, one table per statement (VACUUM takes no transaction),
+ * letting the event loop turn between them, so that the statements of requests waiting run in
+ * between and each pause on PGlite stays one table's: back to back, a check's five or six VACUUMs
+ * held the thread for 250-600 ms at once. Returns the tables it was asked to vacuum and analyze.
+ * A table another gateway is vacuuming or analyzing (its lock is taken) is skipped: that one does
+ * the work.
  */
 export async function maintain(db: Db, due: readonly TableDue[]): Promise<{ vacuumed: string[]; analyzed: string[] }> {
   const done = { vacuumed: [] as string[], analyzed: [] as string[] };
   for (const table of due) {
+    await setImmediate();
     if (table.vacuum) await db.exec(`VACUUM (SKIP_LOCKED${table.analyze ? ", ANALYZE" : ""}) ${table.name}`);
     else if (table.analyze) await db.exec(`ANALYZE (SKIP_LOCKED) ${table.name}`);
     if (table.vacuum) done.vacuumed.push(table.name);
@@ -101,15 +121,20 @@ export class AutoVacuum {
   private readonly dueSinceMs = new Map<string, number>();
   private readonly quietness: Quietness | undefined;
   private readonly maxDeferMs: number;
+  private readonly stepRows: number | undefined;
   private readonly afterCheck: (() => Promise<unknown>) | undefined;
 
-  /** `afterCheck`: more upkeep of the same database, run after each check (PGlite's free space maps and checkpoints). */
+  /**
+   * `stepRows`: vacuum a table in steps of this many dead or new rows (tablesDue). `afterCheck`:
+   * more upkeep of the same database, run after each check (PGlite's free space maps and checkpoints).
+   */
   constructor(
     private readonly db: Db,
-    options: { quietness?: Quietness; intervalMs?: number; maxDeferMs?: number; afterCheck?: () => Promise<unknown> } = {},
+    options: { quietness?: Quietness; intervalMs?: number; maxDeferMs?: number; stepRows?: number; afterCheck?: () => Promise<unknown> } = {},
   ) {
     this.quietness = options.quietness;
     this.maxDeferMs = options.maxDeferMs ?? MAX_DEFER_MS;
+    this.stepRows = options.stepRows;
     this.afterCheck = options.afterCheck;
     this.timer = setInterval(() => {
       this.running = this.running.then(() => this.check()).catch(() => undefined);
@@ -127,7 +152,7 @@ export class AutoVacuum {
   private async check(): Promise<void> {
     // Read before this check's own statement makes the database look busy.
     const quiet = this.quietness === undefined || this.quietness.quietForMs() >= QUIET_MS;
-    const due = await tablesDue(this.db);
+    const due = await tablesDue(this.db, this.stepRows);
     const now = Date.now();
     const plan = due.map((table) => {
       if (!table.vacuum) return table;

@@ -50,7 +50,7 @@ const STATISTICS_SETTINGS = ["default_statistics_target=1"];
  * keeps, the database's work per paid job dropped by about a tenth (3.37-3.49 to 3.12-3.21 ms at 32
  * requests at a time, `bench/job-statements.ts 1000 32`; docs/performance.md, stop 31). A generic
  * plan cannot use a partial index whose condition a parameter decides: the statements that need
- * one spell its values out (job-repo.ts, jobsWithStatus).
+ * one spell its values out (events/delivery-queue.ts, `status = 'pending'`).
  */
 const PLAN_SETTINGS = ["plan_cache_mode=force_generic_plan"];
 
@@ -154,6 +154,15 @@ interface OpenTransaction {
 
 const currentTransaction = new AsyncLocalStorage<OpenTransaction>();
 
+/**
+ * A VACUUM here holds the node's thread while it reads every page changed since the last one, so
+ * it runs in steps of this many dead or new rows of a table (auto-vacuum.ts), a few seconds of a
+ * loaded node's writes...
+ */
+const VACUUM_STEP_ROWS = 5_000;
+/** ...each waiting for a quiet moment no longer than one check: waiting longer makes the step longer. */
+const VACUUM_MAX_DEFER_MS = 10_000;
+
 class PgliteDb implements Db, Quietness {
   readonly kind = "pglite" as const;
 
@@ -176,7 +185,7 @@ class PgliteDb implements Db, Quietness {
       if (dataDir !== undefined) await giveIndexesFreeSpaceMaps(this, dataDir);
       await checkpointIfDue(this);
     };
-    this.vacuum = new AutoVacuum(this, { quietness: this, afterCheck });
+    this.vacuum = new AutoVacuum(this, { quietness: this, stepRows: VACUUM_STEP_ROWS, maxDeferMs: VACUUM_MAX_DEFER_MS, afterCheck });
   }
 
   quietForMs(): number {

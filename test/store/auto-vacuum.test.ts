@@ -1,8 +1,9 @@
 /**
  * The store vacuums and analyzes its tables as autovacuum would where no autovacuum runs (PGlite
  * always, a PostgreSQL server with it turned off): the plans of statements prepared on small
- * tables are made again as the tables grow, and dead row versions are removed. On PGlite, where a
- * VACUUM holds the thread, it waits for a quiet moment, or until it has waited long enough.
+ * tables are made again as the tables grow, dead row versions are removed, and insert-only tables
+ * are vacuumed too. On PGlite, where a VACUUM holds the thread, it runs in steps of a fixed number
+ * of rows, and waits for a quiet moment, or until it has waited long enough.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -63,6 +64,15 @@ function untilDead(db: Db, table: string, dead: bigint): Promise<{ dead: bigint;
   return eventually(() => deadRows(db, table), (now) => now.dead === dead, `${dead} dead rows in ${table}`, 10_000);
 }
 
+/** Waits for `inserted` rows counted new in `table` since its last VACUUM. */
+function untilInserted(db: Db, table: string, inserted: bigint): Promise<bigint> {
+  const read = async () => {
+    const [row] = await db.query<{ n: bigint }>("SELECT n_ins_since_vacuum AS n FROM pg_stat_user_tables WHERE relname = $1 AND schemaname = current_schema()", [table]);
+    return row!.n;
+  };
+  return eventually(read, (n) => n === inserted, `${inserted} rows new in ${table}`, 10_000);
+}
+
 for (const backend of testDatabases()) {
   describe(`table statistics on ${backend.name}`, () => {
     let db: Db;
@@ -103,6 +113,33 @@ for (const backend of testDatabases()) {
       assert.deepEqual(due.find((t) => t.name.endsWith(".churned")), { name: `${await schemaOf(db)}.churned`, vacuum: true, analyze: true });
       assert.ok((await maintain(db, due)).vacuumed.some((name) => name.endsWith(".churned")));
       assert.deepEqual(await untilDead(db, "churned", 0n), { dead: 0n, vacuumed: true });
+    });
+
+    it("vacuums an insert-only table once more rows than autovacuum's insert threshold are new", async () => {
+      await db.exec("CREATE TABLE appended (id int PRIMARY KEY)");
+      await db.query("INSERT INTO appended SELECT g FROM generate_series(1, 1000) g");
+      await until(db, "appended", analyzed, () => analyzeDue(db));
+      await db.query("INSERT INTO appended SELECT g FROM generate_series(1001, 1150) g");
+      await untilInserted(db, "appended", 1150n);
+      const due = () => tablesDue(db).then((tables) => tables.find((t) => t.name.endsWith(".appended"))?.vacuum ?? false);
+      assert.equal(await due(), false, "1,150 new rows are under 1,000 + 20% of 1,000");
+      await db.query("INSERT INTO appended SELECT g FROM generate_series(1151, 1300) g");
+      await untilInserted(db, "appended", 1300n);
+      assert.equal(await due(), true);
+    });
+
+    it("with steps, vacuums a table once that many of its rows are dead or new, whatever its size", async () => {
+      await db.exec("CREATE TABLE stepped (id int PRIMARY KEY, note text)");
+      await db.query("INSERT INTO stepped SELECT g, 'x' FROM generate_series(1, 1000) g");
+      await until(db, "stepped", analyzed, () => analyzeDue(db));
+      await db.query("VACUUM stepped");
+      await db.query("UPDATE stepped SET note = 'y' WHERE id <= 60");
+      await db.query("INSERT INTO stepped SELECT g, 'z' FROM generate_series(1001, 1050) g");
+      await untilInserted(db, "stepped", 50n);
+      const due = (stepRows?: number) => tablesDue(db, stepRows).then((tables) => tables.find((t) => t.name.endsWith(".stepped"))?.vacuum ?? false);
+      assert.equal(await due(), false, "60 dead rows are under 50 + 20% of 1,000");
+      assert.equal(await due(120), false);
+      assert.equal(await due(100), true, "60 dead and 50 new rows are over a step of 100");
     });
 
     it("analyzes on its own every 10 s where the server's autovacuum does not run", async (t) => {
