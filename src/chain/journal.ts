@@ -176,7 +176,8 @@ export class ChainJournal {
       ACTION_TYPES,
       actions.map((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), wireOf(action), this.nodeId ?? null]),
     );
-    statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) ${unpadded(values)}`);
+    statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) ${unpadded(values)} RETURNING signature, subject`);
+    statement.step("open_chain_actions_recorded", "INSERT INTO open_chain_actions (signature, subject) SELECT signature, subject FROM chain_actions_recorded");
   }
 
   /**
@@ -323,6 +324,7 @@ export class ChainJournal {
          FROM (VALUES ${values}) AS c (signature, subject, slot)
         WHERE a.signature = c.signature AND a.subject = c.subject AND a.state = 'sent' RETURNING a.signature, a.subject, a.slot`,
     );
+    statement.step("open_chain_actions_confirmed", `DELETE FROM open_chain_actions o USING ${CONFIRMED_STEP} c WHERE o.signature = c.signature AND o.subject = c.subject`);
   }
 
   /** Inside `tx`: marks the actions confirmed, in one statement, and hands them to their owners, kind by kind. */
@@ -375,8 +377,11 @@ export class ChainJournal {
   /** Move an open row to `state`; false when it was not open any more (someone else finished it). */
   private async mark(tx: Db, action: ChainAction, state: Exclude<ActionState, "sent">, details: { slot?: number; error?: string | undefined }): Promise<boolean> {
     const marked = await tx.query(
-      `UPDATE chain_actions SET state = $3, slot = coalesce($4, slot), error = coalesce($5, error), updated_at = now()
-        WHERE signature = $1 AND subject = $2 AND state = 'sent' RETURNING signature`,
+      `WITH marked AS (
+         UPDATE chain_actions SET state = $3, slot = coalesce($4, slot), error = coalesce($5, error), updated_at = now()
+          WHERE signature = $1 AND subject = $2 AND state = 'sent' RETURNING signature, subject),
+       closed AS (DELETE FROM open_chain_actions o USING marked m WHERE o.signature = m.signature AND o.subject = m.subject)
+       SELECT signature FROM marked`,
       [action.signature, action.subject, state, details.slot ?? null, details.error ?? null],
     );
     return marked.length > 0;
@@ -422,8 +427,8 @@ export class ChainJournal {
       `SELECT signature, kind, subject, params,
               CASE WHEN length(wire) > 0 THEN wire
                    ELSE (SELECT s.wire FROM chain_actions s WHERE s.signature = a.signature AND length(s.wire) > 0 LIMIT 1) END AS wire
-         FROM chain_actions a
-        WHERE state = 'sent' AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL))
+         FROM open_chain_actions o JOIN chain_actions a USING (signature, subject)
+        WHERE a.state = 'sent' AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL))
           AND created_at <= now() - $3 * interval '1 millisecond'
         ORDER BY created_at`,
       [owner?.nodeId ?? null, owner?.orUnowned ?? false, olderThanMs],

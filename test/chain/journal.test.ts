@@ -10,7 +10,7 @@ import { generateKeypair } from "../../src/core/keys.ts";
 import { silentLogger } from "../../src/core/logger.ts";
 import { JOBS_MIGRATIONS } from "../../src/jobs/schema.ts";
 import { CHAIN_MIGRATIONS } from "../../src/chain/schema.ts";
-import type { Db } from "../../src/store/index.ts";
+import { migrate, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
 describe("the chain journal", () => {
@@ -136,5 +136,26 @@ describe("the chain journal", () => {
     assert.equal(await node.resumeOpen({ nodeId: "node_shared", orUnowned: false }), 3);
     assert.deepEqual([...heard].sort(), actions.map((a) => `dropped ${a.subject}`));
     assert.deepEqual((await node.actionsAbout(actions.map((a) => a.subject))).map((a) => a.state), ["dropped", "dropped", "dropped"]);
+  });
+
+  test("a database written before the table of open actions has its unfinished actions found on resume", async () => {
+    heard.length = 0;
+    const earlier = await testDatabases()[0]!.open();
+    try {
+      const before = (id: string) => CHAIN_MIGRATIONS.findIndex((m) => m.id === id);
+      await migrate(earlier, [...JOBS_MIGRATIONS, ...CHAIN_MIGRATIONS.slice(0, before("chain/003_open_actions"))]);
+      const [open, done] = [await funding(2), await funding(3)];
+      for (const [action, state] of [[open, "sent"], [done, "confirmed"]] as const) {
+        await earlier.query("INSERT INTO chain_actions (signature, kind, subject, wire, state) VALUES ($1, $2, $3, $4, $5)", [action.signature, action.kind, action.subject, action.wire, state]);
+      }
+      await migrate(earlier, [...JOBS_MIGRATIONS, ...CHAIN_MIGRATIONS]);
+      const resumed = new ChainJournal(earlier, chain, silentLogger());
+      resumed.register("funding", owner);
+      assert.equal(await resumed.resumeOpen(), 1);
+      assert.deepEqual(heard, [`confirmed ${open.subject} at a slot`]);
+      assert.equal(await resumed.resumeOpen(), 0, "nothing is left open");
+    } finally {
+      await earlier.close();
+    }
   });
 });
