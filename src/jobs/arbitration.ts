@@ -15,7 +15,7 @@ import * as ledger from "../ledger/index.ts";
 import type { WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import type { DisputeOutcome, JobRecord } from "./job-record.ts";
-import { getJob, jobsWithStatus, mustMoveJob, updateJob } from "./job-repo.ts";
+import { disputedJobs, getJob, mustMoveJob, updateJob } from "./job-repo.ts";
 import { jobSeed } from "./chat-request.ts";
 import * as money from "./money.ts";
 
@@ -115,7 +115,7 @@ export class Arbitration {
 
   /** At start: every disputed job without an outcome is arbitrated (again). */
   async resumeOpen(): Promise<number> {
-    const open = (await jobsWithStatus(this.o.db, ["disputed"])).filter((j) => j.disputeOutcome === null);
+    const open = (await disputedJobs(this.o.db)).filter((j) => j.disputeOutcome === null);
     for (const job of open) this.arbitrate(job.id);
     return open.length;
   }

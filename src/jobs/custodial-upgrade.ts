@@ -9,11 +9,11 @@ import type { Chain } from "../chain/index.ts";
 import type { Logger } from "../core/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/index.ts";
-import { jobsWithStatus } from "./job-repo.ts";
+import { unfinishedJobs } from "./job-repo.ts";
 
 /** Refuses a data dir with jobs still open in the old custodial escrow. */
 async function refuseOldOpenEscrows(db: Db, chain: Chain): Promise<void> {
-  const open = await jobsWithStatus(db, ["pending", "processing", "settling"]);
+  const open = await unfinishedJobs(db);
   const old: string[] = [];
   for (const job of open) if (await chain.hasCustodialEscrow(job.id)) old.push(job.id);
   if (old.length === 0) return;

@@ -9,8 +9,9 @@ import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
-import { addJobSlots, getJob, getJobs, jobsWithStatus, mustMoveJob, mustMoveJobs, nodeJobsWithStatus, updateJob, updateJobs } from "./job-repo.ts";
+import { addJobSlots, getJob, getJobs, mustMoveJob, mustMoveJobs, unfinishedJobs, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
+import { UNFINISHED_STATUSES } from "./job-states.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
 
@@ -237,21 +238,18 @@ export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain):
   journal.register("refund", refundOwner(db, chain));
 }
 
-const UNFINISHED: JobStatus[] = ["pending", "processing", "settling"];
-
 /**
  * Jobs that were interrupted while running (or whose settlement the chain rejected) and have no
  * chain transaction in flight: their escrow must go back to the wallet.
  */
 export async function jobsAwaitingRefund(db: Db, journal: ChainJournal, owner?: ActionOwnerNode): Promise<JobRecord[]> {
-  const unfinished = owner ? await nodeJobsWithStatus(db, UNFINISHED, owner) : await jobsWithStatus(db, UNFINISHED);
-  return withoutChainWork(journal, unfinished);
+  return withoutChainWork(journal, await unfinishedJobs(db, owner));
 }
 
 /** `jobsAwaitingRefund` for one job: the job, when its escrow must go back. */
 export async function jobAwaitingRefund(db: Db, journal: ChainJournal, jobId: string): Promise<JobRecord | undefined> {
   const job = await getJob(db, jobId);
-  return job && UNFINISHED.includes(job.status) ? (await withoutChainWork(journal, [job]))[0] : undefined;
+  return job && UNFINISHED_STATUSES.includes(job.status) ? (await withoutChainWork(journal, [job]))[0] : undefined;
 }
 
 /** The jobs with no chain transaction in flight and no settlement sent or confirmed. */

@@ -1,8 +1,8 @@
 /** SQL for the jobs table. The only code that reads or writes it. */
 import { addValues, CombinedStatement, unpadded, type Db } from "../store/index.ts";
-import { JOB_STATUSES, type JobRecord, type JobStatus } from "./job-record.ts";
+import type { JobRecord, JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
-import { nextStatus, type JobTrigger } from "./job-states.ts";
+import { isFinal, nextStatus, UNFINISHED_STATUSES, type JobTrigger } from "./job-states.ts";
 
 /** Fields a step may write besides the status, which only `moveJob` changes. */
 export type JobChanges = Partial<Omit<JobRecord, "id" | "status">>;
@@ -136,7 +136,8 @@ function addJobRows(statement: CombinedStatement, jobs: readonly JobRecord[], no
     [...FIELDS.map((f) => TYPES[f]), "text"],
     jobs.map((job) => [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null]),
   );
-  statement.step("jobs_inserted", `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) ${unpadded(values)}`);
+  statement.step("jobs_inserted", `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) ${unpadded(values)} RETURNING id, node_id`);
+  statement.step("job_queues_inserted", "INSERT INTO job_queues (queue, job_id, node_id) SELECT 'unfinished', id, node_id FROM jobs_inserted");
 }
 
 /** Update fields of a job other than its status, in whatever state it is. */
@@ -170,17 +171,9 @@ export async function updateJobs(db: Db, updates: readonly { id: string; changes
  * `job` takes the new status and the changes.
  */
 export async function moveJob(db: Db, job: JobRecord, trigger: JobTrigger, changes: JobChanges = {}): Promise<boolean> {
-  const to = nextStatus(job.status, trigger);
-  const fields = Object.keys(changes) as (keyof JobChanges)[];
-  if ((fields as string[]).includes("status")) throw new Error("moveJob takes the new status from the state table");
-  const sets = ["status = $3", ...fields.map((f, i) => `${COLUMNS[f]} = $${i + 4}`)].join(", ");
-  const moved = await db.query(`UPDATE jobs SET ${sets} WHERE id = $1 AND status = $2 RETURNING id`, [
-    job.id,
-    job.status,
-    to,
-    ...fields.map((f) => toColumn(f, changes[f])),
-  ]);
-  if (moved.length === 0) return false;
+  const statement = new CombinedStatement();
+  const to = addMoves(statement, [{ job, changes }], trigger)[0]!;
+  if ((await statement.run(db)).length === 0) return false;
   Object.assign(job, changes, { status: to });
   return true;
 }
@@ -218,6 +211,22 @@ export async function mustMoveJobs(db: Db, moves: readonly { job: JobRecord; cha
  */
 export function addJobMoves(statement: CombinedStatement, moves: readonly { job: JobRecord; changes: JobChanges }[], trigger: JobTrigger): (rows: readonly { id: string }[]) => void {
   if (moves.length === 0) return () => undefined;
+  const tos = addMoves(statement, moves, trigger);
+  return (moved) => {
+    if (moved.length < moves.length) {
+      const lost = moves.find(({ job }) => !moved.some((row) => row.id === job.id))!;
+      throw new JobMovedError(lost.job.id, lost.job.status, trigger);
+    }
+    moves.forEach(({ job, changes }, i) => Object.assign(job, changes, { status: tos[i] }));
+  };
+}
+
+/**
+ * The steps of `statement` moving each job from the status its record has, guarded by it, with
+ * its changes (all jobs the same fields), and between the queues as the move says; the statement
+ * returns the ids of the jobs moved. Returns each job's new status.
+ */
+function addMoves(statement: CombinedStatement, moves: readonly { job: JobRecord; changes: JobChanges }[], trigger: JobTrigger): JobStatus[] {
   const fields = Object.keys(moves[0]!.changes) as (keyof JobChanges)[];
   if ((fields as string[]).includes("status")) throw new Error("moveJob takes the new status from the state table");
   const tos = moves.map(({ job }) => nextStatus(job.status, trigger));
@@ -229,16 +238,32 @@ export function addJobMoves(statement: CombinedStatement, moves: readonly { job:
     "jobs_moved",
     `UPDATE jobs j SET status = m.to_status${fields.map((f) => `, ${COLUMNS[f]} = m.${COLUMNS[f]}`).join("")}
        FROM (VALUES ${values}) AS m (id, from_status, to_status${fields.map((f) => `, ${COLUMNS[f]}`).join("")})
-      WHERE j.id = m.id AND j.status = m.from_status RETURNING j.id`,
+      WHERE j.id = m.id AND j.status = m.from_status RETURNING j.id, j.node_id`,
   );
+  addQueueMoves(statement, moves.map(({ job }, i) => queueMoves(job.id, job.status, tos[i]!)));
   statement.returns("SELECT id FROM jobs_moved");
-  return (moved) => {
-    if (moved.length < moves.length) {
-      const lost = moves.find(({ job }) => !moved.some((row) => row.id === job.id))!;
-      throw new JobMovedError(lost.job.id, lost.job.status, trigger);
-    }
-    moves.forEach(({ job, changes }, i) => Object.assign(job, changes, { status: tos[i] }));
-  };
+  return tos;
+}
+
+/** The steps taking the jobs `jobs_moved` gives out of and into queues as `changes` says; none for a job not moved. */
+function addQueueMoves(statement: CombinedStatement, changes: readonly QueueChanges[]): void {
+  const left = changes.flatMap(({ jobId, left }) => left.map((queue) => [queue, jobId]));
+  const entered = changes.flatMap(({ jobId, entered }) => entered.map((queue) => [queue, jobId]));
+  if (left.length > 0) {
+    statement.step(
+      "job_queues_left",
+      `DELETE FROM job_queues q USING (VALUES ${statement.values(["text", "text"], left)}) AS v (queue, job_id), jobs_moved m
+        WHERE q.queue = v.queue AND q.job_id = v.job_id AND m.id = v.job_id`,
+    );
+  }
+  if (entered.length > 0) {
+    statement.step(
+      "job_queues_entered",
+      `INSERT INTO job_queues (queue, job_id, node_id)
+       SELECT v.queue, v.job_id, m.node_id FROM (VALUES ${statement.values(["text", "text"], entered)}) AS v (queue, job_id) JOIN jobs_moved m ON m.id = v.job_id
+       ON CONFLICT DO NOTHING`,
+    );
+  }
 }
 
 /**
@@ -247,31 +272,42 @@ export function addJobMoves(statement: CombinedStatement, moves: readonly { job:
  */
 export async function forgetRequests(db: Db, before: Date): Promise<void> {
   await db.query(
-    `UPDATE jobs SET request = NULL
-      WHERE request IS NOT NULL AND status IN ('settled', 'failed', 'refunded') AND coalesce(last_token_at, created_at) < $1`,
+    `WITH due AS (DELETE FROM job_queues WHERE queue = 'request_kept' AND queued_at < $1 RETURNING job_id)
+     UPDATE jobs SET request = NULL WHERE id = ANY (ARRAY(SELECT job_id FROM due)) AND request IS NOT NULL`,
     [before],
   );
 }
 
-/** Ended jobs, oldest first, whose escrow record may be closed: ended before `before` and not disputed now. */
-/** Ended jobs whose escrow record may be closed; with `nodeId`, only that node's (and unowned) ones. */
+/**
+ * Ended jobs whose escrow record may be closed: ended (queued) before `before` and not disputed
+ * now, oldest first; with `nodeId`, only that node's (and unowned) ones.
+ */
 export async function jobsWithEscrowToClose(db: Db, before: Date, limit: number, nodeId?: string): Promise<string[]> {
-  const rows = await db.query<{ id: string }>(
-    `SELECT id FROM jobs WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded') AND coalesce(completed_at, created_at) < $1
-        AND ($3::text IS NULL OR node_id = $3 OR node_id IS NULL)
-      ORDER BY id LIMIT $2`,
+  const rows = await db.query<{ job_id: string }>(
+    `SELECT job_id FROM job_queues
+      WHERE queue = 'escrow_to_close' AND queued_at < $1 AND ($3::text IS NULL OR node_id = $3 OR node_id IS NULL)
+      ORDER BY job_id LIMIT $2`,
     [before, limit, nodeId ?? null],
   );
-  return rows.map((r) => r.id);
+  return rows.map((r) => r.job_id);
 }
 
 /** A dead node's jobs become `to`'s, whose sweeps (closing escrow records) then cover them. */
 export async function adoptJobs(db: Db, from: string, to: string): Promise<number> {
-  return (await db.query("UPDATE jobs SET node_id = $2 WHERE node_id = $1 RETURNING id", [from, to])).length;
+  const adopted = await db.query(
+    "WITH queued AS (UPDATE job_queues SET node_id = $2 WHERE node_id = $1) UPDATE jobs SET node_id = $2 WHERE node_id = $1 RETURNING id",
+    [from, to],
+  );
+  return adopted.length;
 }
 
 export async function markEscrowsClosed(db: Db, ids: readonly string[]): Promise<void> {
-  if (ids.length > 0) await db.query("UPDATE jobs SET escrow_closed = true WHERE id = ANY($1::text[])", [[...ids]]);
+  if (ids.length === 0) return;
+  await db.query(
+    `WITH closed AS (DELETE FROM job_queues WHERE queue = 'escrow_to_close' AND job_id = ANY($1::text[]))
+     UPDATE jobs SET escrow_closed = true WHERE id = ANY($1::text[])`,
+    [[...ids]],
+  );
 }
 
 export async function getJob(db: Db, id: string): Promise<JobRecord | undefined> {
@@ -285,33 +321,61 @@ export async function getJobs(db: Db, ids: readonly string[]): Promise<Map<strin
   return new Map(rows.map((row) => [row.id as string, fromRow(row)]));
 }
 
-export async function jobsWithStatus(db: Db, statuses: JobStatus[]): Promise<JobRecord[]> {
-  const rows = await db.query(`${SELECT} WHERE status IN (${statusList(statuses)}) ORDER BY id`);
+/** Every job in one of these statuses: a scan of the whole table, for checks; a running node reads its queues. */
+export async function jobsWithStatus(db: Db, statuses: readonly JobStatus[]): Promise<JobRecord[]> {
+  const rows = await db.query(`${SELECT} WHERE status = ANY($1::text[]) ORDER BY id`, [[...statuses]]);
   return rows.map(fromRow);
 }
 
-/** Jobs in these states driven by one node (and with `orUnowned`, by no named node). */
-export async function nodeJobsWithStatus(db: Db, statuses: JobStatus[], owner: { nodeId: string; orUnowned: boolean }): Promise<JobRecord[]> {
-  const rows = await db.query(`${SELECT} WHERE status IN (${statusList(statuses)}) AND (node_id = $1 OR ($2 AND node_id IS NULL)) ORDER BY id`, [
-    owner.nodeId,
-    owner.orUnowned,
-  ]);
+/** The jobs still running (pending, processing or settling); with `owner`, only those one node drives (and with `orUnowned`, those no named node does). */
+export async function unfinishedJobs(db: Db, owner?: { nodeId: string; orUnowned: boolean }): Promise<JobRecord[]> {
+  const rows = await db.query(
+    `${SELECT} WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'unfinished')) AND status IN ('pending', 'processing', 'settling')
+        AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL)) ORDER BY id`,
+    [owner?.nodeId ?? null, owner?.orUnowned ?? false],
+  );
   return rows.map(fromRow);
+}
+
+/** The jobs disputed now. */
+export async function disputedJobs(db: Db): Promise<JobRecord[]> {
+  const rows = await db.query(`${SELECT} WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'disputed')) AND status = 'disputed' ORDER BY id`);
+  return rows.map(fromRow);
+}
+
+/** A job's move between queues: those it leaves and those it enters. */
+interface QueueChanges {
+  jobId: string;
+  left: JobQueue[];
+  entered: JobQueue[];
 }
 
 /**
- * The statuses as literals, not a parameter: the partial indexes on jobs (unfinished, disputed)
- * are chosen only when the planner sees the values, and the embedded database keeps one plan per
- * statement, made without them (store/pglite.ts, PLAN_SETTINGS). Only the known statuses pass.
+ * The queues of jobs that stand in for indexes on the jobs table's changing columns (migration
+ * jobs/005_job_queues). A job is in `unfinished` while pending, processing or settling, and in
+ * `disputed` while disputed. It is in `escrow_to_close` from its end until the sweep closes its
+ * escrow record, and in `request_kept` from its end until the sweep forgets its request, except
+ * while disputed: arbitration needs both, and its outcome ends the job again.
  */
-function statusList(statuses: readonly JobStatus[]): string {
-  if (statuses.length === 0) return "NULL";
-  return statuses
-    .map((status) => {
-      if (!(JOB_STATUSES as readonly string[]).includes(status)) throw new Error(`not a job status: ${status}`);
-      return `'${status}'`;
-    })
-    .join(", ");
+type JobQueue = "unfinished" | "disputed" | "escrow_to_close" | "request_kept";
+const ENDED_QUEUES: readonly JobQueue[] = ["escrow_to_close", "request_kept"];
+
+/** The queues a job moving from `from` to `to` leaves and enters. */
+function queueMoves(jobId: string, from: JobStatus, to: JobStatus): QueueChanges {
+  const changes: QueueChanges = { jobId, left: [], entered: [] };
+  const unfinished = (status: JobStatus) => UNFINISHED_STATUSES.includes(status);
+  if (unfinished(from) && isFinal(to)) {
+    changes.left.push("unfinished");
+    changes.entered.push(...ENDED_QUEUES);
+  } else if (to === "disputed" && from !== "disputed") {
+    changes.left.push(...ENDED_QUEUES);
+    changes.entered.push("disputed");
+  } else if (from === "disputed" && isFinal(to)) {
+    changes.left.push("disputed");
+    // Arbitration clears the request with its outcome: only the escrow record is left to close.
+    changes.entered.push("escrow_to_close");
+  }
+  return changes;
 }
 
 /**

@@ -93,6 +93,9 @@ export const JOB_TRANSITIONS: readonly JobTransition[] = [
 /** Statuses a job leaves no more by itself (disputed waits for its arbitration; settled leaves only for a dispute). */
 export const FINAL_STATUSES: readonly JobStatus[] = ["settled", "failed", "refunded"];
 
+/** Statuses of a job still running: a crash leaves it for recovery to finish or refund. */
+export const UNFINISHED_STATUSES: readonly JobStatus[] = ["pending", "processing", "settling"];
+
 export function isFinal(status: JobStatus): boolean {
   return FINAL_STATUSES.includes(status);
 }

@@ -98,4 +98,37 @@ export const JOBS_MIGRATIONS = [
       CREATE INDEX jobs_keeping_request ON jobs (id) WHERE request IS NOT NULL AND status IN ('settled', 'failed', 'refunded');
     `,
   },
+  {
+    id: "jobs/005_job_queues",
+    sql: `
+      -- The jobs that recovery, arbitration and the sweeps look for, each set a queue of job ids,
+      -- in place of the partial indexes on jobs. Those indexes named status in their conditions,
+      -- so every change of a job's status wrote a new entry into each index of the table, and left
+      -- a dead row that only VACUUM, reading every index through, could remove: on the embedded
+      -- database those VACUUMs held the node for longer the more jobs it had kept (151 to 790 ms
+      -- over ten minutes of load, docs/performance.md). With nothing on jobs indexing a column
+      -- that changes, an update stays on its page (HOT), in the 70% of each page that inserts
+      -- leave free, and the page's old versions are reclaimed as it is next read. A VACUUM then
+      -- has no index to read through, only the pages changed since the last one.
+      CREATE TABLE job_queues (
+        queue text NOT NULL,
+        job_id text NOT NULL,
+        -- The job's node (jobs.node_id), for a node's sweeps to take its own jobs.
+        node_id text,
+        -- When the job entered the queue: for the sweeps, when it ended.
+        queued_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (queue, job_id)
+      );
+      INSERT INTO job_queues (queue, job_id, node_id, queued_at)
+        SELECT 'unfinished', id, node_id, created_at FROM jobs WHERE status IN ('pending', 'processing', 'settling')
+        UNION ALL SELECT 'disputed', id, node_id, coalesce(disputed_at, created_at) FROM jobs WHERE status = 'disputed'
+        UNION ALL SELECT 'escrow_to_close', id, node_id, coalesce(completed_at, created_at) FROM jobs WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded')
+        UNION ALL SELECT 'request_kept', id, node_id, coalesce(last_token_at, created_at) FROM jobs WHERE request IS NOT NULL AND status IN ('settled', 'failed', 'refunded');
+      DROP INDEX jobs_unfinished;
+      DROP INDEX jobs_disputed;
+      DROP INDEX jobs_escrow_to_close;
+      DROP INDEX jobs_keeping_request;
+      ALTER TABLE jobs SET (fillfactor = 30);
+    `,
+  },
 ];
