@@ -16,8 +16,13 @@ export const ARBITRATION_WINDOW_HOURS = 72;
 export const OUTPUT_HASH = /^sha256:[0-9a-f]{64}$/;
 /** How long a dispute of a job whose settlement is still confirming waits for it. */
 const SETTLING_WAIT_MS = 5_000;
-/** Escrow records closed in one transaction. */
+/** Escrow records closed in one transaction... */
 const CLOSE_BATCH = 20;
+/**
+ * ...and transactions sent at once. One at a time, a sweep closed about 120 records a second
+ * while the node ended 280 jobs a second, and fell behind (docs/performance.md, stop 48).
+ */
+const CLOSES_AT_ONCE = 4;
 
 export interface DisputeDeps {
   db: Db;
@@ -71,7 +76,7 @@ function disputeOwner(): ActionOwner {
 }
 
 export class Disputes {
-  private sweeper: NodeJS.Timeout | undefined;
+  private sweepers: NodeJS.Timeout[] = [];
   /** Set by stop: a sweep under way closes no more batches. */
   private stopped = false;
 
@@ -85,53 +90,62 @@ export class Disputes {
 
   /**
    * Every few seconds, for jobs whose dispute window has closed: forgets their kept requests, and
-   * closes their escrow records in the program, recovering the rent. A sweep still running when
-   * the next is due (a backlog of records to close) lets that one go.
+   * closes their escrow records in the program, recovering the rent. Each is a sweep of its own:
+   * under steady load the closing never ends, and forgetting waited for it. A sweep still running
+   * when the next is due lets that one go.
    */
   start(): void {
+    const every = Math.min(this.deps.windowMs, 10_000);
+    const forget = () => forgetRequests(this.deps.db, new Date(Date.now() - this.deps.windowMs));
+    this.sweepers = [this.sweepEvery(every, forget), this.sweepEvery(every, () => this.closeEscrows())];
+  }
+
+  /** Runs `sweep` now and every `ms`, unless the one before is still running. */
+  private sweepEvery(ms: number, sweep: () => Promise<unknown>): NodeJS.Timeout {
     let sweeping = false;
-    const sweep = () => {
+    const run = () => {
       if (sweeping) return;
       sweeping = true;
-      void forgetRequests(this.deps.db, new Date(Date.now() - this.deps.windowMs))
-        .then(() => this.closeEscrows())
+      void sweep()
         .catch((error: unknown) => this.deps.logger.warn({ err: error }, "could not tidy up the jobs past their dispute window"))
         .finally(() => (sweeping = false));
     };
-    sweep();
-    this.sweeper = setInterval(sweep, Math.min(this.deps.windowMs, 10_000));
-    this.sweeper.unref();
+    run();
+    const timer = setInterval(run, ms);
+    timer.unref();
+    return timer;
   }
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.sweeper);
+    for (const timer of this.sweepers) clearInterval(timer);
   }
 
   /**
    * Closes the escrow records of every ended job past the program's dispute window, in
-   * transactions of CLOSE_BATCH, until none is left or a batch can close none (its jobs all locked
-   * or disputed still). One transaction a sweep closed 2 records a second, while a loaded node ends
-   * hundreds of jobs a second: the chain then kept one more account a job (docs/performance.md,
-   * stop 47).
+   * transactions of CLOSE_BATCH sent CLOSES_AT_ONCE at a time, until none is left or a round can
+   * close none (its jobs all locked or disputed still). One transaction a sweep closed 2 records a
+   * second, while a loaded node ends hundreds of jobs a second: the chain then kept one more
+   * account a job (docs/performance.md, stop 47).
    */
   private async closeEscrows(): Promise<void> {
     const windowS = await this.deps.chain.disputeWindowSeconds();
     for (;;) {
-      const { due, marked } = await this.closeEscrowBatch(windowS);
-      if (due < CLOSE_BATCH || marked === 0 || this.stopped) return;
+      const { due, marked } = await this.closeEscrowRound(windowS);
+      if (due < CLOSE_BATCH * CLOSES_AT_ONCE || marked === 0 || this.stopped) return;
     }
   }
 
   /**
-   * Up to CLOSE_BATCH ended jobs' escrow records, closed in one transaction: those the program
-   * holds settled, refunded or reversed for longer than its dispute window. A job whose record is
-   * gone (never locked, or closed already) is marked too; a locked or disputed one waits, and
-   * comes first in the next batch's due jobs again. Says how many jobs were due and how many it marked.
+   * Up to CLOSE_BATCH * CLOSES_AT_ONCE ended jobs' escrow records, closed in transactions sent at
+   * once: those the program holds settled, refunded or reversed for longer than its dispute window.
+   * A job whose record is gone (never locked, or closed already) is marked too; a locked or
+   * disputed one waits, and comes first in the next round's due jobs again. Says how many jobs were
+   * due and how many it marked.
    */
-  private async closeEscrowBatch(windowS: bigint): Promise<{ due: number; marked: number }> {
+  private async closeEscrowRound(windowS: bigint): Promise<{ due: number; marked: number }> {
     const { chain, db } = this.deps;
-    const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), CLOSE_BATCH, this.deps.nodeId);
+    const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), CLOSE_BATCH * CLOSES_AT_ONCE, this.deps.nodeId);
     if (due.length === 0) return { due: 0, marked: 0 };
     const records = await chain.escrowRecords(due);
     const closable: string[] = [];
@@ -142,7 +156,8 @@ export class Disputes {
       if (!record) gone.push(id);
       else if (record.status !== "locked" && record.status !== "disputed" && nowS - record.closedAt > windowS + 1n) closable.push(id);
     });
-    if (closable.length > 0) await chain.send((await chain.prepareCloseEscrows(closable)).wire);
+    const batches = Array.from({ length: Math.ceil(closable.length / CLOSE_BATCH) }, (_, i) => closable.slice(i * CLOSE_BATCH, (i + 1) * CLOSE_BATCH));
+    await Promise.all(batches.map(async (batch) => chain.send((await chain.prepareCloseEscrows(batch)).wire)));
     await markEscrowsClosed(db, [...closable, ...gone]);
     return { due: due.length, marked: closable.length + gone.length };
   }
