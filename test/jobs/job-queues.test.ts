@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { newId } from "../../src/core/ids.ts";
-import type { ChatRequest } from "../../src/jobs/chat-request.ts";
+import { parseChatRequest } from "../../src/http/chat-request.ts";
 import { newPendingJob, type JobRecord } from "../../src/jobs/job-record.ts";
 import {
   disputedJobs,
@@ -25,19 +25,8 @@ import { JOBS_MIGRATIONS } from "../../src/jobs/schema.ts";
 import { migrate, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
-const request: ChatRequest = {
-  model: "m",
-  messages: [{ role: "user", content: "Hello" }],
-  stream: false,
-  includeUsage: false,
-  maxTokens: 100,
-  temperature: 1,
-  topP: 1,
-  stop: [],
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  seed: 7,
-};
+/** A request as the gateway keeps it, parsed from the caller's body. */
+const request = parseChatRequest({ model: "m", messages: [{ role: "user", content: "Hello" }], max_tokens: 100, seed: 7 });
 const later = () => new Date(Date.now() + 60_000);
 
 for (const backend of testDatabases()) {
