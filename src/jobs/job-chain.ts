@@ -8,7 +8,7 @@ import { MAX_LOCKS_PER_TRANSACTION, type ActionOwner, type ActionOwnerNode, type
 import type { Tier } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
-import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
+import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import { addJobSlots, getJob, getJobs, mustMoveJob, mustMoveJobs, unfinishedJobs, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 import { UNFINISHED_STATUSES } from "./job-states.ts";

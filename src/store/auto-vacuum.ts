@@ -71,7 +71,7 @@ export async function tablesDue(db: Db, stepRows?: number): Promise<TableDue[]> 
               (s.n_dead_tup > ${setting("autovacuum_vacuum_threshold")} + ${setting("autovacuum_vacuum_scale_factor")} * greatest(c.reltuples, 0)
                 OR (${setting("autovacuum_vacuum_insert_threshold")} >= 0 AND s.n_ins_since_vacuum > ${setting("autovacuum_vacuum_insert_threshold")}
                   + ${setting("autovacuum_vacuum_insert_scale_factor")} * greatest(c.reltuples, 0))
-                OR s.n_dead_tup + s.n_ins_since_vacuum > $1) AS vacuum,
+                OR coalesce(s.n_dead_tup + s.n_ins_since_vacuum > $1::float8, false)) AS vacuum,
               s.n_mod_since_analyze > ${setting("autovacuum_analyze_threshold")}
                 + ${setting("autovacuum_analyze_scale_factor")} * greatest(c.reltuples, 0) AS "analyze"
          FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
