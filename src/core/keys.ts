@@ -1,11 +1,18 @@
 /**
  * Ed25519 keypairs. Files use the Solana CLI layout (a JSON array of the 32-byte seed followed by
  * the 32-byte public key) so `solana-keygen` and wallets can read them; mode 0600.
+ *
+ * Signatures are made and checked with libsodium (sodium-native), not Node's OpenSSL: on this
+ * machine's OpenSSL 3.0 a check took 107-110 µs and a signature 34-36 µs, with libsodium 52 and
+ * 17 (docs/performance.md, stop 49). A loaded gateway checks a worker's proof and signs a chain
+ * transaction or two for every job, on its busiest thread. libsodium's check is also the stricter
+ * one: it refuses small-order keys, under which OpenSSL accepted one signature for every message
+ * (test/core/keys.test.ts), so a worker registered with such a key could claim any output.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { Address } from "@solana/kit";
+import sodium from "sodium-native";
 import { base58Decode, base58Encode } from "./base58.ts";
 import { BoundedMap } from "./bounded-map.ts";
 
@@ -24,9 +31,6 @@ export interface Keypair extends Signer {
   readonly secretKey: Uint8Array;
 }
 
-const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
-const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
-
 /** The raw 32-byte public key of a canonical base58 address, or undefined. */
 export function publicKeyOf(address: string): Uint8Array | undefined {
   try {
@@ -39,73 +43,67 @@ export function publicKeyOf(address: string): Uint8Array | undefined {
 }
 
 /**
- * Public keys by address, as OpenSSL takes them (null: not a key). Making one costs about as much
- * as the verification itself, and the gateway verifies the same few workers' proofs again and again.
+ * Public keys by address (null: not a canonical address). Decoding one costs a few µs, and the
+ * gateway checks the same few workers' proofs again and again.
  */
-const verifyingKeys = new BoundedMap<KeyObject | null>(10_000);
+const verifyingKeys = new BoundedMap<Buffer | null>(10_000);
 
-function verifyingKey(address: string): KeyObject | null {
+function verifyingKey(address: string): Buffer | null {
   let key = verifyingKeys.get(address);
   if (key === undefined) {
     const raw = publicKeyOf(address);
-    try {
-      key = raw === undefined ? null : createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: "der", type: "spki" });
-    } catch {
-      // A 32-byte string that is not a point on the curve.
-      key = null;
-    }
+    key = raw === undefined ? null : Buffer.from(raw);
     verifyingKeys.set(address, key);
   }
   return key;
 }
 
+/** The bytes of `view` as a Buffer, without a copy (sodium-native's types ask for Buffers). */
+function bufferOf(view: Uint8Array): Buffer {
+  return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
+}
+
 /**
  * Whether `signature` is the Ed25519 signature of `message` by the key of `address`, checked on
- * the calling thread (about 50 µs here). Checked on libuv's thread pool instead, as from
- * 2026-11-26 to stop 43, a gateway under load at 32 connections answered fewer requests a
- * second: each hand-off wakes a pool thread, which on a machine whose two cores are busy takes
- * the core from the thread that woke it (docs/performance.md, stop 43).
+ * the calling thread. Checked on libuv's thread pool instead, as from 2026-11-26 to stop 43, a
+ * gateway under load at 32 connections answered fewer requests a second: each hand-off wakes a
+ * pool thread, which on a machine whose two cores are busy takes the core from the thread that
+ * woke it (docs/performance.md, stop 43).
  */
 export function verifyEd25519(address: string, message: Uint8Array, signature: Uint8Array): boolean {
   const key = verifyingKey(address);
-  if (key === null || signature.length !== 64) return false;
-  try {
-    return verify(null, message, key, signature);
-  } catch {
-    return false;
-  }
+  if (key === null || signature.length !== sodium.crypto_sign_BYTES) return false;
+  return sodium.crypto_sign_verify_detached(bufferOf(signature), bufferOf(message), key);
 }
 
-function fromPrivateKey(key: KeyObject): Keypair {
-  const jwk = key.export({ format: "jwk" });
-  const seed = Buffer.from(jwk.d!, "base64url");
-  const publicKey = new Uint8Array(Buffer.from(jwk.x!, "base64url"));
-  const secretKey = new Uint8Array(64);
-  secretKey.set(seed, 0);
-  secretKey.set(publicKey, 32);
+/** A keypair from libsodium's 64-byte secret key, which is the CLI's layout: seed, then public key. */
+function fromSodiumSecretKey(secretKey: Buffer): Keypair {
+  const publicKey = new Uint8Array(secretKey.subarray(32));
   return {
     address: base58Encode(publicKey) as Address,
     publicKey,
-    secretKey,
-    sign: (message) => new Uint8Array(sign(null, message, key)),
+    secretKey: new Uint8Array(secretKey),
+    sign: (message) => {
+      const signature = new Uint8Array(sodium.crypto_sign_BYTES);
+      sodium.crypto_sign_detached(bufferOf(signature), bufferOf(message), secretKey);
+      return signature;
+    },
   };
 }
 
 export function generateKeypair(): Keypair {
-  return fromPrivateKey(generateKeyPairSync("ed25519").privateKey);
+  const secretKey = Buffer.alloc(sodium.crypto_sign_SECRETKEYBYTES);
+  sodium.crypto_sign_keypair(Buffer.alloc(sodium.crypto_sign_PUBLICKEYBYTES), secretKey);
+  return fromSodiumSecretKey(secretKey);
 }
 
 /** From the CLI's 64 bytes (seed + public key); the public key is checked against the seed. */
 export function keypairFromSecretKey(secretKey: Uint8Array): Keypair {
   if (secretKey.length !== 64) throw new TypeError("a secret key is 64 bytes");
-  const key = createPrivateKey({
-    key: Buffer.concat([PKCS8_ED25519_PREFIX, secretKey.subarray(0, 32)]),
-    format: "der",
-    type: "pkcs8",
-  });
-  const kp = fromPrivateKey(key);
-  if (!Buffer.from(kp.publicKey).equals(secretKey.subarray(32))) throw new Error("secret key does not match its public key");
-  return kp;
+  const derived = Buffer.alloc(sodium.crypto_sign_SECRETKEYBYTES);
+  sodium.crypto_sign_seed_keypair(Buffer.alloc(sodium.crypto_sign_PUBLICKEYBYTES), derived, Buffer.from(secretKey.subarray(0, 32)));
+  if (!derived.subarray(32).equals(secretKey.subarray(32))) throw new Error("secret key does not match its public key");
+  return fromSodiumSecretKey(derived);
 }
 
 /** Reads `<dir>/<name>.json`; undefined when there is no such file, never creating one. */

@@ -7,10 +7,9 @@
  * released if the chain refuses it. Prepared transactions wait in memory for their signature
  * until their blockhash expires; one that is never signed costs nothing.
  */
-import { generateKeyPairSync } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { signWalletSlot, walletSignedCopy, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import { ApiError, base58Encode, creditsToBaseUnits, newId, type Signer } from "../core/index.ts";
+import { ApiError, creditsToBaseUnits, generateKeypair, newId, type Signer } from "../core/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/index.ts";
 import { creditDeposit } from "./deposits.ts";
@@ -65,8 +64,7 @@ const withdrawalId = (signature: string) => `withdrawal:${signature}`;
 
 /** A fresh key that marks a deposit for anyone watching the chain (Solana Pay's reference). */
 function referenceKey(): Address {
-  const jwk = generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" });
-  return base58Encode(Buffer.from(jwk.x!, "base64url")) as Address;
+  return generateKeypair().address;
 }
 
 function depositOwner(): ActionOwner {

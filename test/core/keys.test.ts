@@ -1,7 +1,11 @@
 /** Ed25519 signing and verification by address: right answers the first time and from the key cache after. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { base58Encode, generateKeypair, verifyEd25519 } from "../../src/core/index.ts";
+import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
+import { base58Encode, generateKeypair, keypairFromSecretKey, verifyEd25519 } from "../../src/core/index.ts";
+
+/** L, the order of Ed25519's base point. */
+const GROUP_ORDER = 2n ** 252n + 27742317777372353535851937790883648493n;
 
 test("verifies a signer's signature and refuses everything else, the first time and after", () => {
   const signer = generateKeypair();
@@ -20,4 +24,59 @@ test("verifies a signer's signature and refuses everything else, the first time 
     assert.equal(verifyEd25519(offCurve, message, signature), false);
     assert.equal(verifyEd25519("not-an-address", message, signature), false);
   }
+});
+
+test("signatures are plain Ed25519: OpenSSL checks ours, and ours checks OpenSSL's", () => {
+  const signer = generateKeypair();
+  const message = new TextEncoder().encode("settlement of job_02");
+  const der = (prefix: string, key: Uint8Array) => Buffer.concat([Buffer.from(prefix, "hex"), key]);
+  const publicKey = createPublicKey({ key: der("302a300506032b6570032100", signer.publicKey), format: "der", type: "spki" });
+  assert.equal(verify(null, message, publicKey, signer.sign(message)), true);
+  const privateKey = createPrivateKey({ key: der("302e020100300506032b657004220420", signer.secretKey.subarray(0, 32)), format: "der", type: "pkcs8" });
+  assert.equal(verifyEd25519(signer.address, message, new Uint8Array(sign(null, message, privateKey))), true);
+});
+
+test("a keypair read from the CLI's 64 bytes signs as the one written, and a mismatched half is refused", () => {
+  const written = generateKeypair();
+  const read = keypairFromSecretKey(written.secretKey);
+  assert.equal(read.address, written.address);
+  const message = new TextEncoder().encode("proof");
+  assert.deepEqual(read.sign(message), written.sign(message));
+  const mismatched = Uint8Array.from(written.secretKey);
+  mismatched.set(generateKeypair().publicKey, 32);
+  assert.throws(() => keypairFromSecretKey(mismatched), /does not match its public key/);
+});
+
+test("a signature whose scalar is not reduced (S + L, the same point equation) is refused", () => {
+  const signer = generateKeypair();
+  const message = new TextEncoder().encode("job_03 output hash");
+  const signature = signer.sign(message);
+  // The group order added to S (the signature's last 32 bytes, little-endian).
+  let s = 0n;
+  for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(signature[i]!);
+  let raised = s + GROUP_ORDER;
+  const malleated = Uint8Array.from(signature);
+  for (let i = 32; i < 64; i++, raised >>= 8n) malleated[i] = Number(raised & 0xffn);
+  assert.equal(verifyEd25519(signer.address, message, signature), true);
+  assert.equal(verifyEd25519(signer.address, message, malleated), false);
+});
+
+test("a small-order key verifies nothing, though under it one signature fits every message", () => {
+  // The identity point as a key A: [S]B = R + [k]A holds for every message k once R = [S]B. With
+  // R a real key's public point and S its secret scalar, that is one signature a worker could
+  // register such a key with and then claim for any output. OpenSSL accepts it; we must not.
+  const real = generateKeypair();
+  const digest = createHash("sha512").update(real.secretKey.subarray(0, 32)).digest();
+  const clamped = Uint8Array.from(digest.subarray(0, 32));
+  clamped[0]! &= 248;
+  clamped[31]! &= 127;
+  clamped[31]! |= 64;
+  let scalar = 0n;
+  for (let i = 31; i >= 0; i--) scalar = (scalar << 8n) | BigInt(clamped[i]!);
+  scalar %= GROUP_ORDER;
+  const signature = new Uint8Array(64);
+  signature.set(real.publicKey, 0);
+  for (let i = 32; i < 64; i++, scalar >>= 8n) signature[i] = Number(scalar & 0xffn);
+  const identity = base58Encode(Uint8Array.from({ length: 32 }, (_, i) => (i === 0 ? 1 : 0)));
+  for (const text of ["output one", "output two"]) assert.equal(verifyEd25519(identity, new TextEncoder().encode(text), signature), false);
 });
