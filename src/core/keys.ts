@@ -3,8 +3,8 @@
  * the 32-byte public key) so `solana-keygen` and wallets can read them; mode 0600.
  *
  * Signatures are made and checked with libsodium (sodium-native), not Node's OpenSSL: on this
- * machine's OpenSSL 3.0 a check took 107-110 µs and a signature 34-36 µs, with libsodium 52 and
- * 17 (docs/performance.md, stop 49). A loaded gateway checks a worker's proof and signs a chain
+ * machine's OpenSSL 3.0 a check took 107 µs and a signature 34-37 µs, with libsodium 52-54 and
+ * 17-18 (`npm run bench:ed25519`; docs/performance.md, stop 49). A loaded gateway checks a worker's proof and signs a chain
  * transaction or two for every job, on its busiest thread. libsodium's check is also the stricter
  * one: it refuses small-order keys, under which OpenSSL accepted one signature for every message
  * (test/core/keys.test.ts), so a worker registered with such a key could claim any output.
