@@ -4,10 +4,11 @@
  *
  * Signatures are made and checked with libsodium (sodium-native), not Node's OpenSSL: on this
  * machine's OpenSSL 3.0 a check took 107 µs and a signature 34-37 µs, with libsodium 52-54 and
- * 17-18 (`npm run bench:ed25519`; docs/performance.md, stop 49). A loaded gateway checks a worker's proof and signs a chain
- * transaction or two for every job, on its busiest thread. libsodium's check is also the stricter
- * one: it refuses small-order keys, under which OpenSSL accepted one signature for every message
- * (test/core/keys.test.ts), so a worker registered with such a key could claim any output.
+ * 17-18 (`npm run bench:ed25519`; docs/performance.md, stop 49). A loaded gateway checks a
+ * worker's proof and signs a chain transaction or two for every job, on its busiest thread.
+ * libsodium's check is also the stricter one: it refuses small-order keys, under which OpenSSL
+ * accepted one signature for every message (test/core/keys.test.ts), so a worker registered with
+ * such a key could claim any output as the one it signed.
  */
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";

@@ -1,4 +1,7 @@
-/** Ed25519 signing and verification by address: right answers the first time and from the key cache after. */
+/**
+ * Ed25519 signing and verification by address: right answers the first time and from the key cache
+ * after, the same signatures as OpenSSL's, and the forgeries a lax check would let through refused.
+ */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
@@ -62,9 +65,10 @@ test("a signature whose scalar is not reduced (S + L, the same point equation) i
 });
 
 test("a small-order key verifies nothing, though under it one signature fits every message", () => {
-  // The identity point as a key A: [S]B = R + [k]A holds for every message k once R = [S]B. With
-  // R a real key's public point and S its secret scalar, that is one signature a worker could
-  // register such a key with and then claim for any output. OpenSSL accepts it; we must not.
+  // The identity point as the key A: the check [S]B = R + [k]A, k the hash of the message, holds
+  // whatever k is once R = [S]B. With R a real key's public point and S its secret scalar, that is
+  // one signature a worker registered with such a key could claim for any output. OpenSSL
+  // accepts it; we must not.
   const real = generateKeypair();
   const digest = createHash("sha512").update(real.secretKey.subarray(0, 32)).digest();
   const clamped = Uint8Array.from(digest.subarray(0, 32));
