@@ -14,6 +14,7 @@ import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { connectRawWorker, type RawWorker } from "../support/raw-worker.ts";
 import { MODEL, type TestGateway } from "../support/service.ts";
 import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixture.ts";
+import { smallOrderForgery } from "../support/small-order-key.ts";
 import { jobConcluded } from "../support/eventually.ts";
 
 const HEARTBEAT_TIMEOUT_MS = 1_000;
@@ -93,7 +94,7 @@ describe("the handshake", () => {
     await worker.closed;
   });
 
-  test("a wrong challenge signature is refused", async () => {
+  test("a wrong challenge signature is refused, and so is a small-order key's", async () => {
     // Signed by another key than the address claims.
     const impostor = await raw();
     const claimed = generateKeypair().address;
@@ -106,7 +107,13 @@ describe("the handshake", () => {
     const relayed = await raw();
     relayed.hello({ signature: relayed.signer.sign(new TextEncoder().encode(`svc-worker-auth:v1:evil.example:${relayed.challenge.challenge}`)) });
     assert.equal((await relayed.closed).code, CloseCode.badSignature);
-    assert.ok(!hosting().includes(claimed) && !hosting().includes(relayed.signer.address), "neither joined the pool");
+
+    // The identity point as the address, with a signature that fits every message under it.
+    const forger = await raw();
+    const forgery = smallOrderForgery();
+    forger.hello({ address: forgery.address, signature: forgery.signature });
+    assert.equal((await forger.closed).code, CloseCode.badSignature);
+    assert.ok(![claimed, relayed.signer.address, forgery.address].some((address) => hosting().includes(address)), "none joined the pool");
   });
 
   test("a model outside the catalog is refused, the catalog ones accepted", async () => {
