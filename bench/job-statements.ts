@@ -24,7 +24,6 @@
  *
  * Run: node --import tsx bench/job-statements.ts [jobs=100] [concurrency=1]
  */
-import { PGlite } from "@electric-sql/pglite";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -35,7 +34,7 @@ import type { Db } from "../src/store/index.ts";
 import { TxHandle } from "../src/store/tx.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
-import { benchStorage, fundedClient } from "./support.ts";
+import { benchStorage, fundedClient, observePgliteExchanges } from "./support.ts";
 
 const JOBS = Number(process.argv[2] ?? 100);
 const CONCURRENCY = Number(process.argv[3] ?? 1);
@@ -183,8 +182,7 @@ await rm(dir, { recursive: true, force: true });
 process.exit(0);
 
 /**
- * PGlite runs each exchange synchronously in its WebAssembly module (execProtocolRawSync, public in
- * the version pinned): timing that call gives what a statement costs the thread. An exchange is
+ * What each exchange with PGlite cost the thread (observePgliteExchanges). An exchange is
  * named by its first message: a simple query by its text, a prepared statement's run (Bind) by
  * the text its Parse carried, a Parse by "prepare".
  */
@@ -207,21 +205,14 @@ function timeInsidePglite(): { counting: boolean; report(jobs: number): void } {
     }
     return `protocol message ${type}`;
   };
-  const proto = PGlite.prototype as unknown as { execProtocolRawSync: (message: Uint8Array, ...rest: unknown[]) => unknown };
-  const run = proto.execProtocolRawSync;
-  proto.execProtocolRawSync = function (this: unknown, message: Uint8Array, ...rest: unknown[]) {
+  observePgliteExchanges((message, ms) => {
+    // Named even when not counting: a Parse names the statement its later runs (Binds) execute.
     const name = nameOf(message);
-    const startedAt = performance.now();
-    try {
-      return run.call(this, message, ...rest);
-    } finally {
-      if (state.counting) {
-        const key = shortText(name);
-        const c = costs.get(key) ?? { n: 0, ms: 0 };
-        costs.set(key, { n: c.n + 1, ms: c.ms + performance.now() - startedAt });
-      }
-    }
-  };
+    if (!state.counting) return;
+    const key = shortText(name);
+    const c = costs.get(key) ?? { n: 0, ms: 0 };
+    costs.set(key, { n: c.n + 1, ms: c.ms + ms });
+  });
   function report(jobs: number): void {
     console.log("inside PGlite, per job: ms  runs  statement");
     let ms = 0;

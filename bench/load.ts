@@ -20,12 +20,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { startService, type Service } from "../src/service.ts";
 import { type Latencies, latencyLine, measureLatency } from "./latency.ts";
-import { type BenchStorage, benchStorage, fundedClient, percentile, settled } from "./support.ts";
+import { type BenchStorage, benchStorage, fundedClient, observePgliteExchanges, percentile, settled } from "./support.ts";
 import { startProfile } from "./profile.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess, UPSTREAM_MODEL, type WorkerProcess } from "./worker-process.ts";
 
@@ -87,6 +87,11 @@ interface Row {
   mainCpuMsPerRequest: number;
   /** The worker's and upstream's process's CPU time per request answered. */
   workerCpuMsPerRequest: number;
+  /**
+   * The main thread's time inside PGlite's exchanges per request answered (the node's own upkeep
+   * included). Wall time: a moment the thread waits for a core in the middle of one counts too.
+   */
+  pgliteMsPerRequest: number;
   /** Every process's CPU time on this machine per request answered: the above, PostgreSQL's backends and anything else running. */
   machineCpuMsPerRequest: number;
   /** The share of the machine's time its hypervisor gave to others while this machine wanted to run (steal). */
@@ -104,6 +109,7 @@ async function drive(target: string, url: string, connections: number, headers: 
   const cpuBefore = process.cpuUsage();
   const mainCpuBefore = mainThreadCpuMs();
   const workerCpuBefore = await worker.cpuMs();
+  const pgliteBefore = pgliteMs;
   const machineBefore = machineCpuTicks();
   const r = await load(url, connections, headers, model, SECONDS);
   const requests = Math.max(1, r.requests.total);
@@ -121,6 +127,7 @@ async function drive(target: string, url: string, connections: number, headers: 
     cpuMsPerRequest: cpuMs(process.cpuUsage(cpuBefore)) / requests,
     mainCpuMsPerRequest: (mainThreadCpuMs() - mainCpuBefore) / requests,
     workerCpuMsPerRequest: ((await worker.cpuMs()) - workerCpuBefore) / requests,
+    pgliteMsPerRequest: (pgliteMs - pgliteBefore) / requests,
     ...machineShares(machineBefore, machineCpuTicks(), requests),
   };
 }
@@ -178,6 +185,9 @@ function machineShares(before: ReturnType<typeof machineCpuTicks>, after: Return
 }
 
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
+/** The time this process has spent inside PGlite's exchanges (the PGlite services' and the bench's own queries). */
+let pgliteMs = 0;
+observePgliteExchanges((_, ms) => (pgliteMs += ms));
 /** The threads this process had before any service started. */
 const threadsOfTheBench = new Set(threadIds());
 
@@ -219,6 +229,35 @@ function targetLines(rows: Row[], sequential: readonly SequentialLatencies[]): s
       verdict("first token at most 2 ms above the upstream's at p50", `${firstTokenP50.toFixed(2)} ms`, firstTokenP50 <= 2),
       verdict("first token at most 10 ms above the upstream's at p99", `${firstTokenP99.toFixed(2)} ms`, firstTokenP99 <= 10),
       verdict("a whole JSON request at most 3 ms above the upstream's at p50", `${jsonP50.toFixed(2)} ms`, jsonP50 <= 3),
+    );
+  }
+  return lines;
+}
+
+/**
+ * What 1,000 requests a second would leave for the gateway's own work, per database, at 32
+ * connections: this machine's cores allow (cores) ms of CPU a request, and the main thread 1 ms.
+ * The parts that are not the gateway's own code: the chain's thread, the worker's process (with the
+ * bench's upstream), the database (PGlite's time on the main thread; PostgreSQL's processes, read as
+ * the machine's CPU less this process's and the worker's), and the load generator (the plain
+ * proxy's main thread in the run before, its proxying included).
+ */
+function budgetLines(rows: Row[]): string[] {
+  const cores = availableParallelism();
+  const lines = [`what 1,000 requests a second would leave on this machine (${cores} cores: ${cores.toFixed(1)} ms of CPU a request; one thread: 1.0 ms), at 32 connections:`];
+  for (const [i, r] of rows.entries()) {
+    if (!r.target.startsWith("gateway") || r.connections !== 32) continue;
+    const pglite = r.pgliteMsPerRequest > 0;
+    const database = pglite ? r.pgliteMsPerRequest : r.machineCpuMsPerRequest - r.cpuMsPerRequest - r.workerCpuMsPerRequest;
+    const loadGenerator = rows[i - 1]!.mainCpuMsPerRequest;
+    const parts = r.chainCpuMsPerJob! + r.workerCpuMsPerRequest + database + loadGenerator;
+    const mainBesidesDatabase = r.mainCpuMsPerRequest - (pglite ? r.pgliteMsPerRequest : 0);
+    lines.push(
+      `${r.target.replace(/^gateway, /, "")}: chain's thread ${r.chainCpuMsPerJob!.toFixed(2)} + worker's process ${r.workerCpuMsPerRequest.toFixed(2)} + ` +
+        `${pglite ? "PGlite" : "PostgreSQL's processes"} ${database.toFixed(2)} + load generator ${loadGenerator.toFixed(2)} = ${parts.toFixed(2)} ms, ` +
+        `${parts <= cores ? `leaving ${(cores - parts).toFixed(2)}` : `${(parts - cores).toFixed(2)} over, leaving nothing`} for the rest of the gateway, ` +
+        `which took ${mainBesidesDatabase.toFixed(2)} on its main thread alone` +
+        (pglite ? `; on the main thread PGlite ${r.pgliteMsPerRequest.toFixed(2)} of the 1.0` : ""),
     );
   }
   return lines;
@@ -320,6 +359,8 @@ for (const [i, r] of rows.entries()) {
 console.log("\nsequential requests, ms, p50 / p99 (100 of each, alternated):");
 for (const line of latencyLines) console.log(line);
 console.log(`RSS of this process (the services, the proxy and the load generator together): ${rssMb.toFixed(0)} MB`);
+console.log("");
+for (const line of budgetLines(rows)) console.log(line);
 console.log("\nthe performance issue's targets, as this run measured them (memory: bench:idle-memory, bench:streams, bench:worker-memory):");
 for (const line of targetLines(rows, latencies)) console.log(line);
 await rm(dir, { recursive: true, force: true });

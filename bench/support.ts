@@ -1,4 +1,5 @@
 /** What the benches share: a funded SDK client, the request they time, and percentile rows. */
+import { PGlite } from "@electric-sql/pglite";
 import { performance } from "node:perf_hooks";
 import OpenAI from "openai";
 import { issueApiKey } from "../src/accounts/accounts.ts";
@@ -94,4 +95,23 @@ export async function settled(service: Service, pollMs = 20): Promise<number> {
   const started = performance.now();
   while ((await openJobCount(service)) > 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
   return performance.now() - started;
+}
+
+/**
+ * Calls `observe` with the first message of each exchange with PGlite, in this process, and the ms
+ * PGlite took to run it. PGlite runs each exchange synchronously in its WebAssembly module
+ * (execProtocolRawSync, public in the version pinned), on the thread that called it, so the time is
+ * what the exchange cost that thread.
+ */
+export function observePgliteExchanges(observe: (message: Uint8Array, ms: number) => void): void {
+  const proto = PGlite.prototype as unknown as { execProtocolRawSync: (message: Uint8Array, ...rest: unknown[]) => unknown };
+  const run = proto.execProtocolRawSync;
+  proto.execProtocolRawSync = function (this: unknown, message: Uint8Array, ...rest: unknown[]) {
+    const startedAt = performance.now();
+    try {
+      return run.call(this, message, ...rest);
+    } finally {
+      observe(message, performance.now() - startedAt);
+    }
+  };
 }
