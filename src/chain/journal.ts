@@ -20,6 +20,16 @@ import type { Chain, ChainReceipt } from "./chain.ts";
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
 /** The bytes of an action whose shared transaction's row elsewhere keeps them. */
 const NO_WIRE = new Uint8Array(0);
+/**
+ * What a finished action's row keeps of its signed bytes (`alias` names the row): nothing, unless
+ * another action of the same shared transaction is still open and borrows them (openRows). Only an
+ * open action is ever sent or checked again, and the chain keeps the transaction. A settlement's
+ * bytes were most of each job's row, about a kilobyte (docs/performance.md, stop 49).
+ */
+function wireWhenFinished(alias: string): string {
+  return `CASE WHEN EXISTS (SELECT 1 FROM open_chain_actions s WHERE s.signature = ${alias}.signature AND s.subject <> ${alias}.subject)
+               THEN ${alias}.wire ELSE '\\x'::bytea END`;
+}
 /** The step of a confirmation's statement that gives the actions it marked confirmed (ActionOwner.addConfirmed reads it). */
 const CONFIRMED_STEP = "chain_actions_confirmed";
 
@@ -320,7 +330,7 @@ export class ChainJournal {
     const values = statement.values(["text", "text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, action.subject, slot]));
     statement.step(
       CONFIRMED_STEP,
-      `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now()
+      `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now(), wire = ${wireWhenFinished("a")}
          FROM (VALUES ${values}) AS c (signature, subject, slot)
         WHERE a.signature = c.signature AND a.subject = c.subject AND a.state = 'sent' RETURNING a.signature, a.subject, a.slot`,
     );
@@ -378,7 +388,7 @@ export class ChainJournal {
   private async mark(tx: Db, action: ChainAction, state: Exclude<ActionState, "sent">, details: { slot?: number; error?: string | undefined }): Promise<boolean> {
     const marked = await tx.query(
       `WITH marked AS (
-         UPDATE chain_actions SET state = $3, slot = coalesce($4, slot), error = coalesce($5, error), updated_at = now()
+         UPDATE chain_actions a SET state = $3, slot = coalesce($4, slot), error = coalesce($5, error), updated_at = now(), wire = ${wireWhenFinished("a")}
           WHERE signature = $1 AND subject = $2 AND state = 'sent' RETURNING signature, subject),
        closed AS (DELETE FROM open_chain_actions o USING marked m WHERE o.signature = m.signature AND o.subject = m.subject)
        SELECT signature FROM marked`,

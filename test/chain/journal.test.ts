@@ -123,6 +123,35 @@ describe("the chain journal", () => {
     await db.query("DELETE FROM chain_actions WHERE signature = $1", [theirs.signature]);
   });
 
+  test("a finished action keeps no signed bytes, unless an open action of its transaction still borrows them", async () => {
+    const bytesOf = async (signature: string) =>
+      (await db.query<{ subject: string; bytes: number }>("SELECT subject, length(wire) AS bytes FROM chain_actions WHERE signature = $1 ORDER BY subject", [signature])).map(
+        (row) => [row.subject, Number(row.bytes)],
+      );
+    const alone = await funding(6);
+    await journal.record(db, alone);
+    await journal.send(alone);
+    assert.deepEqual(await bytesOf(alone.signature), [[alone.subject, 0]]);
+
+    const shared = async (credits: number) => {
+      const deposit = await funding(credits);
+      const parts = ["a", "b"].map((part) => ({ ...deposit, subject: `${deposit.subject}/${part}`, shared: true }));
+      await journal.recordAll(db, parts);
+      return { length: deposit.wire.length, holder: parts[0]!, borrower: parts[1]! };
+    };
+    // The row holding the bytes finishes first: its sibling, still open, borrows them.
+    const first = await shared(7);
+    await journal.send(first.holder);
+    assert.deepEqual(await bytesOf(first.holder.signature), [[first.holder.subject, first.length], [first.borrower.subject, 0]]);
+    await journal.send(first.borrower);
+    // It finishes last: nothing borrows them any more.
+    const last = await shared(8);
+    await journal.send(last.borrower);
+    await journal.send(last.holder);
+    assert.deepEqual(await bytesOf(last.holder.signature), [[last.holder.subject, 0], [last.borrower.subject, 0]]);
+    assert.deepEqual((await journal.actionsAbout([first.holder, first.borrower, last.holder, last.borrower].map((a) => a.subject))).map((a) => a.state), ["confirmed", "confirmed", "confirmed", "confirmed"]);
+  });
+
   test("the actions of one shared transaction each have a row, its bytes kept once, and each is finished from them", async () => {
     heard.length = 0;
     const node = new ChainJournal(db, chain, silentLogger(), "node_shared");
