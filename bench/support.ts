@@ -101,7 +101,8 @@ export async function settled(service: Service, pollMs = 20): Promise<number> {
  * Calls `observe` with the first message of each exchange with PGlite, in this process, and the ms
  * PGlite took to run it. PGlite runs each exchange synchronously in its WebAssembly module
  * (execProtocolRawSync, public in the version pinned), on the thread that called it, so the time is
- * what the exchange cost that thread.
+ * how long the exchange held that thread: wall time, in which a moment the thread waited for a core
+ * counts too.
  */
 export function observePgliteExchanges(observe: (message: Uint8Array, ms: number) => void): void {
   const proto = PGlite.prototype as unknown as { execProtocolRawSync: (message: Uint8Array, ...rest: unknown[]) => unknown };
