@@ -330,9 +330,9 @@ export async function jobsWithStatus(db: Db, statuses: readonly JobStatus[]): Pr
 /** The jobs still running (pending, processing or settling); with `owner`, only those one node drives (and with `orUnowned`, those no named node does). */
 export async function unfinishedJobs(db: Db, owner?: { nodeId: string; orUnowned: boolean }): Promise<JobRecord[]> {
   const rows = await db.query(
-    `${SELECT} WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'unfinished')) AND status IN ('pending', 'processing', 'settling')
+    `${SELECT} WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'unfinished')) AND status = ANY($3::text[])
         AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL)) ORDER BY id`,
-    [owner?.nodeId ?? null, owner?.orUnowned ?? false],
+    [owner?.nodeId ?? null, owner?.orUnowned ?? false, [...UNFINISHED_STATUSES]],
   );
   return rows.map(fromRow);
 }
