@@ -147,9 +147,11 @@ export async function conclude(
     return fail(deps, ending, refund, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
   }
   const metered = await how.metered(done);
-  // A cancelled job's caller is gone: there is nobody to tell how it finished.
-  if (done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
-  const charged = await charge(deps, job, text, { ...done, usage: metered.usage }, ending.escrow);
+  const proven = proofHolds(deps, job, text, done);
+  // A cancelled job's caller is gone: there is nobody to tell how it finished. A proof over other
+  // text fails the job, and a stream told it finished would have sent its [DONE] already.
+  if (proven && done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
+  const charged = await charge(deps, job, text, { ...done, usage: metered.usage }, ending.escrow, proven);
   if (!charged.ok) {
     run.lease.outcome("failed");
     return fail(deps, ending, charged, new ApiError("internal_error", "The worker's proof of this output did not verify; nothing was charged."));
@@ -204,20 +206,20 @@ async function fail(deps: EndingDeps, ending: EndingJob, returned: { creditsRema
 type Finished = { finishReason: StopReason; usage: Usage; signature: Uint8Array; outputHash: string };
 
 /**
- * Charge the job: check the worker's proof, then record it, the settlement transaction (its first
- * instruction verifies the proof on-chain) and the charge in the ledger, in one commit shared
- * with the jobs recorded beside it. A job whose escrow never landed, or whose proof does not
- * match the text, is refunded instead.
+ * Charge the job: record its proof (`proven` says whether it holds for the text), the settlement
+ * transaction (its first instruction verifies the proof on-chain) and the charge in the ledger,
+ * in one commit shared with the jobs recorded beside it. A job whose escrow never landed, or
+ * whose proof does not match the text, is refunded instead.
  *
- * The proof is checked and the settlement signed while the escrow may still be on its way to the
- * chain: neither needs it there, and a worker that answers before its escrow lands (a fast
- * upstream does, by about a millisecond here) would otherwise wait for both after it. Only the
+ * The settlement is signed while the escrow may still be on its way to the chain: it does not
+ * need it there, and a worker that answers before its escrow lands (a fast upstream does, by
+ * about a millisecond here) would otherwise wait for the signing after it. Only the
  * record waits for the escrow; a settlement signed for an escrow that never lands is dropped.
  * When the escrow lands after the output is in, its confirmation is written with the record.
  */
-async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrow: EscrowLanding): Promise<Charged> {
+async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrow: EscrowLanding, proven: boolean): Promise<Charged> {
   const proved = provedChanges(deps, job, text, done);
-  const signed = proofHolds(deps, job, text, done) ? prepareSettlement(deps.chain, { ...job, ...proved }) : Promise.resolve(null);
+  const signed = proven ? prepareSettlement(deps.chain, { ...job, ...proved }) : Promise.resolve(null);
   // Awaited below once the escrow has landed; never let an early rejection count as unhandled.
   signed.catch(() => undefined);
   const landed = await escrow.forCharge().catch(() => null);

@@ -132,7 +132,7 @@ describe("disputes against honest workers", () => {
 });
 
 describe("a worker whose proof names a text the caller never got, at a gateway that checks", () => {
-  test("it is caught before settlement: the job fails, nothing is charged, no settlement is sent", async () => {
+  test("it is caught before settlement: the job fails, nothing is charged, no settlement is sent, a stream ends with an error", async () => {
     const key = generateKeypair();
     const liar = new LyingWorker(new WorkerNode(key, new Map([[MODEL, await testEngine()]])), key);
     const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [liar], credits: 20 });
@@ -145,6 +145,23 @@ describe("a worker whose proof names a text the caller never got, at a gateway t
       assert.equal(((await (await fetch(`${gateway.baseUrl}/jobs/${jobId}`, { headers: { authorization: `Bearer ${gateway.apiKey}` } })).json()) as { on_chain: { settlement_tx: string | null } }).on_chain.settlement_tx, null);
       assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 20);
       await assertChainAgrees(gateway.service, gateway.wallet);
+
+      // Streamed, the text is out before the proof arrives: the stream ends with the contract's
+      // error event, never a finish_reason or [DONE], and the job is failed and charged nothing.
+      const res = await fetch(`${gateway.baseUrl}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gateway.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, messages: hi, stream: true }),
+      });
+      const events = (await res.text()).split("\n\n").filter(Boolean);
+      assert.equal(res.status, 200);
+      const last = JSON.parse(events.at(-1)!.replace(/^data: /, "")) as { error?: { code: string } };
+      assert.equal(last.error?.code, "internal_error");
+      assert.ok(!events.includes("data: [DONE]"), "no [DONE]");
+      assert.ok(events.slice(0, -1).every((e) => (JSON.parse(e.replace(/^data: /, "")) as { choices: { finish_reason: string | null }[] }).choices[0]!.finish_reason === null), "no finish_reason");
+      const streamed = await jobOf(gateway, gateway.apiKey, res.headers.get("x-svc-job-id")!);
+      assert.deepEqual([streamed.status, streamed.credits_charged], ["failed", 0]);
+      assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 20);
     } finally {
       await gateway.close();
     }
