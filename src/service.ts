@@ -28,7 +28,7 @@ import {
 } from "./jobs/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
-import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool } from "./network/index.ts";
+import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool, WorkerTrust } from "./network/index.ts";
 import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
@@ -76,6 +76,11 @@ export interface ServiceOptions {
   catalog?: Catalog;
   /** Workers that run inside this process, outside the worker protocol. */
   seedWorkers?: WorkerHandle[];
+  /**
+   * Addresses of the operator's seed pool: workers trusted above any stake when outputs disagree
+   * (network/worker-trust.ts). Only the operator's own workers belong here.
+   */
+  seedPool?: string[];
   /** Webhooks: `svc dev` allows http://localhost; tests scale the retry delays and trust their receiver's CA. */
   webhooks?: WebhookOptions;
   /** Worker protocol: silence after which a worker is dropped (default 15 s). */
@@ -234,6 +239,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     chain,
     journal,
     pool,
+    trust: new WorkerTrust(new Set(options.seedPool ?? []), (address) => chain.stakeBehindWord(address)),
     logger,
     windowMs: options.disputes?.arbitrationWindowMs ?? ARBITRATION_WINDOW_HOURS * 3_600_000,
     retryMs: options.disputes?.arbitrationRetryMs ?? 60_000,

@@ -489,8 +489,16 @@ export class Chain {
 
   /** Whether the worker's stake earns it the staked payout share, by the rule `settle` applies: never again once slashed. */
   async isStaked(worker: string): Promise<boolean> {
+    return (await this.stakeBehindWord(worker)) > 0n;
+  }
+
+  /**
+   * The active stake a worker has to lose while it counts as staked (the rule of isStaked), else
+   * 0: what its word weighs when workers' outputs disagree (arbitration).
+   */
+  async stakeBehindWord(worker: string): Promise<bigint> {
     const record = await this.stakeRecord(worker);
-    return record !== null && !record.slashed && record.active >= MIN_ACTIVE_STAKE;
+    return record !== null && !record.slashed && record.active >= MIN_ACTIVE_STAKE ? record.active : 0n;
   }
 
   /** Development faucet: mints native tokens to an owner's own token account. */

@@ -89,6 +89,8 @@ export async function runDev(argv: string[]): Promise<void> {
     host: options.host,
     catalog,
     logger,
+    // Its own worker is the one this gateway can vouch for.
+    seedPool: [workerKey.address],
     webhooks: { allowHttpLocalhost: true },
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...options.shared,

@@ -3,7 +3,7 @@
  * the parsed value or a message saying what is wrong, which the command prints before exiting 2.
  */
 import { resolve } from "node:path";
-import { LOG_FORMATS, type LogFormat, type RateLimitOptions, defaultLogFormat, parseRateLimit } from "../core/index.ts";
+import { LOG_FORMATS, type LogFormat, type RateLimitOptions, defaultLogFormat, parseRateLimit, publicKeyOf } from "../core/index.ts";
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
 
@@ -61,4 +61,11 @@ export function sharedPartsOption(values: { [F in keyof typeof SHARED_PARTS_FLAG
       ...(fee && BigInt(fee) > 0n ? { priorityFeeMicroLamports: BigInt(fee) } : {}),
     },
   };
+}
+
+/** --seed-workers, else SVC_SEED_WORKERS: worker addresses separated by commas (none by default). */
+export function seedPoolOption(text: string | undefined): Parsed<string[]> {
+  const addresses = (text ?? process.env.SVC_SEED_WORKERS ?? "").split(",").map((a) => a.trim()).filter((a) => a !== "");
+  const bad = addresses.find((a) => publicKeyOf(a) === undefined);
+  return bad === undefined ? { ok: true, value: addresses } : { ok: false, message: `--seed-workers takes worker addresses (base58 public keys) separated by commas; '${bad.slice(0, 64)}' is not one` };
 }

@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
 import { createLogger, type LogFormat, type RateLimitOptions } from "../core/index.ts";
 import { DEFAULT_PORT, startService } from "../service.ts";
-import { SHARED_PARTS_FLAGS, logFormatOption, portOption, rateLimitOption, sharedPartsOption, type Parsed, type SharedPartsOptions } from "./options.ts";
+import { SHARED_PARTS_FLAGS, logFormatOption, portOption, rateLimitOption, seedPoolOption, sharedPartsOption, type Parsed, type SharedPartsOptions } from "./options.ts";
 
 const HELP = `Usage: svc serve [options]
 
@@ -41,6 +41,9 @@ Options (each also read from the environment variable named after it):
                       serves none; a cluster has its own)
   --rate-limit <r:b>  Requests a second and burst each client IP may send, or off (SVC_RATE_LIMIT;
                       default 50:100)
+  --seed-workers <a,b>
+                      Addresses of the operator's own workers, comma-separated (SVC_SEED_WORKERS):
+                      their outputs outweigh any stake when workers disagree (docs/workers.md)
   --log-format <f>    pretty or json (SVC_LOG_FORMAT; default json unless on a terminal)
   -h, --help          Show this help`;
 
@@ -54,6 +57,7 @@ interface ServeOptions {
   rpcPort: number | "off";
   /** Undefined: the default limit. */
   rateLimit: RateLimitOptions | false | undefined;
+  seedPool: string[];
   logFormat: LogFormat;
 }
 
@@ -71,6 +75,7 @@ export async function runServe(argv: string[]): Promise<void> {
     ...options.shared,
     ...(options.nodeId ? { nodeId: options.nodeId } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
+    seedPool: options.seedPool,
   });
   const { chainUrl } = options.shared;
   const chainRpc = options.rpcPort === "off" || chainUrl
@@ -116,6 +121,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         "node-id": { type: "string" },
         "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
         "rate-limit": { type: "string" },
+        "seed-workers": { type: "string" },
         "log-format": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
@@ -138,6 +144,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     nodeId: values["node-id"] ?? env.SVC_NODE_ID,
     rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
     rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
+    seedPool: valueOf(seedPoolOption(values["seed-workers"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),
   };
 }

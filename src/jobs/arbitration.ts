@@ -1,18 +1,21 @@
 /**
- * Arbitration of a disputed job by re-execution (DECISIONS "Disputes"): the job's request runs
- * again, with the same messages, parameters and seed, on up to three other workers hosting the
- * model, never the original. Two matching output hashes decide: the caller's, the dispute is
- * upheld; the worker's, it is rejected; none, it is inconclusive. Upheld or inconclusive, the
- * treasury pays the charge back to the caller (the program's `resolve`); upheld against a staked
- * worker, its stake is slashed (`slash`) and it is suspended from routing. While fewer than two
- * other workers can run it, arbitration waits, up to the arbitration window, then is inconclusive.
- * Both transactions go through the chain journal, so a restart finishes what a crash interrupted.
+ * Arbitration of a disputed job by re-execution (DECISIONS "Disputes", "An open network"): the
+ * job's request runs again, with the same messages, parameters and seed, on other workers hosting
+ * the model whose word weighs something (network/worker-trust.ts: the operator's seed pool, or
+ * a stake), heaviest first, never the original and never a weightless worker. An output hash
+ * decides once its re-executors together outweigh the accused worker and every other hash's: the
+ * caller's, the dispute is upheld; the worker's, it is rejected; another, or none once three have
+ * run, it is inconclusive. Upheld or inconclusive, the treasury pays the charge back to the caller
+ * (the program's `resolve`); upheld, the worker is suspended from routing and, staked, slashed
+ * (`slash`). While the workers that can run it do not weigh enough, arbitration waits, up to the
+ * arbitration window, then is inconclusive. Both transactions go through the chain journal, so a
+ * restart finishes what a crash interrupted.
  */
 import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { type Logger, NATIVE_DECIMALS, creditsToBaseUnits, newId, outputHash } from "../core/index.ts";
 import { emitWorkerSlashed } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
-import type { WorkerPool } from "../network/index.ts";
+import { type Vote, type WorkerPool, type WorkerTrust, weightedVerdict } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import type { DisputeOutcome, JobRecord } from "./job-record.ts";
 import { disputedJobs, getJob, mustMoveJob, updateJob } from "./job-repo.ts";
@@ -24,6 +27,8 @@ export interface ArbitrationOptions {
   chain: Chain;
   journal: ChainJournal;
   pool: WorkerPool;
+  /** What each worker's output weighs. */
+  trust: WorkerTrust;
   logger: Logger;
   /** How long a dispute may wait for enough other workers before it ends inconclusive (default 72 h). */
   windowMs: number;
@@ -39,22 +44,21 @@ export interface ArbitrationOptions {
 export const DEFAULT_SLASH_SHARE_BPS = 1_000n;
 /** One settled job in a hundred is audited. */
 export const DEFAULT_AUDIT_SHARE = 0.01;
-const QUORUM = 2;
+/** Re-executions of one job, at most. */
 const ARBITERS = 3;
 /** Native base units one credit is worth when a slash must cover a job's value (1 credit = 0.01 token). */
 const NATIVE_UNITS_PER_CREDIT = 10n ** BigInt(NATIVE_DECIMALS) / 100n;
 
-/** The arbitration's verdict from the arbiters' output hashes. */
-/** The output hash at least a quorum of the arbiters produced, if any. */
-export function quorumHash(hashes: readonly string[]): string | undefined {
-  const counts = new Map<string, number>();
-  for (const h of hashes) counts.set(h, (counts.get(h) ?? 0) + 1);
-  return [...counts].find(([, n]) => n >= QUORUM)?.[0];
+/** What the re-executions of a job found: each one's vote, and what the accused worker's word weighs. */
+export interface Reexecution {
+  votes: Vote[];
+  accusedWeight: bigint;
 }
 
-export function verdict(job: Pick<JobRecord, "disputeHash" | "proofHash">, hashes: readonly string[]): DisputeOutcome | undefined {
-  const agreed = quorumHash(hashes);
-  if (agreed === undefined) return hashes.length >= ARBITERS ? "inconclusive" : undefined;
+/** The dispute's verdict from its re-executions; undefined while it should wait for more weight. */
+export function verdict(job: Pick<JobRecord, "disputeHash" | "proofHash">, found: Reexecution): DisputeOutcome | undefined {
+  const agreed = weightedVerdict(found.accusedWeight, found.votes);
+  if (agreed === undefined) return found.votes.length >= ARBITERS ? "inconclusive" : undefined;
   if (agreed === job.disputeHash) return "upheld";
   if (agreed === job.proofHash) return "rejected";
   return "inconclusive";
@@ -99,15 +103,19 @@ export class Arbitration {
     this.running.set(`audit:${jobId}`, run);
   }
 
-  /** A worker whose output two other workers agree on something else is treated as an upheld dispute without a caller. */
+  /**
+   * A worker whose output re-executors outweighing it settle on something else is treated as an
+   * upheld dispute without a caller; with too little weight to settle anything, the audit is
+   * inconclusive and nobody is blamed.
+   */
   private async audit(jobId: string): Promise<void> {
     const job = await getJob(this.o.db, jobId);
     if (!job || job.status !== "settled" || !job.request || !job.workerAddress) return;
-    const hashes = await this.reexecute(job);
-    const agreed = quorumHash(hashes);
+    const found = await this.reexecute(job);
+    const agreed = weightedVerdict(found.accusedWeight, found.votes);
     const outcome = agreed === undefined ? "inconclusive" : agreed === job.proofHash ? "reproduced" : "fraudulent";
     await updateJob(this.o.db, job.id, { auditOutcome: outcome });
-    this.o.logger.info({ job: job.id, worker: job.workerAddress, arbiters: hashes.length, outcome }, "audit");
+    this.o.logger.info({ job: job.id, worker: job.workerAddress, arbiters: found.votes.length, outcome }, "audit");
     if (outcome !== "fraudulent") return;
     this.o.pool.suspend(job.workerAddress);
     await this.slash(job);
@@ -140,46 +148,68 @@ export class Arbitration {
   private async run(jobId: string): Promise<void> {
     const job = await getJob(this.o.db, jobId);
     if (!job || job.status !== "disputed" || job.disputeOutcome !== null || job.disputeResolveTx !== null) return;
-    const hashes = job.request ? await this.reexecute(job) : [];
+    const found = job.request ? await this.reexecute(job) : { votes: [], accusedWeight: 0n };
     const expired = Date.now() - (job.disputedAt?.getTime() ?? 0) >= this.o.windowMs;
-    const outcome = verdict(job, hashes) ?? (expired ? "inconclusive" : undefined);
-    this.o.logger.info({ job: job.id, arbiters: hashes.length, outcome: outcome ?? "waiting for workers" }, "arbitration");
+    const outcome = verdict(job, found) ?? (expired ? "inconclusive" : undefined);
+    this.o.logger.info({ job: job.id, arbiters: found.votes.length, outcome: outcome ?? "waiting for workers that weigh enough" }, "arbitration");
     if (outcome === undefined) return this.later(job.id);
     await this.decide(job, outcome);
   }
 
-  /** The request's output hash on up to three other workers hosting the model. */
-  private async reexecute(job: JobRecord): Promise<string[]> {
-    const request = job.request!;
-    const exclude = new Set([job.workerAddress ?? ""]);
-    const hashes: string[] = [];
-    for (let i = 0; i < ARBITERS; i++) {
-      const lease = this.o.pool.acquire(job.model, exclude);
-      if (!lease) break;
-      exclude.add(lease.worker.address);
-      try {
-        let text = "";
-        const generation = {
-          messages: request.messages,
-          maxTokens: job.maxTokens,
-          temperature: request.temperature,
-          topP: request.topP,
-          stop: request.stop,
-          frequencyPenalty: request.frequencyPenalty,
-          presencePenalty: request.presencePenalty,
-          seed: jobSeed(request, job.id),
-        };
-        for await (const event of lease.worker.run({ jobId: newId("job"), model: job.model, request: generation }, new AbortController().signal)) {
-          if (event.type === "delta") text += event.text;
-        }
-        hashes.push(outputHash(text));
-      } catch (error) {
-        this.o.logger.warn({ err: error, job: job.id, worker: lease.worker.address }, "an arbiter could not run the job");
-      } finally {
-        lease.release();
-      }
+  /**
+   * The request re-run on the weighing workers hosting the model other than its own, heaviest
+   * first, until their outputs settle a hash or three have run.
+   */
+  private async reexecute(job: JobRecord): Promise<Reexecution> {
+    const accusedWeight = await this.o.trust.weight(job.workerAddress ?? "");
+    const votes: Vote[] = [];
+    for (const arbiter of (await this.arbiters(job)).slice(0, ARBITERS)) {
+      const hash = await this.runOn(arbiter.address, job);
+      if (hash !== undefined) votes.push({ hash, weight: arbiter.weight });
+      if (weightedVerdict(accusedWeight, votes) !== undefined) break;
     }
-    return hashes;
+    return { votes, accusedWeight };
+  }
+
+  /** The workers hosting the job's model, other than its own, whose word weighs something: heaviest first. */
+  private async arbiters(job: JobRecord): Promise<{ address: string; weight: bigint }[]> {
+    const hosts = this.o.pool.hosting(job.model).filter((w) => w.address !== job.workerAddress);
+    const weighed = await Promise.all(hosts.map(async (w) => ({ address: w.address, weight: await this.o.trust.weight(w.address) })));
+    return weighed.filter((w) => w.weight > 0n).sort((a, b) => (a.weight === b.weight ? 0 : a.weight > b.weight ? -1 : 1));
+  }
+
+  /**
+   * The output hash of the job's request on the worker at `address`; undefined when it cannot run
+   * it. The arbiter counts the prompt itself: the job's limit was planned on its worker's count,
+   * which a dishonest worker can understate until no honest engine would run the job.
+   */
+  private async runOn(address: string, job: JobRecord): Promise<string | undefined> {
+    const lease = this.o.pool.leaseOn(address, job.model);
+    if (!lease) return undefined;
+    const request = job.request!;
+    try {
+      const promptTokens = await lease.worker.countPromptTokens(job.model, request.messages);
+      let text = "";
+      const generation = {
+        messages: request.messages,
+        maxTokens: Math.min(job.maxTokens, lease.worker.contextWindow(job.model) - promptTokens),
+        temperature: request.temperature,
+        topP: request.topP,
+        stop: request.stop,
+        frequencyPenalty: request.frequencyPenalty,
+        presencePenalty: request.presencePenalty,
+        seed: jobSeed(request, job.id),
+      };
+      for await (const event of lease.worker.run({ jobId: newId("job"), model: job.model, request: generation }, new AbortController().signal)) {
+        if (event.type === "delta") text += event.text;
+      }
+      return outputHash(text);
+    } catch (error) {
+      this.o.logger.warn({ err: error, job: job.id, worker: address }, "an arbiter could not run the job");
+      return undefined;
+    } finally {
+      lease.release();
+    }
   }
 
   /** Records the outcome on-chain (and the slash), through the journal. */

@@ -28,6 +28,8 @@ export type { WorkerLimits } from "./worker-limits.ts";
 export { WorkerPool } from "./worker-pool.ts";
 export type { UnfitListener, WorkerLease } from "./worker-pool.ts";
 export { WorkerGateway } from "./worker-gateway.ts";
+export { SEED_WEIGHT, WorkerTrust, weightedVerdict } from "./worker-trust.ts";
+export type { Vote } from "./worker-trust.ts";
 export type { WorkerGatewayOptions } from "./worker-gateway.ts";
 export { coalescedWrites } from "./write-coalescing.ts";
 export { ModelOutages } from "./model-outages.ts";

@@ -179,6 +179,12 @@ export class WorkerPool {
     return this.lease(chosen);
   }
 
+  /** A lease on the worker at `address` for a job of `model`, when it is in the pool and hosts the model. */
+  leaseOn(address: string, model: string): WorkerLease | undefined {
+    const w = this.workers.get(address);
+    return w && w.handle.models().includes(model) ? this.lease(w) : undefined;
+  }
+
   /** The best worker with a free slot (`free`), or else the least loaded full one. */
   private pick(candidates: WorkerState[], free: boolean): WorkerState | undefined {
     let best: WorkerState | undefined;

@@ -1,7 +1,8 @@
 /**
  * `svc serve` as a real process, configured from the environment as a process manager would: it
  * prints where it answers, is not ready until a worker joins, then serves a `svc worker` that
- * connects to it; it offers no dev wallet and no faucet; Ctrl-C exits 0. Bad options exit 2.
+ * connects to it; it offers no dev wallet and no faucet; Ctrl-C exits 0. Bad options (a seed pool
+ * address that is not one among them) exit 2.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -53,4 +54,7 @@ test("a flag it does not know, or a bad port, exits 2 with the usage", async () 
   const fee = startSvc(["serve", "--priority-fee", "0.5"]);
   assert.equal((await fee.exited()).code, 2);
   assert.match(fee.stderr(), /--priority-fee is a whole number of micro-lamports per compute unit, got '0.5'/);
+  const seeds = startSvc(["serve"], { SVC_SEED_WORKERS: `${generateKeypair().address},not-a-key` });
+  assert.equal((await seeds.exited()).code, 2);
+  assert.match(seeds.stderr(), /--seed-workers takes worker addresses \(base58 public keys\) separated by commas; 'not-a-key' is not one/);
 });
