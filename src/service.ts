@@ -95,6 +95,8 @@ export interface ServiceOptions {
   workerLimits?: Partial<WorkerLimits>;
   /** A worker with no token this long after taking a job is stalling; the job moves on (default 60 s). */
   firstTokenTimeoutMs?: number;
+  /** How long a request waits for a slot while every worker of its model is busy (default 30 s). */
+  queueWaitMs?: number;
   /** The web app: session lifetime, and in `svc dev` the dev wallet it can sign in as. */
   web?: WebOptions;
   /** FAULT INJECTION, for tests only: settle on workers' claimed hashes, unchecked (JobServiceOptions). */
@@ -228,6 +230,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     vocabularies,
     ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}),
     ...(options.firstTokenTimeoutMs ? { firstTokenTimeoutMs: options.firstTokenTimeoutMs } : {}),
+    ...(options.queueWaitMs !== undefined ? { queueWaitMs: options.queueWaitMs } : {}),
     ...(options.skipProofCheck ? { skipProofCheck: true } : {}),
     ...(options.maxAnsweredUnconfirmed !== undefined ? { maxAnsweredUnconfirmed: options.maxAnsweredUnconfirmed } : {}),
     onSettled: (jobId) => arbitration.maybeAudit(jobId),

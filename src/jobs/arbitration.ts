@@ -46,6 +46,8 @@ export const DEFAULT_SLASH_SHARE_BPS = 1_000n;
 export const DEFAULT_AUDIT_SHARE = 0.01;
 /** Re-executions of one job, at most. */
 const ARBITERS = 3;
+/** How long a re-execution waits for a slot on a busy arbiter before it is skipped. */
+const ARBITER_WAIT_MS = 60_000;
 /** Native base units one credit is worth when a slash must cover a job's value (1 credit = 0.01 token). */
 const NATIVE_UNITS_PER_CREDIT = 10n ** BigInt(NATIVE_DECIMALS) / 100n;
 
@@ -184,7 +186,7 @@ export class Arbitration {
    * which a dishonest worker can understate until no honest engine would run the job.
    */
   private async runOn(address: string, job: JobRecord): Promise<string | undefined> {
-    const lease = this.o.pool.leaseOn(address, job.model);
+    const lease = await this.o.pool.lease(job.model, { address }, { waitMs: ARBITER_WAIT_MS });
     if (!lease) return undefined;
     const request = job.request!;
     try {

@@ -26,7 +26,7 @@ import {
   type Usage,
 } from "../inference/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
-import { CALLER_LEFT, JobRequestError, type JobOutcome, type WorkerLease, type WorkerPool } from "../network/index.ts";
+import { CALLER_LEFT, JobRequestError, type JobOutcome, type LeaseWanted, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
 import { EscrowLanding, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, type EscrowAction } from "./job-chain.ts";
@@ -39,6 +39,11 @@ export type { JobEvent };
 
 /** A worker that has sent no token this long after taking a job is stalling: the job moves on. */
 export const DEFAULT_FIRST_TOKEN_TIMEOUT_MS = 60_000;
+/**
+ * How long a request waits at the gateway for a slot on a busy model's workers before it is
+ * refused (503, nothing charged): a quarter of the job's own 120 seconds.
+ */
+export const DEFAULT_QUEUE_WAIT_MS = 30_000;
 
 export interface StartedJob {
   id: string;
@@ -69,6 +74,8 @@ export interface JobServiceOptions {
   logger: Logger;
   timeoutMs?: number;
   firstTokenTimeoutMs?: number;
+  /** How long a request may wait for a busy model's workers (default DEFAULT_QUEUE_WAIT_MS). */
+  queueWaitMs?: number;
   /** Callers answered before their settlements confirm, at most; the next wait for the chain (default MAX_ANSWERED_UNCONFIRMED). */
   maxAnsweredUnconfirmed?: number;
   /** Tokenizers the gateway holds itself, to count relayed output and bound prompts by length. */
@@ -163,6 +170,7 @@ export class JobService {
   private readonly logger: Logger;
   private readonly timeoutMs: number;
   private readonly firstTokenTimeoutMs: number;
+  private readonly queueWaitMs: number;
   private readonly vocabularies: ModelVocabularies | undefined;
   private readonly ending: EndingDeps;
   private readonly admissions: Admissions;
@@ -189,6 +197,7 @@ export class JobService {
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs ?? JOB_TIMEOUT_MS;
     this.firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS;
+    this.queueWaitMs = options.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS;
     this.vocabularies = options.vocabularies;
     this.ending = {
       db: this.db,
@@ -217,7 +226,7 @@ export class JobService {
     if (!model) throw new ApiError("model_not_found", `The model '${request.model}' does not exist.`, "model");
     await this.refuseUnfittable(model, request);
     // The lease in use: counting or admitting may move the job to another worker's.
-    const held = { lease: this.pool.acquire(model.id) ?? noWorkers(model.id, this.pool) };
+    const held = { lease: await this.slotFor(model.id, clientSignal) };
     let early = this.startBeforeCount(wallet, model, request, held.lease, clientSignal);
     // With another job on its way to admission, this one will likely share its group, and its locks' transaction.
     const alone = this.admitting++ === 0;
@@ -227,7 +236,7 @@ export class JobService {
       let escrow = alone ? this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job")) : undefined;
       const { lease, promptTokens } = await counting;
       const wanted = promptTokens + (request.maxTokens ?? 1);
-      held.lease = this.roomFor(model, lease, wanted);
+      held.lease = await this.roomFor(model, lease, wanted, clientSignal);
       // The count moved the job to another worker: the run begun on the first one stops, and its
       // job id (which the lock signed ahead names) goes with it.
       if (early !== undefined && held.lease !== early.lease) {
@@ -253,6 +262,26 @@ export class JobService {
     } finally {
       this.admitting--;
     }
+  }
+
+  /**
+   * A slot on a worker hosting the model: a free one now, or the first that frees while the
+   * request waits its turn at the gateway (at most queueWaitMs). Refused with 503
+   * no_workers_available and a retry_after when no worker hosts the model, its queue is full or
+   * the wait runs out; nothing is charged.
+   */
+  private async slotFor(model: string, signal: AbortSignal, wanted: LeaseWanted = {}): Promise<WorkerLease> {
+    if (this.pool.hosting(model).length === 0) noWorkers(model, this.pool);
+    const lease = await this.pool.lease(model, wanted, { waitMs: this.queueWaitMs, signal });
+    if (lease !== undefined) return lease;
+    if (signal.aborted) throw new ApiError("internal_error", "The caller left while the request waited for a worker; nothing was charged.");
+    if (this.pool.hosting(model).length === 0) noWorkers(model, this.pool);
+    throw new ApiError("no_workers_available", `Every worker serving ${model} is busy. Retry shortly.`, null, { model, retry_after: this.pool.busyRetryAfterSeconds(model) });
+  }
+
+  /** What is left of the job's 120 seconds. */
+  private timeLeftMs(job: JobRecord): number {
+    return Math.max(0, job.createdAt.getTime() + this.timeoutMs - Date.now());
   }
 
   /**
@@ -362,7 +391,7 @@ export class JobService {
         }
         lease.outcome(error instanceof ApiError ? "stalled" : "failed");
         lease.release();
-        const next = this.pool.acquire(model, tried);
+        const next = await this.pool.lease(model, { exclude: tried }, { waitMs: this.queueWaitMs });
         if (next === undefined) {
           if (error instanceof ApiError) throw error;
           throw new ApiError("internal_error", `The worker serving ${model} left while counting the prompt; nothing was charged. Retrying usually succeeds.`);
@@ -378,9 +407,9 @@ export class JobService {
    * holds that many, else one on a worker hosting the model that does (GET /models promises the
    * largest window among them), else the one given, which then refuses the request.
    */
-  private roomFor(model: CatalogModel, lease: WorkerLease, wanted: number): WorkerLease {
+  private async roomFor(model: CatalogModel, lease: WorkerLease, wanted: number, signal: AbortSignal): Promise<WorkerLease> {
     if (wanted <= lease.worker.contextWindow(model.id)) return lease;
-    const roomier = this.pool.acquire(model.id, new Set([lease.worker.address]), wanted);
+    const roomier = await this.pool.lease(model.id, { exclude: new Set([lease.worker.address]), minContextWindow: wanted }, { waitMs: this.queueWaitMs, signal });
     if (roomier === undefined) return lease;
     lease.release();
     return roomier;
@@ -460,7 +489,7 @@ export class JobService {
           throw insufficientCredits(remaining, request.maxTokens !== undefined ? plan.lockCredits : rates.creditsPerRequest, model.tier);
         }
         // The early run gave its lease back when its job was refused.
-        if (launched) held.lease = this.pool.acquire(model.id, undefined, wanted) ?? noWorkers(model.id, this.pool);
+        if (launched) held.lease = await this.slotFor(model.id, clientSignal, { minContextWindow: wanted });
       }
     }
   }
@@ -513,7 +542,7 @@ export class JobService {
     const timer = setTimeout(() => {
       timedOut = true;
       work.abort();
-    }, Math.max(0, job.createdAt.getTime() + this.timeoutMs - Date.now()));
+    }, this.timeLeftMs(job));
     return {
       signal: work.signal,
       timedOut: () => timedOut,
@@ -537,7 +566,7 @@ export class JobService {
       if (fault !== undefined) lease.outcome(fault);
       // A request no worker can run fails here rather than on every worker in turn.
       if (run.done !== undefined || run.text !== "" || job.signal.aborted || run.workerError instanceof JobRequestError) return run;
-      const next = this.pool.acquire(driven.job.model, tried);
+      const next = await this.pool.lease(driven.job.model, { exclude: tried }, { waitMs: this.timeLeftMs(driven.job), signal: job.signal });
       if (next === undefined) return run;
       this.logger.warn({ err: run.workerError, job: driven.job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
       run.lease = next;

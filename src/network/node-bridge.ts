@@ -15,7 +15,7 @@
  * node), `svc.node.<node>.reply.<address>` (the worker's answers, to the asking node).
  */
 import type { Bus } from "../bus/index.ts";
-import type { Logger } from "../core/index.ts";
+import { JOB_TIMEOUT_MS, type Logger } from "../core/index.ts";
 import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
 import { RemoteWorkerHandle } from "./remote-worker.ts";
 import { CALLER_LEFT, JobRequestError, type WorkerHandle } from "./worker-handle.ts";
@@ -180,11 +180,18 @@ export class NodeBridge {
     }
   }
 
+  /**
+   * Runs another node's job on a worker connected here, in a slot of this node's pool: each node
+   * counts only the jobs it routes itself, so this is where the worker's declared concurrency
+   * holds across nodes.
+   */
   private async runFor(from: string, worker: WorkerHandle, job: Extract<GatewayMessage, { type: "job" }>, reply: (answer: Answer) => void): Promise<void> {
     const key = `${from}:${job.jobId}`;
     const controller = new AbortController();
     this.serving.set(key, controller);
+    const lease = await this.o.pool.lease(job.model, { address: worker.address }, { waitMs: JOB_TIMEOUT_MS, signal: controller.signal });
     try {
+      if (lease === undefined) throw new Error(`no slot on the worker at gateway node ${this.o.nodeId}`);
       for await (const event of worker.run({ jobId: job.jobId, model: job.model, request: job.request }, controller.signal)) {
         if (event.type === "delta") reply({ type: "delta", jobId: job.jobId, text: event.text });
         else reply({ ...event, jobId: job.jobId, signature: Buffer.from(event.signature).toString("base64") });
@@ -192,6 +199,7 @@ export class NodeBridge {
     } catch (error) {
       reply({ type: "job_error", jobId: job.jobId, message: (error as Error).message, fault: error instanceof JobRequestError ? "request" : "worker" });
     } finally {
+      lease?.release();
       this.serving.delete(key);
     }
   }

@@ -3,20 +3,28 @@
  * least outstanding work first, then the worker that was given a job longest ago, so requests
  * arriving one at a time rotate over idle workers (each worker's latency gets measured and no
  * worker idles while another takes everything); a staked worker wins a tie between workers never
- * used yet. A worker running as many jobs as the concurrency it declared is skipped. When every
- * worker hosting the model is full, the job still goes to the least loaded one (outstanding jobs
- * relative to its concurrency): it waits in that worker's queue, which serves the caller sooner
- * than a 503 would while a single slot is about to free up.
+ * used yet.
+ *
+ * The gateway owns its queue: a worker is never given more jobs than the concurrency it declared.
+ * When every worker hosting the model is busy, a request waits here, first come first served,
+ * for a slot (`lease`), within a bound of time and of queue length; so a worker's time to its
+ * first token is measured only on the jobs it actually started, never on a queue the gateway
+ * built for it.
  *
  * Each worker's record of outcomes (worker-health.ts) ranks it: a demoted worker gets jobs only
  * when no good worker hosting the model is free, and one that keeps failing is removed.
  */
+import { performance } from "node:perf_hooks";
 import { RecentSamples, median } from "../core/index.ts";
 import { ModelOutages } from "./model-outages.ts";
+import { SlotQueue } from "./slot-queue.ts";
 import type { WorkerHandle } from "./worker-handle.ts";
 import { WorkerHealth, type JobOutcome, type Standing, type WorkerStats } from "./worker-health.ts";
 
 const LATENCY_WINDOW = 50;
+/** A retry_after for a busy model is at least this, and at most MAX_BUSY_RETRY_S. */
+const MIN_BUSY_RETRY_S = 1;
+const MAX_BUSY_RETRY_S = 60;
 /** How many of a worker's latest first tokens say how quick it is now (recentFirstTokenMs). */
 const RECENT_FIRST_TOKENS = 8;
 
@@ -42,9 +50,18 @@ export interface WorkerLease {
 /** Told when a worker is removed for failing jobs, so its connection can be closed too. */
 export type UnfitListener = (worker: WorkerHandle, reason: string) => void;
 
-/** Outstanding jobs per slot the worker declared. */
-function load(w: WorkerState): number {
-  return w.outstanding / (w.handle.concurrency ?? Number.POSITIVE_INFINITY);
+/** Which workers may take a job, besides hosting its model. */
+export interface LeaseWanted {
+  /** Workers the job already failed on. */
+  exclude?: ReadonlySet<string>;
+  /** Only workers whose context window holds this many tokens. */
+  minContextWindow?: number;
+  /** Only the worker at this address. */
+  address?: string;
+}
+
+function hasSlot(w: WorkerState): boolean {
+  return w.outstanding < (w.handle.concurrency ?? Number.POSITIVE_INFINITY);
 }
 
 export class WorkerPool {
@@ -52,6 +69,13 @@ export class WorkerPool {
   private readonly suspended = new Set<string>();
   private assignments = 0;
   private readonly unfitListeners: UnfitListener[] = [];
+  private readonly queue = new SlotQueue({
+    acquire: (model, wanted) => this.acquire(model, wanted),
+    slots: (model, wanted) => this.slots(model, wanted),
+    typicalHoldMs: (model) => this.leaseMs.get(model)?.median() ?? null,
+  });
+  /** How long recent leases of each model were held: what a waiting request can expect. */
+  private readonly leaseMs = new Map<string, RecentSamples>();
 
   constructor(private readonly outages = new ModelOutages()) {}
 
@@ -77,6 +101,7 @@ export class WorkerPool {
     if (this.suspended.has(handle.address)) return;
     this.workers.set(handle.address, { handle, outstanding: 0, firstTokenMs: new RecentSamples(LATENCY_WINDOW), lastAssigned: 0, health: new WorkerHealth() });
     for (const model of handle.models()) this.outages.hosted(model);
+    this.queue.serve();
   }
 
   /**
@@ -89,6 +114,7 @@ export class WorkerPool {
     this.workers.delete(address);
     const stillHosted = this.hostedModels();
     for (const model of leaving.handle.models()) if (!stillHosted.has(model)) this.outages.unhosted(model);
+    this.queue.serve();
   }
 
   /** For a 503 when no worker hosts the model: seconds until one likely will, from measured outages. */
@@ -163,43 +189,68 @@ export class WorkerPool {
   }
 
   /**
-   * Pick a worker for a job and count it as outstanding until the lease is released. `exclude`
-   * names workers the job already failed on; workers whose context window is below
-   * `minContextWindow` are passed over.
+   * A worker with a free slot for a job of `model`, counted as outstanding until the lease is
+   * released; undefined when none is free now. A good worker comes first; a demoted one only
+   * when no good worker is free.
    */
-  acquire(model: string, exclude?: ReadonlySet<string>, minContextWindow = 0): WorkerLease | undefined {
-    const hosts = [...this.workers.values()].filter(
+  acquire(model: string, wanted: LeaseWanted = {}): WorkerLease | undefined {
+    const hosts = this.candidates(model, wanted);
+    const chosen = this.pick(hosts.filter((w) => w.health.standing === "good")) ?? this.pick(hosts);
+    return chosen && this.grant(chosen, model);
+  }
+
+  /**
+   * A lease as `acquire` gives one or, while every worker that fits is busy, the first slot one
+   * of them frees, behind the requests that came before (slot-queue.ts): undefined at once when
+   * no worker fits or no slot can be expected within `waitMs`, else after `waitMs` or once
+   * `signal` aborts.
+   */
+  lease(model: string, wanted: LeaseWanted, until: { waitMs: number; signal?: AbortSignal }): Promise<WorkerLease | undefined> {
+    const now = this.acquire(model, wanted);
+    return now ? Promise.resolve(now) : this.queue.wait(model, wanted, until);
+  }
+
+  /** Requests waiting for a slot for `model`. */
+  waiting(model: string): number {
+    return this.queue.waiting(model);
+  }
+
+  /**
+   * For a 503 when every worker hosting the model stayed busy: seconds until the queue ahead of a
+   * new request has likely drained, from how long this model's recent jobs held their slots.
+   */
+  busyRetryAfterSeconds(model: string): number {
+    const slots = this.slots(model, {});
+    const typicalMs = this.leaseMs.get(model)?.median() ?? 1_000;
+    const seconds = slots > 0 && Number.isFinite(slots) ? ((this.waiting(model) + 1) / slots) * (typicalMs / 1000) : MIN_BUSY_RETRY_S;
+    return Math.min(MAX_BUSY_RETRY_S, Math.max(MIN_BUSY_RETRY_S, Math.ceil(seconds)));
+  }
+
+  private candidates(model: string, wanted: LeaseWanted): WorkerState[] {
+    const { exclude, minContextWindow = 0, address } = wanted;
+    const all = address === undefined ? [...this.workers.values()] : [this.workers.get(address)].filter((w) => w !== undefined);
+    return all.filter(
       (w) => w.handle.models().includes(model) && !exclude?.has(w.handle.address) && !(minContextWindow > 0 && w.handle.contextWindow(model) < minContextWindow),
     );
-    const good = hosts.filter((w) => w.health.standing === "good");
-    const demoted = hosts.filter((w) => w.health.standing !== "good");
-    // A demoted worker is a last resort: before queueing on a full good worker, but only when free.
-    const chosen = this.pick(good, true) ?? this.pick(demoted, true) ?? this.pick(good, false) ?? this.pick(demoted, false);
-    if (chosen === undefined) return undefined;
-    return this.lease(chosen);
   }
 
-  /** A lease on the worker at `address` for a job of `model`, when it is in the pool and hosts the model. */
-  leaseOn(address: string, model: string): WorkerLease | undefined {
-    const w = this.workers.get(address);
-    return w && w.handle.models().includes(model) ? this.lease(w) : undefined;
+  /** The job slots of the workers that fit, busy or not (infinite when one declared no limit). */
+  private slots(model: string, wanted: LeaseWanted): number {
+    return this.candidates(model, wanted).reduce((sum, w) => sum + (w.handle.concurrency ?? Number.POSITIVE_INFINITY), 0);
   }
 
-  /** The best worker with a free slot (`free`), or else the least loaded full one. */
-  private pick(candidates: WorkerState[], free: boolean): WorkerState | undefined {
+  /** The best worker with a free slot. */
+  private pick(candidates: WorkerState[]): WorkerState | undefined {
     let best: WorkerState | undefined;
-    for (const w of candidates) {
-      const hasSlot = w.outstanding < (w.handle.concurrency ?? Number.POSITIVE_INFINITY);
-      if (hasSlot !== free) continue;
-      if (best === undefined) best = w;
-      else if (free ? this.better(w, best) : load(w) < load(best) || (load(w) === load(best) && this.better(w, best))) best = w;
-    }
+    for (const w of candidates) if (hasSlot(w) && (best === undefined || this.better(w, best))) best = w;
     return best;
   }
 
-  private lease(chosen: WorkerState): WorkerLease {
+  /** Counts a job on the chosen worker until its lease is released. */
+  private grant(chosen: WorkerState, model: string): WorkerLease {
     chosen.outstanding++;
     chosen.lastAssigned = ++this.assignments;
+    const leasedAtMs = performance.now();
     let released = false;
     return {
       worker: chosen.handle,
@@ -213,6 +264,10 @@ export class WorkerPool {
         if (released) return;
         released = true;
         chosen.outstanding--;
+        let held = this.leaseMs.get(model);
+        if (held === undefined) this.leaseMs.set(model, (held = new RecentSamples(LATENCY_WINDOW)));
+        held.add(performance.now() - leasedAtMs);
+        this.queue.serve();
       },
     };
   }

@@ -129,16 +129,16 @@ test("an escrow that lands after the output is in has its confirmation written w
 
 test("a forged proof whose escrow landed after the output: the escrow is confirmed on its own and refunded", async () => {
   const honest = gateway.service.pool.hosting(MODEL)[0]!;
-  gateway.service.pool.add(new ForgingWorker(honest));
   const hold = holdSend(gateway.service.chain, 1);
+  // The escrow lands once the output and its forged proof are in.
+  gateway.service.pool.add(new ForgingWorker(honest, () => hold.release()));
   let jobId = "";
   try {
     const stream = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 2, stream: true }, { timeout: 30_000 });
-    // The caller has the text already; what the charge found is the job's to tell.
-    for await (const chunk of stream) {
-      jobId = chunk.id.replace(/^chatcmpl-/, "");
-      if (chunk.choices[0]?.finish_reason) hold.release();
-    }
+    // The caller has the text already, then the stream's error; what the charge found is the job's to tell.
+    await assert.rejects(async () => {
+      for await (const chunk of stream) jobId = chunk.id.replace(/^chatcmpl-/, "");
+    });
   } finally {
     hold.release();
     gateway.service.pool.add(honest);

@@ -1,7 +1,8 @@
-/** Routing respects the concurrency each worker declared, and never refuses while a host exists. */
+/** Routing respects the concurrency each worker declared; beyond it requests wait at the gateway, in order. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { WorkerHandle } from "../../src/network/worker-handle.ts";
+import { MAX_WAITING_PER_SLOT } from "../../src/network/slot-queue.ts";
 import { WorkerPool, type WorkerLease } from "../../src/network/worker-pool.ts";
 
 /** Routing reads only a worker's address, models, concurrency and stake. */
@@ -17,25 +18,59 @@ function host(address: string, concurrency?: number): WorkerHandle {
   };
 }
 
-test("a full worker is skipped; when all are full the least loaded takes the job", () => {
+test("a worker is never given more jobs than its declared concurrency", () => {
   const pool = new WorkerPool();
   pool.add(host("small", 1));
   pool.add(host("big", 3));
   const leases: WorkerLease[] = [];
   const take = () => {
-    const lease = pool.acquire("m")!;
-    leases.push(lease);
-    return lease.worker.address;
+    const lease = pool.acquire("m");
+    if (lease) leases.push(lease);
+    return lease?.worker.address;
   };
   // Least outstanding first; "small" is full after its one job, so "big" takes the next three.
   assert.deepEqual([take(), take(), take(), take()].sort(), ["big", "big", "big", "small"]);
-  // Both full at 1/1 and 3/3: equal load, then fewer outstanding jobs wins; then the lighter load.
-  assert.equal(take(), "small");
-  assert.equal(take(), "big", "3/3 is a lighter load than 2/1");
-  assert.equal(pool.outstanding("small"), 2);
-  assert.equal(pool.outstanding("big"), 4);
+  assert.equal(take(), undefined, "both full: no lease now");
+  assert.equal(pool.outstanding("small"), 1);
+  assert.equal(pool.outstanding("big"), 3);
   for (const lease of leases) lease.release();
   assert.equal(pool.outstanding("small") + pool.outstanding("big"), 0);
+});
+
+test("while every worker is busy, requests wait at the gateway and freed slots go to the oldest first", async () => {
+  const pool = new WorkerPool();
+  pool.add(host("w", 1));
+  const first = pool.acquire("m")!;
+  const order: string[] = [];
+  const a = pool.lease("m", {}, { waitMs: 5_000 }).then((lease) => (order.push("a"), lease));
+  const b = pool.lease("m", {}, { waitMs: 5_000 }).then((lease) => (order.push("b"), lease));
+  assert.equal(pool.waiting("m"), 2);
+  first.release();
+  const leaseA = (await a)!;
+  assert.equal(pool.outstanding("w"), 1, "the slot passed straight to the first waiter");
+  leaseA.release();
+  (await b)!.release();
+  assert.deepEqual(order, ["a", "b"]);
+  assert.equal(pool.waiting("m"), 0);
+});
+
+test("a wait ends empty when its time runs out, its caller leaves, the queue is full, or no worker is left", async () => {
+  const pool = new WorkerPool();
+  const w = host("w", 1);
+  pool.add(w);
+  const busy = pool.acquire("m")!;
+  assert.equal(await pool.lease("m", {}, { waitMs: 20 }), undefined, "timed out");
+  const left = new AbortController();
+  const leaving = pool.lease("m", {}, { waitMs: 5_000, signal: left.signal });
+  left.abort();
+  assert.equal(await leaving, undefined, "the caller left");
+  const queued = Array.from({ length: MAX_WAITING_PER_SLOT }, () => pool.lease("m", {}, { waitMs: 5_000 }));
+  assert.equal(await pool.lease("m", {}, { waitMs: 5_000 }), undefined, "the queue holds MAX_WAITING_PER_SLOT per slot");
+  assert.ok(pool.busyRetryAfterSeconds("m") >= 1);
+  pool.remove("w", w);
+  assert.deepEqual(await Promise.all(queued), Array(MAX_WAITING_PER_SLOT).fill(undefined), "no worker left to wait for");
+  busy.release();
+  assert.equal(await pool.lease("other", {}, { waitMs: 5_000 }), undefined, "nobody hosts it: no wait");
 });
 
 test("a worker without a declared limit is never full", () => {
@@ -76,8 +111,8 @@ test("a request needing more context than its first pick holds can go to a worke
   pool.add({ ...host("large"), contextWindow: () => 8192 });
   assert.equal(pool.contextWindow("m"), 8192);
   assert.equal(pool.contextWindow("other"), 0);
-  assert.equal(pool.acquire("m", undefined, 4000)!.worker.address, "large");
-  assert.equal(pool.acquire("m", new Set(["large"]), 4000), undefined);
+  assert.equal(pool.acquire("m", { minContextWindow: 4000 })!.worker.address, "large");
+  assert.equal(pool.acquire("m", { exclude: new Set(["large"]), minContextWindow: 4000 }), undefined);
 });
 
 test("a demoted worker gets a job only when no good worker is free, and a worker that keeps failing is removed", () => {
@@ -87,7 +122,7 @@ test("a demoted worker gets a job only when no good worker is free, and a worker
   pool.add(host("good", 1));
   pool.add(host("bad", 4));
   const strike = () => {
-    const lease = pool.acquire("m", new Set(["good"]))!;
+    const lease = pool.acquire("m", { exclude: new Set(["good"]) })!;
     lease.outcome("stalled");
     lease.release();
   };
@@ -106,4 +141,20 @@ test("a demoted worker gets a job only when no good worker is free, and a worker
   strike();
   assert.deepEqual(unfit, ["bad"]);
   assert.deepEqual(pool.hosting("m").map((w) => w.address), ["good"]);
+});
+
+test("a request the queue ahead would keep past its wait is refused at once, by how long jobs hold their slots", async () => {
+  const pool = new WorkerPool();
+  pool.add(host("w", 1));
+  const held = pool.acquire("m")!;
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  held.release();
+  const busy = pool.acquire("m")!;
+  const quick = pool.lease("m", {}, { waitMs: 10 });
+  assert.equal(pool.waiting("m"), 0, "not queued: one job ahead takes about 60 ms, more than it may wait");
+  assert.equal(await quick, undefined);
+  const patient = pool.lease("m", {}, { waitMs: 5_000 });
+  assert.equal(pool.waiting("m"), 1);
+  busy.release();
+  (await patient)!.release();
 });
