@@ -78,6 +78,7 @@ const dir = await mkdtemp(join(tmpdir(), "svc-analyze-"));
 const storage = await benchStorage("pglite", join(dir, "pglite"));
 const service = await startService({ port: 0, ...storage.options, rateLimit: false });
 const worker = await startWorkerProcess({ gateway: service.origin });
+service.trust.vouch(worker.address);
 try {
   const client = await fundedClient(service, 100_000_000);
   const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });

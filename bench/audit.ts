@@ -18,9 +18,7 @@ const MODEL = "svc-dev/wiring-model";
 const TEMPERATURES = [0, 0.7, 1.3];
 
 async function run(auditShare: number): Promise<{ ms: number; service: Service }> {
-  const workers = [await testWorker(), await testWorker(), await testWorker()];
-  // The operator's own workers: their re-executions weigh enough to decide (network/worker-trust.ts).
-  const service = await startService({ port: 0, seedWorkers: workers, seedPool: workers.map((w) => w.address), rateLimit: false, disputes: { auditShare } });
+  const service = await startService({ port: 0, seedWorkers: [await testWorker(), await testWorker(), await testWorker()], rateLimit: false, disputes: { auditShare } });
   const client = await fundedClient(service, 100 * JOBS);
   const started = performance.now();
   for (let i = 0; i < JOBS; i += 4) {

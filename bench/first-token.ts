@@ -29,6 +29,7 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<string
     await service.close();
     throw error;
   });
+  service.trust.vouch(worker.address);
   try {
     const client = await fundedClient(service, 1_000_000);
     const [direct, through] = await measureLatency(

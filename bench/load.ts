@@ -287,6 +287,7 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   const serviceThreads = threadIds().filter((tid) => !threadsOfTheBench.has(tid));
   // The proxy forwards to the upstream the worker uses: the same upstream, the same process.
   const worker = await startWorkerProcess({ gateway: service.origin });
+  service.trust.vouch(worker.address);
   const proxy = await startProxy(new URL(worker.upstreamUrl));
   const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`;
   const client = await fundedClient(service, 10_000_000);

@@ -88,6 +88,7 @@ const dir = await mkdtemp(join(tmpdir(), "svc-soak-"));
 const storage = await benchStorage(process.env.DATABASE_URL ? "postgres" : "pglite", join(dir, "data"));
 const service = await startService({ port: 0, ...storage.options, rateLimit: false });
 const worker = await startWorkerProcess({ gateway: service.origin });
+service.trust.vouch(worker.address);
 const maintenance: string[] = [];
 timeMaintenance(service.db, maintenance);
 try {

@@ -62,7 +62,7 @@ class TickingEngine implements Engine {
 }
 
 type ToChild = { kind: "start"; gateway: string; apiKey: string; count: number } | { kind: "hang up" };
-type FromChild = { kind: "workers ready" } | { kind: "progress"; opened: number; firstTokens: number; failed: number; rssMb: number };
+type FromChild = { kind: "workers ready"; addresses: string[] } | { kind: "progress"; opened: number; firstTokens: number; failed: number; rssMb: number };
 
 /** The child: the workers, then the callers, reporting each second. */
 async function runChild(): Promise<void> {
@@ -105,7 +105,7 @@ async function runChild(): Promise<void> {
     const workers = Array.from({ length: Math.ceil(count / PER_WORKER) }, () =>
       new WorkerClient({ gateway, signer: generateKeypair(), engines: new Map([[MODEL, new TickingEngine()]]), concurrency: PER_WORKER }).start());
     await Promise.all(workers.map((w) => w.registered()));
-    send({ kind: "workers ready" });
+    send({ kind: "workers ready", addresses: workers.map((w) => w.address) });
     const report = setInterval(() => send({ kind: "progress", opened, firstTokens, failed, rssMb: process.memoryUsage().rss / 2 ** 20 }), 1_000);
     for (let i = 0; i < count; i += BATCH) {
       await Promise.all(Array.from({ length: Math.min(BATCH, count - i) }, () => openOne(gateway, apiKey)));
@@ -164,7 +164,9 @@ async function runParent(count: number): Promise<void> {
     return `${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s  gateway ${rssMb().toFixed(0)} MB`;
   };
   child.send({ kind: "start", gateway: service.origin, apiKey: client.apiKey, count } satisfies ToChild);
-  await follow(child, (m) => m.kind === "workers ready", label);
+  const ready = (await follow(child, (m) => m.kind === "workers ready", label)) as Extract<FromChild, { kind: "workers ready" }>;
+  // The bench's own workers: the operator vouches for them, so callers' streams go to them at once.
+  for (const address of ready.addresses) service.trust.vouch(address);
   console.log(`${label()}  workers registered`);
   const last = (await follow(child, (m) => m.kind === "progress" && m.firstTokens + m.failed >= count, label)) as Extract<FromChild, { kind: "progress" }>;
   const openMs = performance.now() - started;

@@ -32,6 +32,7 @@ try {
   const service = await startService({ port: 0, seedWorkers: [local], rateLimit: { ratePerSecond: 1e6, burst: 1e6 } });
   const process_ = await spawnWorker({ gateway: service.origin, keypair: join(scratch, "worker.json"), modelsDir: join(scratch, "models") });
   await process_.waitFor(/Connected to /);
+  service.trust.vouch(process_.address);
   const remote = service.pool.hosting(WIRING_MODEL_ID).find((w) => w.address === process_.address)!;
 
   const client = await fundedClient(service, requests * 10);

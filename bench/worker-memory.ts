@@ -24,6 +24,7 @@ const dir = await mkdtemp(join(tmpdir(), "svc-worker-memory-"));
 const service = await startService({ port: 0, dataDir: join(dir, "gateway"), rateLimit: { ratePerSecond: 1e9, burst: 1e9 } });
 const client = await fundedClient(service, 10_000_000);
 const worker = await spawnWorker({ gateway: service.origin, keypair: join(dir, "worker.json"), modelsDir: join(dir, "models"), models: [`${MODEL}=${upstream.baseUrl}`], args: ["--concurrency", "64"] });
+service.trust.vouch(worker.address);
 await worker.waitFor(/Connected to /, { timeoutMs: 60_000 });
 const workerRssMb = () => Math.round(Number(execFileSync("ps", ["-o", "rss=", "-p", String(worker.child.pid)]).toString()) / 1024);
 

@@ -26,6 +26,8 @@ export interface WorkerProcessOptions {
 
 export interface WorkerProcess {
   upstreamUrl: string;
+  /** The worker's address (empty without a gateway): the bench's gateway vouches for it, as an operator would for its own. */
+  address: string;
   /** The process's CPU time so far (user and system), in ms. */
   cpuMs(): Promise<number>;
   /** A CPU profile of the process's main thread from now, written to `path` when saved. */
@@ -33,7 +35,7 @@ export interface WorkerProcess {
   close(): void;
 }
 
-type FromChild = { type: "ready"; upstreamUrl: string } | { type: "cpu"; ms: number } | { type: "profiling" } | { type: "profile-saved" };
+type FromChild = { type: "ready"; upstreamUrl: string; address: string } | { type: "cpu"; ms: number } | { type: "profiling" } | { type: "profile-saved" };
 type ToChild = { type: "cpu" } | { type: "profile-start" } | { type: "profile-save"; path: string };
 
 export function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
@@ -56,7 +58,7 @@ export function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<
   };
   return new Promise((resolve, reject) => {
     child.once("message", (message: FromChild) => {
-      if (message.type === "ready") resolve({ upstreamUrl: message.upstreamUrl, cpuMs, startProfile: profile, close: () => child.disconnect() });
+      if (message.type === "ready") resolve({ upstreamUrl: message.upstreamUrl, address: message.address, cpuMs, startProfile: profile, close: () => child.disconnect() });
     });
     child.once("exit", (code) => reject(new Error(`the bench's worker process exited with ${code}`)));
   });
@@ -92,7 +94,7 @@ async function serve(options: WorkerProcessOptions): Promise<void> {
     tell({ type: "cpu", ms: (usage.user + usage.system) / 1000 });
   });
   process.once("disconnect", () => void (worker?.close() ?? Promise.resolve()).then(() => upstream.close()).then(() => process.exit(0)));
-  tell({ type: "ready", upstreamUrl: upstream.baseUrl });
+  tell({ type: "ready", upstreamUrl: upstream.baseUrl, address: worker?.address ?? "" });
 }
 
 if (process.env.BENCH_WORKER_PROCESS && process.send) await serve(JSON.parse(process.env.BENCH_WORKER_PROCESS) as WorkerProcessOptions);

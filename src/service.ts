@@ -10,7 +10,7 @@ import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS, ApiKeyCache } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
 import { type ActionOwnerNode, CHAIN_MIGRATIONS, type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
-import { DISPUTE_WINDOW_MS, type Logger, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
+import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, type Logger, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
 import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
 import { httpPorts } from "./http-ports.ts";
 import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
@@ -18,12 +18,15 @@ import {
   ARBITRATION_WINDOW_HOURS,
   Arbitration,
   DEFAULT_AUDIT_SHARE,
+  DEFAULT_FIRST_TOKEN_TIMEOUT_MS,
+  DEFAULT_PROVEN_AUDIT_SHARE,
   DEFAULT_SLASH_SHARE_BPS,
   Deposits,
   Disputes,
   JOBS_MIGRATIONS,
   JobService,
   moveCustodialCredits,
+  Probation,
   WalletPayments,
 } from "./jobs/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
@@ -74,13 +77,16 @@ export interface ServiceOptions {
   rateLimit?: RateLimitOptions | false;
   logger?: Logger;
   catalog?: Catalog;
-  /** Workers that run inside this process, outside the worker protocol. */
+  /** Workers that run inside this process, outside the worker protocol: the operator's own, in its seed pool. */
   seedWorkers?: WorkerHandle[];
   /**
-   * Addresses of the operator's seed pool: workers trusted above any stake when outputs disagree
-   * (network/worker-trust.ts). Only the operator's own workers belong here.
+   * Addresses of more workers of the operator's seed pool: vouched for without a probation, and
+   * trusted above any stake when outputs disagree (network/worker-trust.ts). Only the operator's
+   * own workers belong here.
    */
   seedPool?: string[];
+  /** Probation checks a worker that is neither vouched for nor staked must pass to be sold (default 10). */
+  probationChecks?: number;
   /** Webhooks: `svc dev` allows http://localhost; tests scale the retry delays and trust their receiver's CA. */
   webhooks?: WebhookOptions;
   /** Worker protocol: silence after which a worker is dropped (default 15 s). */
@@ -104,7 +110,7 @@ export interface ServiceOptions {
   /** Callers answered before their settlements confirm, at most (default 64; JobServiceOptions). */
   maxAnsweredUnconfirmed?: number;
   /** Disputes: the filing window after the final token, arbitration's wait for workers and retry, the slashed share. */
-  disputes?: { windowMs?: number; arbitrationWindowMs?: number; arbitrationRetryMs?: number; slashShareBps?: bigint; auditShare?: number };
+  disputes?: { windowMs?: number; arbitrationWindowMs?: number; arbitrationRetryMs?: number; slashShareBps?: bigint; auditShare?: number; provenAuditShare?: number };
   /** The escrow program's rules when the chain is new (tests shorten its job timeout). */
   escrowRules?: OpenChainOptions["escrowRules"];
 }
@@ -122,6 +128,8 @@ export interface Service {
   db: Db;
   chain: Chain;
   catalog: Catalog;
+  /** Who the operator vouches for (its seed pool), and what each worker's word weighs. */
+  trust: WorkerTrust;
   pool: WorkerPool;
   jobs: JobService;
   /** The journal of every chain transaction the service sends. */
@@ -214,7 +222,9 @@ function workerGateway(options: ServiceOptions, parts: { pool: WorkerPool; catal
 /** The parts that run the service's work: one chain journal, with the jobs and deposits as owners of its actions. */
 function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Logger, nodeId: string) {
   const catalog = options.catalog ?? defaultCatalog();
-  const pool = new WorkerPool();
+  const seedPool = [...(options.seedPool ?? []), ...(options.seedWorkers ?? []).map((w) => w.address)];
+  const trust = new WorkerTrust(seedPool, (address) => chain.stakeBehindWord(address));
+  const pool = new WorkerPool({ trust, ...(options.probationChecks !== undefined ? { checksToProve: options.probationChecks } : {}) });
   for (const worker of options.seedWorkers ?? []) pool.add(worker);
   // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
   const vocabularies = new ModelVocabularies(new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
@@ -233,7 +243,8 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     ...(options.queueWaitMs !== undefined ? { queueWaitMs: options.queueWaitMs } : {}),
     ...(options.skipProofCheck ? { skipProofCheck: true } : {}),
     ...(options.maxAnsweredUnconfirmed !== undefined ? { maxAnsweredUnconfirmed: options.maxAnsweredUnconfirmed } : {}),
-    onSettled: (jobId) => arbitration.maybeAudit(jobId),
+    onSettled: (jobId, workerAddress) => arbitration.maybeAudit(jobId, workerAddress),
+    probation: new Probation({ pool, trust, logger, timeoutMs: options.jobTimeoutMs ?? JOB_TIMEOUT_MS, firstTokenTimeoutMs: options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS }),
   });
   const actions = new Deposits(db, journal, chain);
   const payments = new WalletPayments(db, journal, chain);
@@ -242,15 +253,16 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     chain,
     journal,
     pool,
-    trust: new WorkerTrust(new Set(options.seedPool ?? []), (address) => chain.stakeBehindWord(address)),
+    trust,
     logger,
     windowMs: options.disputes?.arbitrationWindowMs ?? ARBITRATION_WINDOW_HOURS * 3_600_000,
     retryMs: options.disputes?.arbitrationRetryMs ?? 60_000,
     slashShareBps: options.disputes?.slashShareBps ?? DEFAULT_SLASH_SHARE_BPS,
     auditShare: options.disputes?.auditShare ?? DEFAULT_AUDIT_SHARE,
+    provenAuditShare: options.disputes?.provenAuditShare ?? options.disputes?.auditShare ?? DEFAULT_PROVEN_AUDIT_SHARE,
   });
   const disputes = new Disputes({ db, chain, journal, logger, nodeId, windowMs: options.disputes?.windowMs ?? DISPUTE_WINDOW_MS }, (jobId) => arbitration.arbitrate(jobId));
-  return { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments };
+  return { catalog, trust, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments };
 }
 
 /** The web app's credit routes, bound to the wallet payments and the chain. */
@@ -319,7 +331,7 @@ async function joinOtherNodes(options: ServiceOptions, db: Db, pool: WorkerPool,
 }
 
 function readinessProbes(db: Db, chain: Chain, pool: WorkerPool, bus: Bus | undefined): HttpContext["readiness"] {
-  return { database: () => db.query("SELECT 1"), chain: () => chain.slot(), workers: () => pool.size, ...(bus ? { bus: () => bus.connected() } : {}) };
+  return { database: () => db.query("SELECT 1"), chain: () => chain.slot(), workers: () => pool.soldWorkers, ...(bus ? { bus: () => bus.connected() } : {}) };
 }
 
 /**
@@ -364,7 +376,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const { db, chain } = await openStorage(options, logger);
   try {
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
-    const { catalog, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
+    const { catalog, trust, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
     await moveCustodialCredits(db, chain, logger);
     const { bus, bridge } = await joinOtherNodes(options, db, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });
@@ -406,6 +418,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       db,
       chain,
       catalog,
+      trust,
       pool,
       jobs,
       journal,

@@ -16,7 +16,7 @@ import { DEFAULT_PORT, startService, type Service } from "../service.ts";
 import { DEFAULT_MAX_SEQUENCES, ModelSourceError } from "../inference/index.ts";
 import { WorkerClient } from "../worker/index.ts";
 import { loadModelEngine } from "./model-engine.ts";
-import { SHARED_PARTS_FLAGS, logFormatOption, portOption, rateLimitOption, sharedPartsOption, type Parsed, type SharedPartsOptions } from "./options.ts";
+import { SHARED_PARTS_FLAGS, logFormatOption, portOption, rateLimitOption, seedPoolOption, sharedPartsOption, type Parsed, type SharedPartsOptions } from "./options.ts";
 import { endProgressLine } from "./progress-bar.ts";
 
 const DEFAULT_CREDITS = 10_000;
@@ -44,6 +44,9 @@ Options:
   --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)
   --rate-limit <r:b>  Requests a second and burst each client IP may send, e.g. 500:1000, or off
                       (default 50:100; SVC_RATE_LIMIT sets it too). 429 rate_limited above it
+  --seed-workers <a,b>
+                      Addresses of more workers of your own, comma-separated, vouched for like the
+                      built-in one: sold at once, no probation (SVC_SEED_WORKERS sets it too)
   --log-format <f>    pretty (one line per record) or json; default pretty on a terminal, json
                       otherwise (SVC_LOG_FORMAT sets it too)
   -h, --help          Show this help
@@ -67,6 +70,8 @@ interface DevOptions {
   logFormat: LogFormat;
   /** Undefined: the default limit. */
   rateLimit: RateLimitOptions | false | undefined;
+  /** More workers of the developer's own, vouched for beside the built-in one. */
+  seedPool: string[];
 }
 
 export async function runDev(argv: string[]): Promise<void> {
@@ -90,7 +95,7 @@ export async function runDev(argv: string[]): Promise<void> {
     catalog,
     logger,
     // Its own worker is the one this gateway can vouch for.
-    seedPool: [workerKey.address],
+    seedPool: [workerKey.address, ...options.seedPool],
     webhooks: { allowHttpLocalhost: true },
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...options.shared,
@@ -151,6 +156,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
       "log-format": { type: "string" },
       "rpc-port": { type: "string" },
       "rate-limit": { type: "string" },
+      "seed-workers": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -177,6 +183,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     rpcPort,
     logFormat,
     rateLimit,
+    seedPool: valueOf(seedPoolOption(values["seed-workers"])),
   };
 }
 

@@ -36,14 +36,18 @@ export interface ArbitrationOptions {
   slashShareBps: bigint;
   /** How often a waiting dispute looks for workers again. */
   retryMs: number;
-  /** The share of settled jobs audited by the same re-execution, from 0 to 1. */
+  /** The share of settled jobs of vouched workers audited by the same re-execution, from 0 to 1. */
   auditShare: number;
+  /** The share of settled jobs of proven workers (not vouched for, passed their probation) audited. */
+  provenAuditShare: number;
 }
 
 /** An upheld dispute slashes a tenth of the worker's stake, or the job's value if that is more. */
 export const DEFAULT_SLASH_SHARE_BPS = 1_000n;
-/** One settled job in a hundred is audited. */
+/** One settled job in a hundred of a vouched worker is audited... */
 export const DEFAULT_AUDIT_SHARE = 0.01;
+/** ...and one in twenty of a worker whose only standing is its probation: nothing is at stake for it but that. */
+export const DEFAULT_PROVEN_AUDIT_SHARE = 0.05;
 /** Re-executions of one job, at most. */
 const ARBITERS = 3;
 /** How long a re-execution waits for a slot on a busy arbiter before it is skipped. */
@@ -95,10 +99,12 @@ export class Arbitration {
 
   /**
    * Audits a random share of settled jobs: the spec's dispute only fires when hashes differ, and a
-   * worker serving a cheaper model than it claims signs exactly what it sent. Never throws.
+   * worker serving a cheaper model than it claims signs exactly what it sent. A worker with only
+   * its probation behind it is audited more often than one vouched for. Never throws.
    */
-  maybeAudit(jobId: string): void {
-    if (this.closed || Math.random() >= this.o.auditShare || this.running.has(`audit:${jobId}`)) return;
+  maybeAudit(jobId: string, workerAddress: string): void {
+    const share = this.o.pool.vetting(workerAddress) === "proven" ? this.o.provenAuditShare : this.o.auditShare;
+    if (this.closed || Math.random() >= share || this.running.has(`audit:${jobId}`)) return;
     const run = this.audit(jobId)
       .catch((error: unknown) => this.o.logger.error({ err: error, job: jobId }, "audit failed"))
       .finally(() => this.running.delete(`audit:${jobId}`));

@@ -44,8 +44,8 @@ export interface EndingDeps {
   timeoutMs: number;
   /** FAULT INJECTION (tests only): settle on the worker's claimed hash, unchecked (JobServiceOptions). */
   skipProofCheck: boolean;
-  /** Told once a job settled (JobServiceOptions.onSettled). */
-  settled: (jobId: string) => void;
+  /** Told once a job settled, with its worker (JobServiceOptions.onSettled). */
+  settled: (jobId: string, workerAddress: string) => void;
   /** Records proofs, settlement transactions and charges, committed in groups (settlementRecords below). */
   settlementRecords: GroupCommit<SettlementRecord, RecordedSettlement>;
   /** Callers answered whose settlements have not confirmed yet, and how many may be (conclude below). */
@@ -173,7 +173,7 @@ export async function conclude(
   run.lease.outcome(confirmed.ok || confirmed.reason !== "rejected" ? metered.outcome : "failed");
   if (confirmed.ok) {
     run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, charged.settlement.signature);
-    deps.settled(job.id);
+    deps.settled(job.id, job.workerAddress ?? "");
   }
   if (answeredFirst) return;
   if (confirmed.ok || confirmed.reason === "unconfirmed") return answer();

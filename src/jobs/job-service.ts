@@ -13,7 +13,7 @@
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, planEscrow } from "../core/index.ts";
+import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
 import { jobSeed, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
@@ -21,6 +21,7 @@ import {
   promptTokensAtLeast,
   SILENT_TOKENS,
   type ChatMessage,
+  type GenerationRequest,
   type ModelVocabularies,
   type StopReason,
   type Usage,
@@ -34,6 +35,8 @@ import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type 
 import { newPendingJob, type JobRecord } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
 import * as money from "./money.ts";
+import type { Probation, ProbationCheck } from "./probation.ts";
+import { RequestBlame } from "./request-blame.ts";
 
 export type { JobEvent };
 
@@ -86,8 +89,10 @@ export interface JobServiceOptions {
    * and disputes can be shown to catch what the gateway missed.
    */
   skipProofCheck?: boolean;
-  /** Told of every job this service settles (audits sample them). */
-  onSettled?: (jobId: string) => void;
+  /** Told of every job this service settles, and its worker (audits sample them). */
+  onSettled?: (jobId: string, workerAddress: string) => void;
+  /** Checks of workers on probation beside callers' jobs; none without it. */
+  probation?: Probation;
   /** The gateway node driving the jobs started here (its lease covers them). */
   nodeId?: string;
 }
@@ -172,6 +177,7 @@ export class JobService {
   private readonly firstTokenTimeoutMs: number;
   private readonly queueWaitMs: number;
   private readonly vocabularies: ModelVocabularies | undefined;
+  private readonly probation: Probation | undefined;
   private readonly ending: EndingDeps;
   private readonly admissions: Admissions;
   /** Jobs being driven by this process, so shutdown can wait for them. */
@@ -199,6 +205,7 @@ export class JobService {
     this.firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS;
     this.queueWaitMs = options.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS;
     this.vocabularies = options.vocabularies;
+    this.probation = options.probation;
     this.ending = {
       db: this.db,
       chain: this.chain,
@@ -271,11 +278,11 @@ export class JobService {
    * the wait runs out; nothing is charged.
    */
   private async slotFor(model: string, signal: AbortSignal, wanted: LeaseWanted = {}): Promise<WorkerLease> {
-    if (this.pool.hosting(model).length === 0) noWorkers(model, this.pool);
+    if (this.pool.serving(model).length === 0) noWorkers(model, this.pool);
     const lease = await this.pool.lease(model, wanted, { waitMs: this.queueWaitMs, signal });
     if (lease !== undefined) return lease;
     if (signal.aborted) throw new ApiError("internal_error", "The caller left while the request waited for a worker; nothing was charged.");
-    if (this.pool.hosting(model).length === 0) noWorkers(model, this.pool);
+    if (this.pool.serving(model).length === 0) noWorkers(model, this.pool);
     throw new ApiError("no_workers_available", `Every worker serving ${model} is busy. Retry shortly.`, null, { model, retry_after: this.pool.busyRetryAfterSeconds(model) });
   }
 
@@ -374,24 +381,28 @@ export class JobService {
   /**
    * The prompt's tokens, counted by the leased worker, or by another one hosting the model when
    * that one leaves or stalls while counting: a worker's fault is not the caller's. A worker that
-   * answers it cannot count this prompt speaks for the request, and no other is asked.
+   * answers it cannot count this prompt speaks for the request only as RequestBlame allows.
    */
   private async countOnWorkers(model: string, first: WorkerLease, messages: ChatMessage[]): Promise<{ lease: WorkerLease; promptTokens: number }> {
     const tried = new Set<string>();
+    const blame = new RequestBlame();
     let lease = first;
     for (;;) {
       tried.add(lease.worker.address);
       try {
-        return { lease, promptTokens: await lease.worker.countPromptTokens(model, messages) };
+        const promptTokens = await lease.worker.countPromptTokens(model, messages);
+        blame.ran();
+        return { lease, promptTokens };
       } catch (error) {
-        if (error instanceof JobRequestError) {
+        const requestBlamed = error instanceof JobRequestError;
+        if (requestBlamed && blame.refused(lease, this.pool.vetting(lease.worker.address))) {
           // The caller releases the first lease; one taken here is this function's to give back.
           if (lease !== first) lease.release();
           throw new ApiError("internal_error", `The worker serving ${model} could not count the prompt; nothing was charged.`);
         }
-        lease.outcome(error instanceof ApiError ? "stalled" : "failed");
+        if (!requestBlamed) lease.outcome(error instanceof ApiError ? "stalled" : "failed");
         lease.release();
-        const next = await this.pool.lease(model, { exclude: tried }, { waitMs: this.queueWaitMs });
+        const next = await this.pool.lease(model, { exclude: tried, vouchedFirst: blame.pending }, { waitMs: this.queueWaitMs });
         if (next === undefined) {
           if (error instanceof ApiError) throw error;
           throw new ApiError("internal_error", `The worker serving ${model} left while counting the prompt; nothing was charged. Retrying usually succeeds.`);
@@ -513,11 +524,18 @@ export class JobService {
   private async drive(driven: DrivenJob): Promise<void> {
     const watch = this.watchJob(driven.job, driven.clientSignal, driven.admitted);
     let run: WorkerRun;
+    let check: ProbationCheck | undefined;
     try {
-      run = await this.runOnWorkers(driven, watch);
+      run = await this.runOnWorkers(driven, watch, (next) => {
+        check?.drop();
+        check = next;
+      });
     } finally {
       watch.dispose();
     }
+    // A probation check is judged only against a whole answer of the job's last worker.
+    if (run.done !== undefined && run.done.finishReason !== "cancelled" && !watch.timedOut()) check?.judge(outputHash(run.text));
+    else check?.drop();
     // Refused: there is no job to end, and the caller has its answer from start().
     if (!(await driven.admitted.then(() => true, () => false))) return;
     await conclude(this.ending, driven, run, {
@@ -553,20 +571,30 @@ export class JobService {
     };
   }
 
-  /** Generate on the job's worker, moving to another one while none has produced anything. */
-  private async runOnWorkers(driven: DrivenJob, job: JobWatch): Promise<WorkerRun> {
+  /**
+   * Generate on the job's worker, moving to another one while none has produced anything, and
+   * when a worker refused the request as its fault, as RequestBlame decides. Each attempt may have
+   * a probation check run beside it (`checked` hears of it).
+   */
+  private async runOnWorkers(driven: DrivenJob, job: JobWatch, checked: (check: ProbationCheck | undefined) => void): Promise<WorkerRun> {
     const tried = new Set<string>();
     const run: WorkerRun = { lease: driven.firstLease, text: "", done: undefined, workerError: undefined };
     const begun = performance.now();
+    const generation = generationOf(driven);
+    const blame = new RequestBlame();
     for (;;) {
       const { lease } = run;
       tried.add(lease.worker.address);
-      const stalled = await this.attempt(driven, run, job, begun);
+      const { model, promptTokens, maxTokens } = driven.job;
+      checked(this.probation?.beside({ jobId: driven.job.id, model, request: generation }, lease.worker.address, promptTokens + maxTokens));
+      const stalled = await this.attempt(driven, generation, run, job, begun);
       const fault = attemptFault({ done: run.done !== undefined, stalled: stalled || job.timedOut(), workerError: run.workerError, abandoned: job.signal.reason === CALLER_LEFT || job.signal.reason === NOT_ADMITTED });
       if (fault !== undefined) lease.outcome(fault);
-      // A request no worker can run fails here rather than on every worker in turn.
-      if (run.done !== undefined || run.text !== "" || job.signal.aborted || run.workerError instanceof JobRequestError) return run;
-      const next = await this.pool.lease(driven.job.model, { exclude: tried }, { waitMs: this.timeLeftMs(driven.job), signal: job.signal });
+      if (run.done !== undefined || run.text !== "") blame.ran();
+      if (run.done !== undefined || run.text !== "" || job.signal.aborted) return run;
+      // A request no worker can run fails once that is settled, rather than on every worker in turn.
+      if (run.workerError instanceof JobRequestError && blame.refused(lease, this.pool.vetting(lease.worker.address))) return run;
+      const next = await this.pool.lease(driven.job.model, { exclude: tried, vouchedFirst: blame.pending }, { waitMs: this.timeLeftMs(driven.job), signal: job.signal });
       if (next === undefined) return run;
       this.logger.warn({ err: run.workerError, job: driven.job.id, from: lease.worker.address, to: next.worker.address }, "worker failed before its first token; job moved");
       run.lease = next;
@@ -576,19 +604,8 @@ export class JobService {
   }
 
   /** One worker's attempt at the job, streaming its deltas to the channel. Returns whether it stalled before its first token. */
-  private async attempt(driven: DrivenJob, run: WorkerRun, job: JobWatch, begun: number): Promise<boolean> {
+  private async attempt(driven: DrivenJob, generation: GenerationRequest, run: WorkerRun, job: JobWatch, begun: number): Promise<boolean> {
     const { lease } = run;
-    const { request } = driven;
-    const generation = {
-      messages: request.messages,
-      maxTokens: driven.job.maxTokens,
-      temperature: request.temperature,
-      topP: request.topP,
-      stop: request.stop,
-      frequencyPenalty: request.frequencyPenalty,
-      presencePenalty: request.presencePenalty,
-      seed: jobSeed(request, driven.job.id),
-    };
     run.workerError = undefined;
     const watch = this.watchFirstToken(job.signal);
     try {
@@ -743,6 +760,20 @@ function attemptFault(attempt: { done: boolean; stalled: boolean; workerError: u
   if (attempt.done || attempt.abandoned || attempt.workerError instanceof JobRequestError) return undefined;
   if (attempt.stalled) return "stalled";
   return "failed";
+}
+
+/** What a worker runs for the job: the caller's request, with the job's limit and seed. */
+function generationOf({ job, request }: { job: JobRecord; request: ChatRequest }): GenerationRequest {
+  return {
+    messages: request.messages,
+    maxTokens: job.maxTokens,
+    temperature: request.temperature,
+    topP: request.topP,
+    stop: request.stop,
+    frequencyPenalty: request.frequencyPenalty,
+    presencePenalty: request.presencePenalty,
+    seed: jobSeed(request, job.id),
+  };
 }
 
 /** A handled rejection: an abandon that comes after the admission must not be an unhandled one. */

@@ -26,7 +26,7 @@ export type { JobOutcome, Standing, WorkerStats } from "./worker-health.ts";
 export { DEFAULT_WORKER_LIMITS } from "./worker-limits.ts";
 export type { WorkerLimits } from "./worker-limits.ts";
 export { WorkerPool } from "./worker-pool.ts";
-export type { LeaseWanted, UnfitListener, WorkerLease } from "./worker-pool.ts";
+export type { LeaseWanted, UnfitListener, Vetting, WorkerLease } from "./worker-pool.ts";
 export { WorkerGateway } from "./worker-gateway.ts";
 export { SEED_WEIGHT, WorkerTrust, weightedVerdict } from "./worker-trust.ts";
 export type { Vote } from "./worker-trust.ts";

@@ -37,6 +37,8 @@ export const CloseCode = {
   unsupportedProtocol: 4426,
   /** It sent more messages (or bytes) than a worker's connection is allowed. */
   tooManyMessages: 4429,
+  /** Its subnet already has as many workers on probation as it may; it may try again later. */
+  subnetOnProbation: 4430,
 } as const;
 
 export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([

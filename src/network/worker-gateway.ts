@@ -27,7 +27,7 @@ import {
 } from "./protocol.ts";
 import { DEFAULT_COUNT_TIMEOUT_MS, RemoteWorkerHandle } from "./remote-worker.ts";
 import { authMessage, verifyEd25519 } from "./worker-auth.ts";
-import { DEFAULT_WORKER_LIMITS, MessageBudget, type WorkerLimits } from "./worker-limits.ts";
+import { DEFAULT_WORKER_LIMITS, MessageBudget, subnetOf, type WorkerLimits } from "./worker-limits.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 import { DEFAULT_PROBE_TIMEOUT_MS, probeWorker } from "./worker-probe.ts";
 import { coalescedWrites } from "./write-coalescing.ts";
@@ -65,6 +65,7 @@ export class WorkerGateway {
   readonly heartbeatTimeoutMs: number;
   readonly limits: WorkerLimits;
   private readonly handshakes: RateLimiter;
+  private readonly subnetHandshakes: RateLimiter;
   /** Connections per IP that have not been admitted yet. */
   private readonly pending = new Map<string, number>();
 
@@ -72,6 +73,7 @@ export class WorkerGateway {
     this.heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
     this.limits = { ...DEFAULT_WORKER_LIMITS, ...options.limits };
     this.handshakes = new RateLimiter({ ratePerSecond: this.limits.handshakesPerSecondPerIp, burst: this.limits.handshakeBurstPerIp });
+    this.subnetHandshakes = new RateLimiter({ ratePerSecond: this.limits.handshakesPerSecondPerSubnet, burst: this.limits.handshakeBurstPerSubnet });
     options.pool.onUnfit((worker, reason) => {
       this.logger.warn({ worker: worker.address, reason }, "worker dropped for failing jobs");
       void this.byAddress.get(worker.address)?.drop(CloseCode.unfit, `dropped for failing or stalling jobs: ${reason}`);
@@ -97,7 +99,7 @@ export class WorkerGateway {
     if (path !== WORKER_CONNECT_PATH) return refuseUpgrade(socket, 404, "Not Found");
     if (this.closing) return refuseUpgrade(socket, 503, "Service Unavailable");
     const peer = request.socket.remoteAddress ?? "unknown";
-    const retryAfter = this.handshakes.take(peer);
+    const retryAfter = Math.max(this.handshakes.take(peer), this.subnetHandshakes.take(subnetOf(peer)));
     if (retryAfter > 0 || (this.pending.get(peer) ?? 0) >= this.limits.pendingPerIp) {
       return refuseUpgrade(socket, 429, "Too Many Requests", `Retry-After: ${Math.max(1, retryAfter)}\r\n`);
     }
@@ -164,6 +166,19 @@ export class WorkerGateway {
     );
   }
 
+  /**
+   * Whether `peer`'s subnet already has as many registered workers on probation as it may, not
+   * counting `address` itself (a reconnection).
+   */
+  subnetOnProbationFull(peer: string, address: string): boolean {
+    const subnet = subnetOf(peer);
+    let count = 0;
+    for (const [registered, connection] of this.byAddress) {
+      if (registered !== address && subnetOf(connection.peer) === subnet && this.options.pool.vetting(registered) === "probation") count++;
+    }
+    return count >= this.limits.probationPerSubnet;
+  }
+
   /** A stake lookup that fails counts as unstaked: the worker still serves, at the default share. */
   async stakeOf(address: string): Promise<boolean> {
     if (!this.options.isStaked) return false;
@@ -218,7 +233,7 @@ class WorkerConnection {
     socket: Duplex,
     private readonly host: string,
     private readonly gateway: WorkerGateway,
-    private readonly peer: string,
+    readonly peer: string,
   ) {
     this.beforeWrite = coalescedWrites(socket, () => (this.handle?.running ?? 0) > 1);
     const timeoutMs = gateway.heartbeatTimeoutMs;
@@ -362,6 +377,11 @@ class WorkerConnection {
     if (failure !== undefined) {
       this.gateway.logger.warn({ worker: handle.address, peer: this.peer, reason: failure }, "worker refused: failed its probe");
       void this.drop(CloseCode.unfit, `failed the gateway's probe: ${failure}`);
+      return;
+    }
+    if (!staked && this.gateway.pool.vetting(handle.address) === "probation" && this.gateway.subnetOnProbationFull(this.peer, handle.address)) {
+      this.gateway.logger.warn({ worker: handle.address, peer: this.peer }, "worker refused: its subnet has as many workers on probation as it may");
+      void this.drop(CloseCode.subnetOnProbation, "its network already has as many workers on probation as a gateway takes; retry later, or stake");
       return;
     }
     this.admitted = true;

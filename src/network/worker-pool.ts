@@ -13,13 +13,19 @@
  *
  * Each worker's record of outcomes (worker-health.ts) ranks it: a demoted worker gets jobs only
  * when no good worker hosting the model is free, and one that keeps failing is removed.
+ *
+ * Only workers whose output the network can stand behind are sold to callers (their `vetting`):
+ * a worker the operator vouches for (its seed pool) or a stake backs, or one that passed its
+ * probation. A worker on probation gets no caller's job, only checks (jobs/probation.ts), one at
+ * a time, and its models are not listed for it; it counts in no capacity.
  */
 import { performance } from "node:perf_hooks";
-import { RecentSamples, median } from "../core/index.ts";
+import { BoundedMap, RecentSamples, median } from "../core/index.ts";
 import { ModelOutages } from "./model-outages.ts";
 import { SlotQueue } from "./slot-queue.ts";
 import type { WorkerHandle } from "./worker-handle.ts";
-import { WorkerHealth, type JobOutcome, type Standing, type WorkerStats } from "./worker-health.ts";
+import { DEFAULT_CHECKS_TO_PROVE, WorkerHealth, type JobOutcome, type Standing, type WorkerStats } from "./worker-health.ts";
+import { WorkerTrust } from "./worker-trust.ts";
 
 const LATENCY_WINDOW = 50;
 /** A retry_after for a busy model is at least this, and at most MAX_BUSY_RETRY_S. */
@@ -27,6 +33,14 @@ const MIN_BUSY_RETRY_S = 1;
 const MAX_BUSY_RETRY_S = 60;
 /** How many of a worker's latest first tokens say how quick it is now (recentFirstTokenMs). */
 const RECENT_FIRST_TOKENS = 8;
+/** Workers whose record (strikes, probation) is kept after they leave, for when they come back. */
+const RECORDS_KEPT = 100_000;
+
+/**
+ * How far the network stands behind a worker's output: `vouched` by the operator's seed pool or a
+ * stake, `proven` by the probation checks it passed, or still on `probation`.
+ */
+export type Vetting = "vouched" | "proven" | "probation";
 
 interface WorkerState {
   handle: WorkerHandle;
@@ -56,12 +70,20 @@ export interface LeaseWanted {
   exclude?: ReadonlySet<string>;
   /** Only workers whose context window holds this many tokens. */
   minContextWindow?: number;
-  /** Only the worker at this address. */
+  /** Only the worker at this address, whatever its vetting. */
   address?: string;
+  /** Only workers on probation (for a check), else only workers that are sold. */
+  onProbation?: boolean;
+  /** Among free workers, a vouched one first (for a second opinion on a request). */
+  vouchedFirst?: boolean;
 }
 
-function hasSlot(w: WorkerState): boolean {
-  return w.outstanding < (w.handle.concurrency ?? Number.POSITIVE_INFINITY);
+export interface WorkerPoolOptions {
+  /** Who the operator vouches for; without it, only staked workers are vouched for. */
+  trust?: WorkerTrust;
+  /** Probation checks a worker must pass to be proven (default DEFAULT_CHECKS_TO_PROVE). */
+  checksToProve?: number;
+  outages?: ModelOutages;
 }
 
 export class WorkerPool {
@@ -76,8 +98,17 @@ export class WorkerPool {
   });
   /** How long recent leases of each model were held: what a waiting request can expect. */
   private readonly leaseMs = new Map<string, RecentSamples>();
+  /** Every worker's record by address, kept while it is away. */
+  private readonly records = new BoundedMap<WorkerHealth>(RECORDS_KEPT);
+  private readonly trust: WorkerTrust;
+  private readonly checksToProve: number;
+  private readonly outages: ModelOutages;
 
-  constructor(private readonly outages = new ModelOutages()) {}
+  constructor(options: WorkerPoolOptions = {}) {
+    this.trust = options.trust ?? new WorkerTrust(new Set(), async () => 0n);
+    this.checksToProve = options.checksToProve ?? DEFAULT_CHECKS_TO_PROVE;
+    this.outages = options.outages ?? new ModelOutages();
+  }
 
   onUnfit(listener: UnfitListener): void {
     this.unfitListeners.push(listener);
@@ -99,9 +130,48 @@ export class WorkerPool {
   /** Adds a worker; one already here under the same address is replaced (a reconnection). */
   add(handle: WorkerHandle): void {
     if (this.suspended.has(handle.address)) return;
-    this.workers.set(handle.address, { handle, outstanding: 0, firstTokenMs: new RecentSamples(LATENCY_WINDOW), lastAssigned: 0, health: new WorkerHealth() });
-    for (const model of handle.models()) this.outages.hosted(model);
+    let health = this.records.get(handle.address);
+    if (health === undefined) this.records.set(handle.address, (health = new WorkerHealth()));
+    const state = { handle, outstanding: 0, firstTokenMs: new RecentSamples(LATENCY_WINDOW), lastAssigned: 0, health };
+    this.workers.set(handle.address, state);
+    if (this.sold(state)) for (const model of handle.models()) this.outages.hosted(model);
     this.queue.serve();
+  }
+
+  /** How far the network stands behind the worker at `address` (on probation when unknown). */
+  vetting(address: string): Vetting {
+    const w = this.workers.get(address);
+    return w ? this.vettingOf(w) : this.trust.inSeedPool(address) ? "vouched" : this.records.get(address)?.proven ? "proven" : "probation";
+  }
+
+  /**
+   * A probation check the worker passed; the one that completes its probation makes it proven,
+   * and its models are sold through it from then on.
+   */
+  checkPassed(address: string): void {
+    const w = this.workers.get(address);
+    if (w === undefined || !w.health.checkPassed(this.checksToProve)) return;
+    for (const model of w.handle.models()) this.outages.hosted(model);
+    this.queue.serve();
+  }
+
+  private vettingOf(w: WorkerState): Vetting {
+    if (w.handle.staked || this.trust.inSeedPool(w.handle.address)) return "vouched";
+    return w.health.proven ? "proven" : "probation";
+  }
+
+  /** Whether callers' jobs may go to the worker. */
+  private sold(w: WorkerState): boolean {
+    return this.vettingOf(w) !== "probation";
+  }
+
+  /** A worker on probation holds one check at a time, whatever it declared. */
+  private slotsOf(w: WorkerState): number {
+    return this.sold(w) ? (w.handle.concurrency ?? Number.POSITIVE_INFINITY) : 1;
+  }
+
+  private hasSlot(w: WorkerState): boolean {
+    return w.outstanding < this.slotsOf(w);
   }
 
   /**
@@ -127,6 +197,13 @@ export class WorkerPool {
     return this.workers.size;
   }
 
+  /** Workers connected now that callers' jobs may go to (not on probation). */
+  get soldWorkers(): number {
+    let count = 0;
+    for (const w of this.workers.values()) if (this.sold(w)) count++;
+    return count;
+  }
+
   /** Jobs routed to the worker and not finished yet (0 for a worker not in the pool). */
   outstanding(address: string): number {
     return this.workers.get(address)?.outstanding ?? 0;
@@ -137,15 +214,23 @@ export class WorkerPool {
     return [...this.workers.values()].map((w) => w.handle);
   }
 
+  /** Every worker hosting the model, on probation or not. */
   hosting(model: string): WorkerHandle[] {
     return [...this.workers.values()].filter((w) => w.handle.models().includes(model)).map((w) => w.handle);
   }
 
-  /** Workers in good standing hosting the model: the capacity `active_workers` reports. */
+  /** The workers a caller's job for the model may go to: hosting it, and not on probation. */
+  serving(model: string): WorkerHandle[] {
+    return this.sellers(model).map((w) => w.handle);
+  }
+
+  private sellers(model: string): WorkerState[] {
+    return [...this.workers.values()].filter((w) => w.handle.models().includes(model) && this.sold(w));
+  }
+
+  /** Workers sold for the model and in good standing: the capacity `active_workers` reports. */
   activeWorkers(model: string): number {
-    let count = 0;
-    for (const w of this.workers.values()) if (w.health.standing === "good" && w.handle.models().includes(model)) count++;
-    return count;
+    return this.sellers(model).filter((w) => w.health.standing === "good").length;
   }
 
   /** A worker's standing and job record (undefined for one not in the pool). */
@@ -154,10 +239,10 @@ export class WorkerPool {
     return w && { standing: w.health.standing, stats: { ...w.health.stats } };
   }
 
-  /** Every model some connected worker hosts. */
+  /** Every model some connected worker is sold for: what GET /models lists. */
   hostedModels(): Set<string> {
     const models = new Set<string>();
-    for (const w of this.workers.values()) for (const m of w.handle.models()) models.add(m);
+    for (const w of this.workers.values()) if (this.sold(w)) for (const m of w.handle.models()) models.add(m);
     return models;
   }
 
@@ -168,14 +253,14 @@ export class WorkerPool {
    */
   contextWindow(model: string): number {
     let largest = 0;
-    for (const w of this.workers.values()) if (w.handle.models().includes(model)) largest = Math.max(largest, w.handle.contextWindow(model));
+    for (const w of this.sellers(model)) largest = Math.max(largest, w.handle.contextWindow(model));
     return largest;
   }
 
   /** p50 time to first token over recent jobs of the workers hosting the model. */
   medianLatencyMs(model: string): number | null {
     const samples: number[] = [];
-    for (const w of this.workers.values()) if (w.handle.models().includes(model)) samples.push(...w.firstTokenMs.all());
+    for (const w of this.sellers(model)) samples.push(...w.firstTokenMs.all());
     const typicalMs = median(samples);
     return typicalMs === null ? null : Math.round(typicalMs);
   }
@@ -195,7 +280,9 @@ export class WorkerPool {
    */
   acquire(model: string, wanted: LeaseWanted = {}): WorkerLease | undefined {
     const hosts = this.candidates(model, wanted);
-    const chosen = this.pick(hosts.filter((w) => w.health.standing === "good")) ?? this.pick(hosts);
+    const good = hosts.filter((w) => w.health.standing === "good");
+    const vouched = wanted.vouchedFirst ? this.pick(good.filter((w) => this.vettingOf(w) === "vouched")) : undefined;
+    const chosen = vouched ?? this.pick(good) ?? this.pick(hosts);
     return chosen && this.grant(chosen, model);
   }
 
@@ -227,8 +314,8 @@ export class WorkerPool {
   }
 
   private candidates(model: string, wanted: LeaseWanted): WorkerState[] {
-    const { exclude, minContextWindow = 0, address } = wanted;
-    const all = address === undefined ? [...this.workers.values()] : [this.workers.get(address)].filter((w) => w !== undefined);
+    const { exclude, minContextWindow = 0, address, onProbation = false } = wanted;
+    const all = address === undefined ? [...this.workers.values()].filter((w) => this.sold(w) !== onProbation) : [this.workers.get(address)].filter((w) => w !== undefined);
     return all.filter(
       (w) => w.handle.models().includes(model) && !exclude?.has(w.handle.address) && !(minContextWindow > 0 && w.handle.contextWindow(model) < minContextWindow),
     );
@@ -236,13 +323,13 @@ export class WorkerPool {
 
   /** The job slots of the workers that fit, busy or not (infinite when one declared no limit). */
   private slots(model: string, wanted: LeaseWanted): number {
-    return this.candidates(model, wanted).reduce((sum, w) => sum + (w.handle.concurrency ?? Number.POSITIVE_INFINITY), 0);
+    return this.candidates(model, wanted).reduce((sum, w) => sum + this.slotsOf(w), 0);
   }
 
   /** The best worker with a free slot. */
   private pick(candidates: WorkerState[]): WorkerState | undefined {
     let best: WorkerState | undefined;
-    for (const w of candidates) if (hasSlot(w) && (best === undefined || this.better(w, best))) best = w;
+    for (const w of candidates) if (this.hasSlot(w) && (best === undefined || this.better(w, best))) best = w;
     return best;
   }
 
@@ -257,8 +344,10 @@ export class WorkerPool {
       firstToken: (ms) => chosen.firstTokenMs.add(ms),
       outcome: (outcome) => {
         if (chosen.health.record(outcome) !== "unfit" || this.workers.get(chosen.handle.address) !== chosen) return;
+        const reason = chosen.health.describe();
+        chosen.health.forfeit();
         this.remove(chosen.handle.address, chosen.handle);
-        for (const listener of this.unfitListeners) listener(chosen.handle, chosen.health.describe());
+        for (const listener of this.unfitListeners) listener(chosen.handle, reason);
       },
       release: () => {
         if (released) return;

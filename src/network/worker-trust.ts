@@ -10,16 +10,25 @@
 export const SEED_WEIGHT = 10n ** 30n;
 
 export class WorkerTrust {
+  private readonly seedPool: Set<string>;
+
   constructor(
     /** Addresses of the operator's seed pool. */
-    private readonly seedPool: ReadonlySet<string>,
+    seedPool: Iterable<string>,
     /** A worker's stake while it counts as staked, else 0 (Chain.stakeBehindWord). */
     private readonly stakeBehindWord: (address: string) => Promise<bigint>,
-  ) {}
+  ) {
+    this.seedPool = new Set(seedPool);
+  }
 
   /** A worker trusted by the operator. */
   inSeedPool(address: string): boolean {
     return this.seedPool.has(address);
+  }
+
+  /** The operator adds a worker of its own to the seed pool. */
+  vouch(address: string): void {
+    this.seedPool.add(address);
   }
 
   /** The worker's weight; a stake that cannot be read weighs nothing, so a chain outage never lends trust. */

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { address, createSolanaRpc, lamports } from "@solana/kit";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { tempDir } from "../support/service.ts";
-import { killWorkers, spawnWorker } from "../support/worker-process.ts";
+import { killWorkers, spawnWorker, workerAddress } from "../support/worker-process.ts";
 import { startSvc } from "./svc-process.ts";
 
 test("starts from the environment, becomes ready when a worker joins, has no dev wallet or faucet", async (t) => {
@@ -18,7 +18,9 @@ test("starts from the environment, becomes ready when a worker joins, has no dev
     killWorkers();
     await dir.remove();
   });
-  const run = startSvc(["serve"], { SVC_PORT: "0", SVC_RPC_PORT: "0", SVC_DATA_DIR: dir.path, SVC_LOG_FORMAT: "json", DATABASE_URL: "" });
+  const keypair = `${dir.path}/worker.json`;
+  const env = { SVC_PORT: "0", SVC_RPC_PORT: "0", SVC_DATA_DIR: dir.path, SVC_LOG_FORMAT: "json", DATABASE_URL: "", SVC_SEED_WORKERS: await workerAddress(keypair) };
+  const run = startSvc(["serve"], env);
   const origin = (await run.waitFor(/^App: (http:\/\/127\.0\.0\.1:\d+)\/$/m, 60_000))[1]!;
   const rpcUrl = (await run.waitFor(/^Solana RPC: (http:\/\/127\.0\.0\.1:\d+)$/m))[1]!;
   assert.match(run.stdout(), new RegExp(`^Base URL: ${origin}/v1$`, "m"));
@@ -26,9 +28,9 @@ test("starts from the environment, becomes ready when a worker joins, has no dev
 
   const notReady = await fetch(`${origin}/readyz`);
   assert.equal(notReady.status, 503);
-  assert.equal(((await notReady.json()) as { checks: { workers: string } }).checks.workers, "no worker connected");
+  assert.equal(((await notReady.json()) as { checks: { workers: string } }).checks.workers, "no worker connected that is sold to callers");
 
-  const worker = await spawnWorker({ gateway: origin, keypair: `${dir.path}/worker.json`, modelsDir: `${dir.path}/models` });
+  const worker = await spawnWorker({ gateway: origin, keypair, modelsDir: `${dir.path}/models` });
   await worker.waitFor(/Connected to /);
   const ready = await fetch(`${origin}/readyz`);
   assert.equal(ready.status, 200, await ready.clone().text());

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { migratedTestDb, MODEL, startTestGateway, tempDir, type TestGateway } from "../support/service.ts";
-import { killWorkers, spawnWorker } from "../support/worker-process.ts";
+import { killWorkers, spawnWorker, workerAddress } from "../support/worker-process.ts";
 import { runSvc } from "./svc-process.ts";
 
 const dir = await tempDir("svc-worker-log-");
@@ -25,7 +25,9 @@ after(async () => {
 type LogRecord = { level: number; time: number; msg: string } & Record<string, unknown>;
 
 test("each line is a JSON record: the sentence as its message, and what it names as fields", async () => {
-  const worker = await spawnWorker({ gateway: gateway.service.origin, keypair: `${dir.path}/worker.json`, modelsDir: `${dir.path}/models`, args: ["--log-format", "json"] });
+  const keypair = `${dir.path}/worker.json`;
+  gateway.service.trust.vouch(await workerAddress(keypair));
+  const worker = await spawnWorker({ gateway: gateway.service.origin, keypair, modelsDir: `${dir.path}/models`, args: ["--log-format", "json"] });
   await worker.waitFor(/"msg":"Connected to /);
   const reply = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 5, temperature: 0 });
   await worker.waitFor(/"msg":"Earned /);

@@ -99,7 +99,9 @@ describe("GET /models says the context a request can get", () => {
 test("a failed job's x-svc-credits-remaining is the balance after its refund", async () => {
   // A worker whose engine crashes before its first token, as the only one serving this model.
   const crashModel = "meta-llama/Llama-3.2-3B-Instruct";
-  gateway.service.pool.add(new FailingWorker(new WorkerNode(generateKeypair(), new Map([[crashModel, await testEngine()]]))));
+  const failing = new FailingWorker(new WorkerNode(generateKeypair(), new Map([[crashModel, await testEngine()]])));
+  gateway.service.trust.vouch(failing.address);
+  gateway.service.pool.add(failing);
   const balance = await money.availableCredits(gateway.service.db, gateway.wallet);
   await assert.rejects(gateway.client.chat.completions.create({ model: crashModel, messages: hi, max_tokens: 5 }), (e: unknown) => {
     assert.ok(e instanceof OpenAI.InternalServerError);
@@ -197,7 +199,7 @@ describe("health", () => {
     assert.equal(pool.size, 0);
     const notReady = await get<{ status: string; checks: Record<string, string> }>("/readyz", false);
     assert.equal(notReady.status, 503);
-    assert.deepEqual(notReady.body, { status: "not_ready", checks: { database: "ok", chain: "ok", workers: "no worker connected" } });
+    assert.deepEqual(notReady.body, { status: "not_ready", checks: { database: "ok", chain: "ok", workers: "no worker connected that is sold to callers" } });
   });
 
   test("a database that fails and a chain that hangs are reported as such (simulated: neither fault can be caused on demand)", async () => {

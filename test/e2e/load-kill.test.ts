@@ -19,7 +19,7 @@ import { checkInvariants } from "../../src/ledger/index.ts";
 import { openDb } from "../../src/store/db.ts";
 import { exited, freePort, killDevs, startDev } from "../support/dev-process.ts";
 import { MODEL, tempDir } from "../support/service.ts";
-import { killWorkers, spawnWorker } from "../support/worker-process.ts";
+import { killWorkers, spawnWorker, workerAddress } from "../support/worker-process.ts";
 
 const REQUESTS = 200;
 const CREDITS = 5000;
@@ -73,9 +73,11 @@ test("kill -9 of a worker and of the gateway under load, then restart: every cre
   const start = performance.now();
   const port = String(await freePort());
   // Both start at once: the worker dials until the gateway listens.
+  const keypair = join(dir.path, "worker.json");
+  const seed = ["--seed-workers", await workerAddress(keypair)];
   const [first, worker] = await Promise.all([
-    startDev(dir.path, ["--port", port, "--credits", String(CREDITS)]),
-    spawnWorker({ gateway: `http://127.0.0.1:${port}`, keypair: join(dir.path, "worker.json"), modelsDir: join(dir.path, "models") }),
+    startDev(dir.path, ["--port", port, "--credits", String(CREDITS), ...seed]),
+    spawnWorker({ gateway: `http://127.0.0.1:${port}`, keypair, modelsDir: join(dir.path, "models") }),
   ]);
   const apiKey = first.apiKey!;
   await worker.waitFor(/Connected to/, { timeoutMs: 60_000 });
@@ -102,7 +104,7 @@ test("kill -9 of a worker and of the gateway under load, then restart: every cre
   assert.ok(count("cut") >= 1, "some requests were in flight when the gateway died");
 
   // Restart on the same data directory and port; recovery runs before it listens.
-  const second = await startDev(dir.path, ["--port", port]);
+  const second = await startDev(dir.path, ["--port", port, ...seed]);
   t.diagnostic(`gateway restarted at ${since(start)}`);
   const auth = { authorization: `Bearer ${apiKey}` };
   const reply = await fetch(`${second.baseUrl}/chat/completions`, {

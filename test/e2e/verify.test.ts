@@ -83,7 +83,9 @@ test("without an API key the chain alone is read: the transactions are found fro
 });
 
 test("a job that charged nothing shows its refund; an unknown job, a bad id and an unreachable chain are not checked", async () => {
-  gateway.service.pool.add(new ForgingWorker(await testWorker()));
+  const forger = new ForgingWorker(await testWorker());
+  gateway.service.trust.vouch(forger.address);
+  gateway.service.pool.add(forger);
   for (const w of gateway.service.pool.hosting(MODEL)) if (!(w instanceof ForgingWorker)) gateway.service.pool.remove(w.address);
   const failed = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).withResponse().catch((e: { headers?: Headers }) => e);
   const jobId = (failed as { headers?: Headers }).headers?.get("x-svc-job-id");

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { migratedTestDb, MODEL, startTestGateway, tempDir, type TestGateway } from "../support/service.ts";
-import { killWorkers, spawnWorker, type WorkerProcess } from "../support/worker-process.ts";
+import { killWorkers, spawnWorker, workerAddress, type WorkerProcess } from "../support/worker-process.ts";
 
 /** Short enough to test a silent worker, long enough for busy processes on a small machine. */
 const HEARTBEAT_TIMEOUT_MS = 3_000;
@@ -27,7 +27,10 @@ after(async () => {
 
 let spawned = 0;
 async function join(): Promise<WorkerProcess> {
-  const worker = await spawnWorker({ gateway: gateway.service.origin, keypair: `${dir.path}/worker-${spawned++}.json`, modelsDir: `${dir.path}/models` });
+  const keypair = `${dir.path}/worker-${spawned++}.json`;
+  // The operator's own worker: sold at once, without a probation.
+  gateway.service.trust.vouch(await workerAddress(keypair));
+  const worker = await spawnWorker({ gateway: gateway.service.origin, keypair, modelsDir: `${dir.path}/models` });
   await worker.waitFor(/Connected to /);
   return worker;
 }
@@ -133,6 +136,8 @@ test("a worker reconnects after the gateway restarts", async () => {
   await gateway.close();
   assert.match((await survivor!.waitFor(/Disconnected from [^\n]*; retrying in/, { from: printed }))[0], /shutting down/);
   gateway = await startTestGateway({ workers: [], db: await migratedTestDb(), credits: 1000, workerHeartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, port });
+  // The operator's own worker, to the new gateway too.
+  gateway.service.trust.vouch(survivor!.address);
   await survivor!.waitFor(/Connected to /, { from: printed });
   await expectActiveWorkers(1);
   const reply = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).withResponse();

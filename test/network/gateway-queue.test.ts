@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { creditsRemaining } from "../support/gateway-api.ts";
 import { connectRawWorker, type RawWorker } from "../support/raw-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
@@ -21,7 +22,9 @@ const load = { running: 0, most: 0, served: 0 };
 
 before(async () => {
   gateway = await startTestGateway({ db: await migratedTestDb(), workers: [], credits: 5_000, rateLimit: false, queueWaitMs: 20_000 });
-  worker = await connectRawWorker(gateway.service.origin);
+  const signer = generateKeypair();
+  gateway.service.trust.vouch(signer.address);
+  worker = await connectRawWorker(gateway.service.origin, signer);
   await worker.register({ concurrency: SLOTS });
   void serve(worker);
 });
@@ -63,7 +66,9 @@ test("a burst of 150 on one worker: every request answered, never more jobs on i
 
 test("a queue that cannot drain in time: 503 no_workers_available with retry_after, nothing charged", async () => {
   const short = await startTestGateway({ db: await migratedTestDb(), workers: [], credits: 500, rateLimit: false, queueWaitMs: 150 });
-  const slow = await connectRawWorker(short.service.origin);
+  const slowKey = generateKeypair();
+  short.service.trust.vouch(slowKey.address);
+  const slow = await connectRawWorker(short.service.origin, slowKey);
   try {
     await slow.register({ concurrency: 1 });
     const before = await creditsRemaining(short);

@@ -118,7 +118,7 @@ describe("a request a worker cannot read", () => {
 
 describe("a worker that overstates its usage", () => {
   test("is charged by the gateway's own count of the relayed text, and the claim is recorded against it", TEST_DEADLINE, async () => {
-    const liar = await raw();
+    const liar = await fixture.raw({ vouched: true });
     await liar.register();
     const text = "Hello there, caller.";
     const claimed = 2_000;
@@ -153,7 +153,7 @@ describe("a worker that overstates its usage", () => {
 
 describe("a worker that takes jobs and stalls", () => {
   test("is demoted, then dropped; its callers are charged nothing", TEST_DEADLINE, async () => {
-    const staller = await raw();
+    const staller = await fixture.raw({ vouched: true });
     await staller.register();
     // It counts prompts promptly and never sends a token.
     const counting = (async () => {

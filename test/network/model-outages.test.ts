@@ -27,10 +27,11 @@ test("retry_after comes from the outages this gateway measured", () => {
 
 test("the pool opens an outage when a model's last worker leaves, not before", () => {
   let now = 0;
-  const pool = new WorkerPool(new ModelOutages(() => now));
+  const pool = new WorkerPool({ outages: new ModelOutages(() => now) });
   const worker = (address: string): WorkerHandle => ({
     address,
-    staked: false,
+    // Staked, so it is sold: a worker on probation hosts nothing callers can buy.
+    staked: true,
     models: () => ["m"],
     contextWindow: () => 2048,
     countPromptTokens: async () => 1,

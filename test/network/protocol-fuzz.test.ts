@@ -25,7 +25,7 @@ const honestEvents: WorkerClientEvent[] = [];
 
 before(async () => {
   // Handshake limits are another test's subject; here every fuzzing connection must get in.
-  fixture = await startWorkerFixture({ credits: 1000, workerLimits: { handshakeBurstPerIp: 100_000, handshakesPerSecondPerIp: 10_000, pendingPerIp: 1_000 } });
+  fixture = await startWorkerFixture({ credits: 1000, workerLimits: { handshakeBurstPerIp: 100_000, handshakesPerSecondPerIp: 10_000, handshakeBurstPerSubnet: 100_000, handshakesPerSecondPerSubnet: 10_000, pendingPerIp: 1_000 } });
   gateway = fixture.gateway;
   await fixture.attach({ onEvent: (e) => honestEvents.push(e) });
 });

@@ -3,8 +3,8 @@
  * honest worker is the operator's seed worker running the wiring model; the sybils are protocol
  * workers that pass the gateway's entry and then answer every job "framed" under a valid proof.
  * Whatever their number, their outputs weigh nothing: a caller's dispute backed by them never
- * goes against the honest worker, and neither does an audit, while the honest worker's audits
- * of their jobs find them out.
+ * goes against the honest worker, and neither does an audit. On probation, they never answer a
+ * caller; the checks they get beside the seed worker's jobs find them out.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -39,7 +39,7 @@ async function withSybils(disputes: ServiceOptions["disputes"], story: (gateway:
 }
 
 async function joinSybils(gateway: TestGateway, sybils: SybilWorker[], count: number): Promise<void> {
-  sybils.push(...(await Promise.all(Array.from({ length: count }, () => startSybil(gateway.service.origin, FRAMED)))));
+  sybils.push(...(await Promise.all(Array.from({ length: count }, () => startSybil(gateway.service.origin, { answer: FRAMED })))));
 }
 
 async function dispute(gateway: TestGateway, jobId: string, hash: string): Promise<{ dispute_opened?: boolean }> {
@@ -74,23 +74,23 @@ for (const count of [2, 10]) {
       });
     });
 
-    test("audits of every job: the honest worker's are never fraudulent, the sybils' are, and they are suspended", async () => {
+    test("no caller ever gets a sybil's answer; their probation checks against the seed worker find them out; the seed's audits are never fraudulent", async () => {
       await withSybils({ windowMs: 5_000, auditShare: 1 }, async (gateway, seed, sybils) => {
         await joinSybils(gateway, sybils, count);
-        const served = new Map<string, string>();
+        assert.equal(gateway.service.pool.activeWorkers(MODEL), 1, "sybils on probation are no capacity");
+        const jobIds: string[] = [];
         for (let i = 0; i < 3 * count && sybils.some((s) => !gateway.service.pool.isSuspended(s.address)); i++) {
-          const { response } = await gateway.client.chat.completions.create({ ...hi, messages: [{ role: "user", content: `Hi ${i}` }] }).withResponse();
-          served.set(response.headers.get("x-svc-job-id")!, response.headers.get("x-svc-worker")!);
-          // Audits run after settlement; one at a time keeps the story in order.
-          await until(() => auditOf(gateway, response.headers.get("x-svc-job-id")!), (outcome) => outcome !== null, "the job's audit");
+          const { data, response } = await gateway.client.chat.completions.create({ ...hi, messages: [{ role: "user", content: `Hi ${i}` }] }).withResponse();
+          assert.equal(response.headers.get("x-svc-worker"), seed);
+          assert.equal(data.choices[0]!.message.content, KNOWN_REPLY);
+          jobIds.push(response.headers.get("x-svc-job-id")!);
+          // Checks and audits run beside and after the job; one at a time keeps the story in order.
+          await until(() => auditOf(gateway, jobIds.at(-1)!), (outcome) => outcome !== null, "the job's audit");
         }
-        const rows = await gateway.service.db.query<{ id: string; audit_outcome: string }>("SELECT id, audit_outcome FROM jobs WHERE status = 'settled'");
-        const bySeed = rows.filter((r) => served.get(r.id) === seed);
-        const bySybils = rows.filter((r) => served.get(r.id) !== seed);
-        assert.ok(bySeed.length > 0 && bySybils.length > 0, "both served");
-        assert.deepEqual([...new Set(bySeed.map((r) => r.audit_outcome))], ["inconclusive"], "only sybils could re-run the seed's jobs: nothing decided");
-        assert.deepEqual([...new Set(bySybils.map((r) => r.audit_outcome))], ["fraudulent"]);
-        assert.ok(sybils.every((s) => gateway.service.pool.isSuspended(s.address)), "every sybil that served was found out");
+        assert.ok(sybils.every((s) => gateway.service.pool.isSuspended(s.address)), "every sybil failed a check and was suspended");
+        assert.ok(sybils.every((s) => s.jobs >= 1), "each was checked with a caller's request");
+        const outcomes = await Promise.all(jobIds.map((id) => auditOf(gateway, id)));
+        assert.deepEqual([...new Set(outcomes)], ["inconclusive"], "only sybils could re-run the seed's jobs: nothing decided");
         assert.equal(gateway.service.pool.isSuspended(seed), false);
       });
     });

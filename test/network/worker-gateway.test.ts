@@ -36,7 +36,7 @@ after(async () => {
   await fixture.close();
 });
 
-const raw = () => fixture.raw();
+const raw = () => fixture.raw({ vouched: true });
 
 function api<T>(path: string): Promise<{ status: number; body: T }> {
   return apiGet<T>(gateway, path);

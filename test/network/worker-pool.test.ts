@@ -4,12 +4,13 @@ import { test } from "node:test";
 import type { WorkerHandle } from "../../src/network/worker-handle.ts";
 import { MAX_WAITING_PER_SLOT } from "../../src/network/slot-queue.ts";
 import { WorkerPool, type WorkerLease } from "../../src/network/worker-pool.ts";
+import { WorkerTrust } from "../../src/network/worker-trust.ts";
 
-/** Routing reads only a worker's address, models, concurrency and stake. */
-function host(address: string, concurrency?: number): WorkerHandle {
+/** Routing reads only a worker's address, models, concurrency and stake; staked, it is sold to callers. */
+function host(address: string, concurrency?: number, staked = true): WorkerHandle {
   return {
     address,
-    staked: false,
+    staked,
     ...(concurrency !== undefined ? { concurrency } : {}),
     models: () => ["m"],
     contextWindow: () => 2048,
@@ -157,4 +158,53 @@ test("a request the queue ahead would keep past its wait is refused at once, by 
   assert.equal(pool.waiting("m"), 1);
   busy.release();
   (await patient)!.release();
+});
+
+test("a worker on probation gets no caller's job and is not sold; it takes checks one at a time until proven", () => {
+  const pool = new WorkerPool({ checksToProve: 2 });
+  pool.add(host("new", 8, false));
+  assert.equal(pool.vetting("new"), "probation");
+  assert.equal(pool.acquire("m"), undefined, "no caller's job");
+  assert.deepEqual([pool.hostedModels().size, pool.activeWorkers("m"), pool.serving("m").length, pool.contextWindow("m")], [0, 0, 0, 0]);
+  const check = pool.acquire("m", { onProbation: true })!;
+  assert.equal(check.worker.address, "new");
+  assert.equal(pool.acquire("m", { onProbation: true }), undefined, "one check at a time, whatever it declared");
+  check.release();
+  pool.checkPassed("new");
+  assert.equal(pool.vetting("new"), "probation");
+  pool.checkPassed("new");
+  assert.equal(pool.vetting("new"), "proven");
+  assert.deepEqual([...pool.hostedModels()], ["m"]);
+  assert.equal(pool.activeWorkers("m"), 1);
+  assert.equal(pool.acquire("m")!.worker.address, "new", "sold now");
+  assert.equal(pool.acquire("m", { onProbation: true }), undefined, "no longer on probation");
+});
+
+test("a proven worker dropped for its faults comes back on probation; a reconnection alone keeps its record", () => {
+  const pool = new WorkerPool({ checksToProve: 1 });
+  pool.add(host("w", 4, false));
+  pool.checkPassed("w");
+  pool.remove("w");
+  pool.add(host("w", 4, false));
+  assert.equal(pool.vetting("w"), "proven", "kept across a reconnection");
+  for (let i = 0; i < 4; i++) {
+    const lease = pool.acquire("m")!;
+    lease.outcome("failed");
+    lease.release();
+  }
+  assert.equal(pool.health("w"), undefined, "dropped");
+  pool.add(host("w", 4, false));
+  assert.equal(pool.vetting("w"), "probation");
+  assert.equal(pool.health("w")?.standing, "good", "its strikes were paid with its standing");
+});
+
+test("the operator's seed pool is vouched for; a second opinion goes to a vouched worker first", () => {
+  const pool = new WorkerPool({ trust: new WorkerTrust(new Set(["seed"]), async () => 0n), checksToProve: 1 });
+  pool.add(host("seed", 4, false));
+  pool.add(host("proven", 4, false));
+  pool.checkPassed("proven");
+  assert.deepEqual([pool.vetting("seed"), pool.vetting("proven")], ["vouched", "proven"]);
+  // Rotation would give "proven" the next job; a second opinion wants the vouched one.
+  pool.acquire("m", { address: "seed" })!.release();
+  assert.equal(pool.acquire("m", { vouchedFirst: true })!.worker.address, "seed");
 });

@@ -12,7 +12,10 @@ import { startSvc, type SvcProcess } from "../cli/svc-process.ts";
 import { startChainServer, type ChainServer } from "./chain-server.ts";
 import { uniqueSchemaName } from "./db.ts";
 import { tempDir } from "./service.ts";
-import { killWorkers, spawnWorker } from "./worker-process.ts";
+import { killWorkers, spawnWorker, workerAddress } from "./worker-process.ts";
+
+/** Workers `startWorker` can start. */
+const MAX_WORKERS = 8;
 
 export interface GatewayProcesses {
   /** The shared database's URL. */
@@ -37,6 +40,9 @@ export async function startGatewayProcesses(options: { databaseUrl: string; nats
   const dbUrl = Object.assign(new URL(options.databaseUrl), { pathname: `/${database}` }).toString();
   const dir = await tempDir("svc-gateways-");
   const chain = await startChainServer();
+  // The workers these tests start are the operator's own: every gateway vouches for them.
+  const workerKeys = Array.from({ length: MAX_WORKERS }, (_, i) => `${dir.path}/worker-${i}.json`);
+  const seedWorkers = (await Promise.all(workerKeys.map(workerAddress))).join(",");
   const gateways: SvcProcess[] = [];
   const origins: string[] = [];
   const workerPids: number[] = [];
@@ -49,14 +55,15 @@ export async function startGatewayProcesses(options: { databaseUrl: string; nats
     async startGateway(name) {
       const args = ["serve", "--port", "0", "--rpc-port", "off", "--rate-limit", "off", "--data-dir", `${dir.path}/${name}`];
       const shared = ["--database-url", dbUrl, "--chain-url", chain.url, "--keys-dir", chain.keysDir, "--nats-url", options.natsUrl];
-      const run = startSvc([...args, ...shared], { SVC_LOG_FORMAT: "json", ...options.env });
+      const run = startSvc([...args, ...shared], { SVC_LOG_FORMAT: "json", SVC_SEED_WORKERS: seedWorkers, ...options.env });
       gateways.push(run);
       origins.push((await run.waitFor(/^App: (http:\/\/127\.0\.0\.1:\d+)\/$/m, 60_000))[1]!);
       return origins.at(-1)!;
     },
     async startWorker(origin, models, args = []) {
-      const i = workerPids.length;
-      const worker = await spawnWorker({ gateway: origin, keypair: `${dir.path}/worker-${i}.json`, modelsDir: `${dir.path}/models`, models, args });
+      const keypair = workerKeys[workerPids.length];
+      if (keypair === undefined) throw new Error(`at most ${MAX_WORKERS} workers`);
+      const worker = await spawnWorker({ gateway: origin, keypair, modelsDir: `${dir.path}/models`, models, args });
       workerPids.push(worker.child.pid!);
       await worker.waitFor(/Connected to /, { timeoutMs: 60_000 });
     },

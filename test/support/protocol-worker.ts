@@ -13,13 +13,20 @@ export interface ProtocolWorkerOptions {
   engines?: ReadonlyMap<string, Engine>;
   concurrency?: number;
   onEvent?: (event: WorkerClientEvent) => void;
+  /**
+   * Whether the gateway's operator vouches for it (its seed pool), so callers' jobs go to it at
+   * once (default true: a test's own honest workers are the operator's); false, it starts on probation.
+   */
+  vouched?: boolean;
 }
 
 /** Connects a worker to the gateway and resolves once the gateway has registered it. Close it when done. */
 export async function attachProtocolWorker(service: Service, options: ProtocolWorkerOptions = {}): Promise<WorkerClient> {
+  const signer = options.signer ?? generateKeypair();
+  if (options.vouched !== false) service.trust.vouch(signer.address);
   const client = new WorkerClient({
     gateway: service.origin,
-    signer: options.signer ?? generateKeypair(),
+    signer,
     engines: options.engines ?? new Map([[MODEL, await testEngine()]]),
     concurrency: options.concurrency ?? 4,
     // Tests restart gateways in a second or two; a short cap keeps them from waiting on the backoff.

@@ -37,8 +37,9 @@ export interface HelloOptions {
   address?: string;
 }
 
-export async function connectRawWorker(origin: string, signer: Signer = generateKeypair()): Promise<RawWorker> {
-  const ws = new WebSocket(connectUrl(origin));
+/** `localAddress`: the loopback address it dials from (any of 127.0.0.0/8), to stand for another machine. */
+export async function connectRawWorker(origin: string, signer: Signer = generateKeypair(), options: { localAddress?: string } = {}): Promise<RawWorker> {
+  const ws = new WebSocket(connectUrl(origin), options.localAddress ? { localAddress: options.localAddress } : {});
   const inbox: GatewayMessage[] = [];
   let wake: (() => void) | undefined;
   ws.on("message", (data) => {

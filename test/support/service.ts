@@ -59,12 +59,9 @@ export interface TestGateway {
 export async function startTestGateway(
   options: Partial<ServiceOptions> & { credits?: number; db?: Db; workers?: WorkerHandle[] } = {},
 ): Promise<TestGateway> {
-  const workers = options.workers ?? [await testWorker()];
   const service = await startService({
     port: 0,
-    seedWorkers: workers,
-    // The gateway's own workers are its operator's, as `svc dev`'s is; a test of others says so.
-    seedPool: workers.map((w) => w.address),
+    seedWorkers: options.workers ?? [await testWorker()],
     ...options,
     // Random audits re-run 1 job in 100 on another worker, which makes a test that counts a
     // worker's runs fail now and then; the tests of audits ask for them.

@@ -1,10 +1,15 @@
 /**
- * A hostile worker identity of the kind anyone can mint for free: a fresh key that passes the
- * gateway's entry like an honest worker, then answers every job with the same text under a valid
- * proof of that text, and every count at once. Many of them acting together are the sybils of
- * the network tests. It keeps count of the jobs it was given.
+ * Hostile worker identities of the kind anyone can mint for free: a fresh key that passes the
+ * gateway's entry like an honest worker, then does the same thing with every job: answers it
+ * with one fixed text under a valid proof of that text (`{ answer }`), never answers it
+ * (`"stall"`), or refuses it and every count as the request's fault (`"refuse"`). Counts are
+ * answered at once except by a refuser. Each keeps count of the jobs it was given.
  */
+import type { Signer } from "../../src/core/keys.ts";
+import { generateKeypair } from "../../src/core/keys.ts";
 import { connectRawWorker, type HelloOptions, type RawWorker } from "./raw-worker.ts";
+
+export type SybilBehaviour = { answer: string } | "stall" | "refuse";
 
 export interface SybilWorker {
   raw: RawWorker;
@@ -14,20 +19,30 @@ export interface SybilWorker {
   close(): void;
 }
 
-/** Connects, registers (answering the entry's jobs like an honest worker would), then serves `text` to every job. */
-export async function startSybil(origin: string, text: string, hello: HelloOptions = {}): Promise<SybilWorker> {
-  const raw = await connectRawWorker(origin);
-  await raw.register(hello);
+export interface SybilOptions {
+  hello?: HelloOptions;
+  signer?: Signer;
+  /** The loopback address it dials from. */
+  localAddress?: string;
+}
+
+/** Connects, registers (answering the entry's jobs like an honest worker would), then behaves as told. */
+export async function startSybil(origin: string, behaviour: SybilBehaviour, options: SybilOptions = {}): Promise<SybilWorker> {
+  const raw = await connectRawWorker(origin, options.signer ?? generateKeypair(), options.localAddress ? { localAddress: options.localAddress } : {});
+  await raw.register(options.hello);
   const sybil: SybilWorker = { raw, address: raw.signer.address, jobs: 0, close: () => raw.close() };
   void (async () => {
     for (;;) {
       const message = await raw.next(["count", "job"], 600_000).catch(() => undefined);
       if (message === undefined) return;
-      if (message.type === "count") raw.send({ type: "count_result", requestId: message.requestId, tokens: 10 });
-      else {
-        sybil.jobs++;
-        raw.finish(message.jobId, text, 1);
+      if (message.type === "count") {
+        if (behaviour === "refuse") raw.send({ type: "count_error", requestId: message.requestId, message: "cannot count this prompt" });
+        else raw.send({ type: "count_result", requestId: message.requestId, tokens: 10 });
+        continue;
       }
+      sybil.jobs++;
+      if (behaviour === "refuse") raw.send({ type: "job_error", jobId: message.jobId, message: "cannot run this request", fault: "request" });
+      else if (behaviour !== "stall") raw.finish(message.jobId, behaviour.answer, 1);
     }
   })();
   return sybil;

@@ -2,6 +2,7 @@
  * A test gateway with no worker of its own, for tests of what workers do to it: the raw and
  * protocol workers a test opens through it are closed with it, even after a failed assertion.
  */
+import { generateKeypair } from "../../src/core/keys.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
 import { attachProtocolWorker, type ProtocolWorkerOptions } from "./protocol-worker.ts";
 import { connectRawWorker, type RawWorker } from "./raw-worker.ts";
@@ -9,8 +10,11 @@ import { migratedTestDb, startTestGateway, testEngine, type TestGateway } from "
 
 export interface WorkerFixture {
   gateway: TestGateway;
-  /** A worker driven message by message (support/raw-worker.ts), not yet registered. */
-  raw(): Promise<RawWorker>;
+  /**
+   * A worker driven message by message (support/raw-worker.ts), not yet registered; on probation
+   * unless `vouched` (then the operator vouches for it, and callers' jobs go to it).
+   */
+  raw(options?: { vouched?: boolean }): Promise<RawWorker>;
   /** A real worker on the shared wiring-model engine, registered. */
   attach(options?: ProtocolWorkerOptions): Promise<WorkerClient>;
   close(): Promise<void>;
@@ -24,8 +28,10 @@ export async function startWorkerFixture(options: Parameters<typeof startTestGat
   const clients: WorkerClient[] = [];
   return {
     gateway,
-    raw: async () => {
-      const worker = await connectRawWorker(gateway.service.origin);
+    raw: async ({ vouched = false } = {}) => {
+      const signer = generateKeypair();
+      if (vouched) gateway.service.trust.vouch(signer.address);
+      const worker = await connectRawWorker(gateway.service.origin, signer);
       raws.push(worker);
       return worker;
     },

@@ -4,7 +4,8 @@
  * child would keep the test process running forever.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
+import { loadOrCreateKeypair } from "../../src/core/keys.ts";
 import { MODEL } from "./service.ts";
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "svc.js");
@@ -65,6 +66,14 @@ export async function spawnWorker(input: { gateway: string; keypair: string; mod
 
   const address = (await waitFor(/Worker address: (\w+)/))[1]!;
   return { child, address, output: () => out, waitFor, exited: () => exited };
+}
+
+/**
+ * The address of the worker whose keypair is at `path` (a `.json` file), creating the key now if
+ * missing, as `svc worker` would: a test can have the gateway vouch for a worker before it starts.
+ */
+export async function workerAddress(path: string): Promise<string> {
+  return (await loadOrCreateKeypair(dirname(path), basename(path, ".json"))).address;
 }
 
 /** Kills every worker process still running (for `after` hooks). */

@@ -14,7 +14,7 @@ export interface ReadinessProbes {
   database(): Promise<unknown>;
   /** Resolves once the chain answered (its current slot). */
   chain(): Promise<unknown>;
-  /** Workers reachable now (connected here, or to another node over the bus). */
+  /** Workers reachable now (connected here, or to another node over the bus) that callers' jobs may go to. */
   workers(): number;
   /** Whether the message bus to the other nodes is connected; absent on a node that has none. */
   bus?(): boolean;
@@ -54,7 +54,7 @@ async function probe(name: string, check: () => Promise<unknown>, logger: Logger
 
 export async function checkReadiness(probes: ReadinessProbes, logger: Logger, timeoutMs = READINESS_TIMEOUT_MS): Promise<Readiness> {
   const [database, chain] = await Promise.all([probe("database", probes.database, logger, timeoutMs), probe("chain", probes.chain, logger, timeoutMs)]);
-  const workers = probes.workers() > 0 ? "ok" : "no worker connected";
+  const workers = probes.workers() > 0 ? "ok" : "no worker connected that is sold to callers";
   const bus = probes.bus === undefined ? undefined : probes.bus() ? "ok" : "disconnected";
   const ready = database === "ok" && chain === "ok" && workers === "ok" && (bus === undefined || bus === "ok");
   return { status: ready ? "ready" : "not_ready", checks: { database, chain, workers, ...(bus === undefined ? {} : { bus }) } };
