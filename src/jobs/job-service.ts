@@ -20,6 +20,7 @@ import {
   DEFAULT_MAX_TOKEN_BYTES,
   promptTokensAtLeast,
   SILENT_TOKENS,
+  utf8Bytes,
   type ChatMessage,
   type GenerationRequest,
   type ModelVocabularies,
@@ -582,12 +583,13 @@ export class JobService {
     const begun = performance.now();
     const generation = generationOf(driven);
     const blame = new RequestBlame();
+    const outputLimitBytes = await this.outputLimitBytes(driven.job);
     for (;;) {
       const { lease } = run;
       tried.add(lease.worker.address);
       const { model, promptTokens, maxTokens } = driven.job;
       checked(this.probation?.beside({ jobId: driven.job.id, model, request: generation }, lease.worker.address, promptTokens + maxTokens));
-      const stalled = await this.attempt(driven, generation, run, job, begun);
+      const stalled = await this.attempt(driven, { generation, outputLimitBytes }, run, job, begun);
       const fault = attemptFault({ done: run.done !== undefined, stalled: stalled || job.timedOut(), workerError: run.workerError, abandoned: job.signal.reason === CALLER_LEFT || job.signal.reason === NOT_ADMITTED });
       if (fault !== undefined) lease.outcome(fault);
       if (run.done !== undefined || run.text !== "") blame.ran();
@@ -603,15 +605,33 @@ export class JobService {
     }
   }
 
-  /** One worker's attempt at the job, streaming its deltas to the channel. Returns whether it stalled before its first token. */
-  private async attempt(driven: DrivenJob, generation: GenerationRequest, run: WorkerRun, job: JobWatch, begun: number): Promise<boolean> {
+  /**
+   * The most output a job's `max_tokens` can make: no token is longer than the model's longest
+   * (its vocabulary's, where the gateway holds it, else DEFAULT_MAX_TOKEN_BYTES).
+   */
+  private async outputLimitBytes(job: JobRecord): Promise<number> {
+    const maxTokenBytes = (await this.vocabularies?.get(job.model))?.maxTokenBytes ?? DEFAULT_MAX_TOKEN_BYTES;
+    return job.maxTokens * maxTokenBytes;
+  }
+
+  /**
+   * One worker's attempt at the job, streaming its deltas to the channel, and cut off (an
+   * OutputOverrunError) where its output passes what the job's `max_tokens` can make. Returns
+   * whether it stalled before its first token.
+   */
+  private async attempt(driven: DrivenJob, limits: { generation: GenerationRequest; outputLimitBytes: number }, run: WorkerRun, job: JobWatch, begun: number): Promise<boolean> {
     const { lease } = run;
     run.workerError = undefined;
     const watch = this.watchFirstToken(job.signal);
+    let bytes = 0;
     try {
-      for await (const event of lease.worker.run({ jobId: driven.job.id, model: driven.job.model, request: generation }, watch.signal)) {
+      for await (const event of lease.worker.run({ jobId: driven.job.id, model: driven.job.model, request: limits.generation }, watch.signal)) {
         if (job.timedOut()) break;
         if (event.type === "delta") {
+          if ((bytes += utf8Bytes(event.text)) > limits.outputLimitBytes) {
+            run.workerError = new OutputOverrunError(`worker ${lease.worker.address} sent more than ${limits.outputLimitBytes} bytes for ${driven.job.maxTokens} tokens`);
+            break;
+          }
           if (run.text === "") lease.firstToken(Math.round(performance.now() - begun));
           watch.tokenArrived();
           run.text += event.text;
@@ -670,13 +690,16 @@ export class JobService {
     const atMost = Math.min(job.maxTokens, completionTokensAtMost({ text, stop, finishReason: done.finishReason }));
     const vocabulary = await this.vocabularies?.get(job.model);
     let counted = atMost;
+    let overran = false;
     if (vocabulary) {
       const withheld = done.finishReason === "stop" ? Math.max(0, ...stop.map((s) => vocabulary.countTokens(s))) : 0;
-      counted = Math.min(atMost, vocabulary.countTokens(text) + withheld + SILENT_TOKENS);
+      const tokens = vocabulary.countTokens(text);
+      overran = tokens > job.maxTokens + SILENT_TOKENS;
+      counted = Math.min(atMost, tokens + withheld + SILENT_TOKENS);
     }
-    if (claimed <= counted) return { usage: done.usage, outcome: "served" };
-    this.logger.warn({ job: job.id, worker: job.workerAddress, claimed, counted }, "worker claimed more completion tokens than its output holds; charged the gateway's count");
-    return { usage: { promptTokens: done.usage.promptTokens, completionTokens: counted }, outcome: "overstated" };
+    if (claimed <= counted && !overran) return { usage: done.usage, outcome: "served" };
+    this.logger.warn({ job: job.id, worker: job.workerAddress, claimed, counted, overran }, "worker claimed more completion tokens than its output holds, or sent more than max_tokens; charged the gateway's count");
+    return { usage: { promptTokens: done.usage.promptTokens, completionTokens: Math.min(claimed, counted) }, outcome: "overstated" };
   }
 
   /** Hand the job to another worker (after the first one failed before producing anything). */
@@ -757,9 +780,18 @@ function refusedBalance(error: unknown): number | undefined {
  * settlement.
  */
 function attemptFault(attempt: { done: boolean; stalled: boolean; workerError: unknown; abandoned: boolean }): JobOutcome | undefined {
+  if (attempt.workerError instanceof OutputOverrunError) return "overstated";
   if (attempt.done || attempt.abandoned || attempt.workerError instanceof JobRequestError) return undefined;
   if (attempt.stalled) return "stalled";
   return "failed";
+}
+
+/** A worker sent more output than the job's `max_tokens` can make: it is cut off there, and struck. */
+class OutputOverrunError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "OutputOverrunError";
+  }
 }
 
 /** What a worker runs for the job: the caller's request, with the job's limit and seed. */
