@@ -6,7 +6,7 @@
  * like every chain transaction, so a crash finishes or undoes it exactly once.
  */
 import { ChainRejectedError, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import { ApiError, type Logger } from "../core/index.ts";
+import { ApiError, type Logger, RateLimiter } from "../core/index.ts";
 import { emitJobDisputed } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
@@ -23,6 +23,12 @@ const CLOSE_BATCH = 20;
  * while the node ended 280 jobs a second, and fell behind (docs/performance.md, stop 48).
  */
 const CLOSES_AT_ONCE = 4;
+/**
+ * Disputes one wallet may open: each costs the network up to three re-executions of the job, and
+ * costs the disputer nothing yet, so their number is bounded per wallet (a burst of this many,
+ * refilled at this many an hour; counted by each gateway node).
+ */
+export const DISPUTES_PER_WALLET_PER_HOUR = 10;
 
 export interface DisputeDeps {
   db: Db;
@@ -77,6 +83,7 @@ function disputeOwner(): ActionOwner {
 
 export class Disputes {
   private sweepers: NodeJS.Timeout[] = [];
+  private readonly perWallet = new RateLimiter({ ratePerSecond: DISPUTES_PER_WALLET_PER_HOUR / 3_600, burst: DISPUTES_PER_WALLET_PER_HOUR });
   /** Set by stop: a sweep under way closes no more batches. */
   private stopped = false;
 
@@ -187,6 +194,10 @@ export class Disputes {
     }
     const answer = { job_id: job.id, your_hash: receivedHash, worker_hash: job.proofHash ?? "" };
     if (receivedHash === job.proofHash) return { ...answer, dispute_opened: false };
+    const retryAfter = this.perWallet.take(wallet);
+    if (retryAfter > 0) {
+      throw new ApiError("rate_limited", `This wallet has opened ${DISPUTES_PER_WALLET_PER_HOUR} disputes in the last hour, the most it may; each one re-runs the job on other workers.`, null, { retry_after: retryAfter });
+    }
     const prepared = await this.deps.chain.prepareDispute({ jobId: job.id, callerHash: receivedHash });
     const action: ChainAction = { kind: "dispute", subject: job.id, signature: prepared.signature, wire: prepared.wire };
     const moved = await this.deps.db.transaction(async (tx) => {

@@ -13,6 +13,7 @@ import { outputHash } from "../../src/core/proof.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { newId } from "../../src/core/ids.ts";
+import { DISPUTES_PER_WALLET_PER_HOUR } from "../../src/jobs/disputes.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import { newPendingJob } from "../../src/jobs/job-record.ts";
 import { insertJob } from "../../src/jobs/job-repo.ts";
@@ -305,6 +306,27 @@ describe("audits (every settled job audited here)", () => {
       const [event] = await db.query<{ body: string }>("SELECT body FROM events WHERE name = 'worker.slashed'");
       const slashedData = (JSON.parse(event!.body) as { data: Record<string, unknown> }).data;
       assert.deepEqual([slashedData.worker_address, slashedData.reason, slashedData.related_job_id], [cheatKey.address, "fraudulent_proof", jobId]);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe("disputes from one wallet", () => {
+  test(`are bounded: the ${DISPUTES_PER_WALLET_PER_HOUR + 1}th within an hour is 429 rate_limited with retry_after, and opens nothing`, async () => {
+    const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [await testWorker()], credits: 200, disputes: { windowMs: 60_000, arbitrationRetryMs: 600_000 } });
+    try {
+      const jobs = [];
+      for (let i = 0; i <= DISPUTES_PER_WALLET_PER_HOUR; i++) jobs.push((await completed(gateway)).jobId);
+      for (const jobId of jobs.slice(0, DISPUTES_PER_WALLET_PER_HOUR)) assert.equal((await dispute(gateway, gateway.apiKey, jobId, outputHash("not it"))).body.dispute_opened, true);
+      const refused = await dispute(gateway, gateway.apiKey, jobs.at(-1)!, outputHash("not it"));
+      assert.equal(refused.status, 429);
+      const error = refused.body.error as { code: string; details: { retry_after: number } };
+      assert.equal(error.code, "rate_limited");
+      assert.ok(error.details.retry_after > 0);
+      assert.equal((await jobOf(gateway, gateway.apiKey, jobs.at(-1)!)).status, "settled");
+      const other = await gateway.newAccount(0);
+      assert.equal((await dispute(gateway, other.apiKey, jobs.at(-1)!, outputHash("not it"))).status, 404, "another wallet's allowance is its own, and the job is not its");
     } finally {
       await gateway.close();
     }
