@@ -19,7 +19,7 @@ import { type Vote, type WorkerPool, type WorkerTrust, weightedVerdict } from ".
 import type { Db } from "../store/index.ts";
 import type { DisputeOutcome, JobRecord } from "./job-record.ts";
 import { disputedJobs, getJob, mustMoveJob, updateJob } from "./job-repo.ts";
-import { jobSeed } from "./chat-request.ts";
+import { generationOf } from "./chat-request.ts";
 import * as money from "./money.ts";
 
 export interface ArbitrationOptions {
@@ -198,16 +198,7 @@ export class Arbitration {
     try {
       const promptTokens = await lease.worker.countPromptTokens(job.model, request.messages);
       let text = "";
-      const generation = {
-        messages: request.messages,
-        maxTokens: Math.min(job.maxTokens, lease.worker.contextWindow(job.model) - promptTokens),
-        temperature: request.temperature,
-        topP: request.topP,
-        stop: request.stop,
-        frequencyPenalty: request.frequencyPenalty,
-        presencePenalty: request.presencePenalty,
-        seed: jobSeed(request, job.id),
-      };
+      const generation = { ...generationOf(job, request), maxTokens: Math.min(job.maxTokens, lease.worker.contextWindow(job.model) - promptTokens) };
       for await (const event of lease.worker.run({ jobId: newId("job"), model: job.model, request: generation }, new AbortController().signal)) {
         if (event.type === "delta") text += event.text;
       }

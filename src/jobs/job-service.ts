@@ -14,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
-import { jobSeed, type ChatRequest } from "./chat-request.ts";
+import { generationOf, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
   DEFAULT_MAX_TOKEN_BYTES,
@@ -581,7 +581,7 @@ export class JobService {
     const tried = new Set<string>();
     const run: WorkerRun = { lease: driven.firstLease, text: "", done: undefined, workerError: undefined };
     const begun = performance.now();
-    const generation = generationOf(driven);
+    const generation = generationOf(driven.job, driven.request);
     const blame = new RequestBlame();
     const outputLimitBytes = await this.outputLimitBytes(driven.job);
     for (;;) {
@@ -792,20 +792,6 @@ class OutputOverrunError extends Error {
     super(message);
     this.name = "OutputOverrunError";
   }
-}
-
-/** What a worker runs for the job: the caller's request, with the job's limit and seed. */
-function generationOf({ job, request }: { job: JobRecord; request: ChatRequest }): GenerationRequest {
-  return {
-    messages: request.messages,
-    maxTokens: job.maxTokens,
-    temperature: request.temperature,
-    topP: request.topP,
-    stop: request.stop,
-    frequencyPenalty: request.frequencyPenalty,
-    presencePenalty: request.presencePenalty,
-    seed: jobSeed(request, job.id),
-  };
 }
 
 /** A handled rejection: an abandon that comes after the admission must not be an unhandled one. */

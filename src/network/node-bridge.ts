@@ -35,6 +35,8 @@ export interface NodeBridgeOptions {
 interface AnnouncedWorker {
   address: string;
   staked: boolean;
+  /** Sold to callers by the node it is connected to (vouched or proven there): the nodes of one deployment take each other's word. */
+  sold?: boolean;
   concurrency: number;
   models: ModelOffer[];
 }
@@ -104,6 +106,7 @@ export class NodeBridge {
     const local = workers ?? this.o.pool.all().filter((h) => !this.isBridged(h)).map((h) => ({
       address: h.address,
       staked: h.staked,
+      sold: this.o.pool.vetting(h.address) !== "probation",
       concurrency: h.concurrency ?? 1_000,
       models: h.models().map((id) => ({ id, contextWindow: h.contextWindow(id) })),
     }));
@@ -120,6 +123,7 @@ export class NodeBridge {
       const known = this.bridged.get(w.address);
       if (known?.node === a.node) {
         known.seenAt = now;
+        if (w.sold) this.o.pool.provenElsewhere(w.address);
         continue;
       }
       // Connected here too (it moved): the direct connection wins.
@@ -135,6 +139,7 @@ export class NodeBridge {
     const handle = new RemoteWorkerHandle(w.address, w.models, w.concurrency, send, undefined, w.staked);
     this.bridged.set(w.address, { node, handle, seenAt: now });
     this.o.pool.add(handle);
+    if (w.sold) this.o.pool.provenElsewhere(w.address);
   }
 
   private drop(address: string, reason: string): void {

@@ -155,6 +155,15 @@ export class WorkerPool {
     this.queue.serve();
   }
 
+  /** Another node of this deployment sells the worker: it is sold here too, without checks of this node's. */
+  provenElsewhere(address: string): void {
+    const w = this.workers.get(address);
+    if (w === undefined || w.health.proven) return;
+    w.health.proven = true;
+    for (const model of w.handle.models()) this.outages.hosted(model);
+    this.queue.serve();
+  }
+
   private vettingOf(w: WorkerState): Vetting {
     if (w.handle.staked || this.trust.inSeedPool(w.handle.address)) return "vouched";
     return w.health.proven ? "proven" : "probation";
