@@ -30,7 +30,7 @@ import {
   WalletPayments,
 } from "./jobs/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
-import { ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
+import { FamilyTokenizers, ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
 import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool, WorkerTrust } from "./network/index.ts";
 import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
@@ -227,7 +227,12 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
   const pool = new WorkerPool({ trust, ...(options.probationChecks !== undefined ? { checksToProve: options.probationChecks } : {}) });
   for (const worker of options.seedWorkers ?? []) pool.add(worker);
   // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
-  const vocabularies = new ModelVocabularies(new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]), logger);
+  const families = new Map(catalog.all().flatMap((m) => (m.tokenizer ? [[m.id, m.tokenizer] as const] : [])));
+  const vocabularies = new ModelVocabularies(
+    new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]),
+    logger,
+    { tokenizers: new FamilyTokenizers(), of: families },
+  );
   const journal = new ChainJournal(db, chain, logger, nodeId);
   const jobs = new JobService({
     nodeId,

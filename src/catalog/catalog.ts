@@ -15,6 +15,8 @@ export interface CatalogModel {
   /** Unix seconds: when governance approved the model. */
   created: number;
   description: string;
+  /** The family whose tokenizer the gateway counts the model's output with (inference/family-tokenizers.ts). */
+  tokenizer?: "llama3" | "qwen" | "mistral";
 }
 
 /** Approval date of the launch catalog (2026-11-21T00:00:00Z). */
@@ -24,14 +26,14 @@ const LAUNCH = 1_795_219_200;
 export const WIRING_MODEL_ID = "svc-dev/wiring-model";
 
 export const LAUNCH_CATALOG: readonly CatalogModel[] = [
-  { id: "meta-llama/Llama-3.3-70B-Instruct", ownedBy: "Meta", tier: "max", parameters: "70B", contextWindow: 131_072, created: LAUNCH, description: "Llama 3.3 70B Instruct" },
-  { id: "deepseek-ai/DeepSeek-R1-Distill-Llama-70B", ownedBy: "DeepSeek", tier: "max", parameters: "70B", contextWindow: 131_072, created: LAUNCH, description: "DeepSeek R1 distilled into Llama 70B" },
+  { id: "meta-llama/Llama-3.3-70B-Instruct", ownedBy: "Meta", tier: "max", parameters: "70B", contextWindow: 131_072, created: LAUNCH, description: "Llama 3.3 70B Instruct", tokenizer: "llama3" },
+  { id: "deepseek-ai/DeepSeek-R1-Distill-Llama-70B", ownedBy: "DeepSeek", tier: "max", parameters: "70B", contextWindow: 131_072, created: LAUNCH, description: "DeepSeek R1 distilled into Llama 70B", tokenizer: "llama3" },
   { id: "google/gemma-3-27b-it", ownedBy: "Google", tier: "pro", parameters: "27B", contextWindow: 131_072, created: LAUNCH, description: "Gemma 3 27B instruction-tuned" },
-  { id: "Qwen/Qwen2.5-14B-Instruct", ownedBy: "Qwen", tier: "pro", parameters: "14B", contextWindow: 32_768, created: LAUNCH, description: "Qwen2.5 14B Instruct" },
-  { id: "Qwen/Qwen3-8B", ownedBy: "Qwen", tier: "standard", parameters: "8B", contextWindow: 32_768, created: LAUNCH, description: "Qwen3 8B" },
-  { id: "mistralai/Mistral-7B-Instruct-v0.3", ownedBy: "Mistral AI", tier: "standard", parameters: "7B", contextWindow: 32_768, created: LAUNCH, description: "Mistral 7B Instruct v0.3" },
-  { id: "meta-llama/Llama-3.2-3B-Instruct", ownedBy: "Meta", tier: "lite", parameters: "3B", contextWindow: 131_072, created: LAUNCH, description: "Llama 3.2 3B Instruct" },
-  { id: "Qwen/Qwen3-1.7B", ownedBy: "Qwen", tier: "lite", parameters: "1.7B", contextWindow: 32_768, created: LAUNCH, description: "Qwen3 1.7B" },
+  { id: "Qwen/Qwen2.5-14B-Instruct", ownedBy: "Qwen", tier: "pro", parameters: "14B", contextWindow: 32_768, created: LAUNCH, description: "Qwen2.5 14B Instruct", tokenizer: "qwen" },
+  { id: "Qwen/Qwen3-8B", ownedBy: "Qwen", tier: "standard", parameters: "8B", contextWindow: 32_768, created: LAUNCH, description: "Qwen3 8B", tokenizer: "qwen" },
+  { id: "mistralai/Mistral-7B-Instruct-v0.3", ownedBy: "Mistral AI", tier: "standard", parameters: "7B", contextWindow: 32_768, created: LAUNCH, description: "Mistral 7B Instruct v0.3", tokenizer: "mistral" },
+  { id: "meta-llama/Llama-3.2-3B-Instruct", ownedBy: "Meta", tier: "lite", parameters: "3B", contextWindow: 131_072, created: LAUNCH, description: "Llama 3.2 3B Instruct", tokenizer: "llama3" },
+  { id: "Qwen/Qwen3-1.7B", ownedBy: "Qwen", tier: "lite", parameters: "1.7B", contextWindow: 32_768, created: LAUNCH, description: "Qwen3 1.7B", tokenizer: "qwen" },
 ];
 
 /**

@@ -13,6 +13,8 @@ export { DEFAULT_DOWNLOAD_STALL_S, huggingFaceFileUrl, isHuggingFaceSpec, ModelS
 export type { ModelSourceOptions } from "./model-source.ts";
 export { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, longestTokenBytes, promptTokensAtLeast, SILENT_TOKENS, utf8Bytes } from "./token-bounds.ts";
 export { ModelVocabularies, Vocabulary } from "./vocabulary.ts";
+export { FamilyTokenizers } from "./family-tokenizers.ts";
+export type { TokenCounter, TokenizerFamily } from "./family-tokenizers.ts";
 export {
   buildWiringModel,
   ensureWiringModel,

@@ -6,6 +6,7 @@
 import type { LlamaModel } from "node-llama-cpp";
 import type { Logger } from "../core/index.ts";
 import { sharedLlama } from "./llama-engine.ts";
+import type { FamilyTokenizers, TokenCounter, TokenizerFamily } from "./family-tokenizers.ts";
 import { longestTokenBytes } from "./token-bounds.ts";
 
 export class Vocabulary {
@@ -32,8 +33,10 @@ export class Vocabulary {
 }
 
 /**
- * The vocabularies a gateway has for its catalog's models, each loaded on first use from a GGUF
- * file its source provides. A model without one (or whose load failed) is bounded by bytes alone.
+ * What the gateway counts each catalog model's tokens with: the vocabulary of a GGUF file its
+ * source provides (the wiring model's), loaded on first use, else its family's tokenizer
+ * (family-tokenizers.ts). A model with neither (or whose load failed) is bounded by bytes alone,
+ * and so is a count that fails: it is never worth failing a caller's job over.
  */
 export class ModelVocabularies {
   private readonly loaded = new Map<string, Promise<Vocabulary | undefined>>();
@@ -41,9 +44,17 @@ export class ModelVocabularies {
   constructor(
     private readonly sources: ReadonlyMap<string, () => Promise<string>>,
     private readonly logger?: Logger,
+    private readonly families?: { tokenizers: FamilyTokenizers; of: ReadonlyMap<string, TokenizerFamily> },
   ) {}
 
-  get(model: string): Promise<Vocabulary | undefined> {
+  async get(model: string): Promise<TokenCounter | undefined> {
+    const vocabulary = await this.vocabulary(model);
+    if (vocabulary) return { maxTokenBytes: vocabulary.maxTokenBytes, countTokens: async (text) => vocabulary.countTokens(text) };
+    const family = this.families?.of.get(model);
+    return family && this.families!.tokenizers.counter(family);
+  }
+
+  private vocabulary(model: string): Promise<Vocabulary | undefined> {
     let vocabulary = this.loaded.get(model);
     if (vocabulary === undefined) {
       const source = this.sources.get(model);
@@ -63,5 +74,6 @@ export class ModelVocabularies {
   async close(): Promise<void> {
     const all = await Promise.all(this.loaded.values());
     await Promise.all(all.map((v) => v?.close()));
+    await this.families?.tokenizers.close();
   }
 }

@@ -24,6 +24,7 @@ import {
   type ChatMessage,
   type GenerationRequest,
   type ModelVocabularies,
+  type TokenCounter,
   type StopReason,
   type Usage,
 } from "../inference/index.ts";
@@ -688,18 +689,28 @@ export class JobService {
   ): Promise<{ usage: Usage; outcome: JobOutcome }> {
     const claimed = done.usage.completionTokens;
     const atMost = Math.min(job.maxTokens, completionTokensAtMost({ text, stop, finishReason: done.finishReason }));
-    const vocabulary = await this.vocabularies?.get(job.model);
+    const counter = await this.vocabularies?.get(job.model);
     let counted = atMost;
     let overran = false;
-    if (vocabulary) {
-      const withheld = done.finishReason === "stop" ? Math.max(0, ...stop.map((s) => vocabulary.countTokens(s))) : 0;
-      const tokens = vocabulary.countTokens(text);
-      overran = tokens > job.maxTokens + SILENT_TOKENS;
-      counted = Math.min(atMost, tokens + withheld + SILENT_TOKENS);
+    const tokens = counter && (await this.countWith(counter, job.id, [text, ...(done.finishReason === "stop" ? stop : [])]));
+    if (tokens) {
+      const [textTokens, ...stopTokens] = tokens;
+      overran = textTokens! > job.maxTokens + SILENT_TOKENS;
+      counted = Math.min(atMost, textTokens! + Math.max(0, ...stopTokens) + SILENT_TOKENS);
     }
     if (claimed <= counted && !overran) return { usage: done.usage, outcome: "served" };
     this.logger.warn({ job: job.id, worker: job.workerAddress, claimed, counted, overran }, "worker claimed more completion tokens than its output holds, or sent more than max_tokens; charged the gateway's count");
     return { usage: { promptTokens: done.usage.promptTokens, completionTokens: Math.min(claimed, counted) }, outcome: "overstated" };
+  }
+
+  /** Each text's tokens by the model's tokenizer; undefined when counting failed (the byte bound stands). */
+  private async countWith(counter: TokenCounter, jobId: string, texts: string[]): Promise<number[] | undefined> {
+    try {
+      return await Promise.all(texts.map((t) => counter.countTokens(t)));
+    } catch (error) {
+      this.logger.warn({ err: error, job: jobId }, "could not count the output's tokens; it is charged by what its bytes can hold");
+      return undefined;
+    }
   }
 
   /** Hand the job to another worker (after the first one failed before producing anything). */

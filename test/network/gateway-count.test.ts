@@ -1,0 +1,59 @@
+/**
+ * The gateway's own count of a catalog model's output, with the model family's tokenizer, on a
+ * real gateway on loopback: a worker serving Qwen3 1.7B claims 4,144 tokens for 4,140 bytes of
+ * English (what the byte bound alone would allow); the caller is charged for what the Qwen
+ * tokenizer counts, and the worker is struck for the claim. Each family's tokenizer counts a
+ * known text.
+ */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { completionCost, TIERS } from "../../src/core/pricing.ts";
+import { FamilyTokenizers } from "../../src/inference/family-tokenizers.ts";
+import { SILENT_TOKENS } from "../../src/inference/token-bounds.ts";
+import { creditsRemaining } from "../support/gateway-api.ts";
+import { jobConcluded } from "../support/eventually.ts";
+import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixture.ts";
+
+const QWEN = "Qwen/Qwen3-1.7B";
+const TEXT = "The quick brown fox jumps over the lazy dog. ".repeat(92);
+
+let fixture: WorkerFixture;
+let tokenizers: FamilyTokenizers;
+before(async () => {
+  fixture = await startWorkerFixture({ credits: 500 });
+  tokenizers = new FamilyTokenizers();
+});
+after(async () => {
+  await tokenizers.close();
+  await fixture.close();
+});
+
+test("each family's tokenizer counts a text as that family does", async () => {
+  const sentence = "Solana settles many payments in one transaction; each job keeps its own receipt.";
+  assert.deepEqual(await Promise.all((["llama3", "qwen", "mistral"] as const).map((f) => tokenizers.count(f, sentence))), [16, 16, 19]);
+  assert.equal(await tokenizers.count("qwen", TEXT), 921);
+});
+
+test("4,140 bytes claimed as 4,144 tokens of Qwen3 1.7B: charged for the tokenizer's count, and the claim is struck", async () => {
+  const { gateway } = fixture;
+  assert.equal(Buffer.byteLength(TEXT), 4_140);
+  const worker = await fixture.raw({ vouched: true });
+  await worker.register({ models: [{ id: QWEN, contextWindow: 32_768 }] });
+  const serving = (async () => {
+    const count = await worker.next("count");
+    worker.send({ type: "count_result", requestId: count.requestId, tokens: 12 });
+    const job = await worker.next("job");
+    worker.finish(job.jobId, TEXT, 4_144);
+  })();
+  const balance = await creditsRemaining(gateway);
+  const { data, response } = await gateway.client.chat.completions.create({ model: QWEN, messages: [{ role: "user", content: "Tell me about foxes." }], max_tokens: 4_200 }, { timeout: 60_000 }).withResponse();
+  await serving;
+  const counted = (await tokenizers.count("qwen", TEXT)) + SILENT_TOKENS;
+  assert.equal(data.usage!.completion_tokens, counted, "the caller sees the gateway's count");
+  const job = await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
+  assert.equal(job.creditsCharged, completionCost(TIERS.lite, counted));
+  assert.ok(job.creditsCharged < completionCost(TIERS.lite, 4_144), `${job.creditsCharged} credits, not the claim's ${completionCost(TIERS.lite, 4_144)}`);
+  assert.equal(await creditsRemaining(gateway), balance - job.creditsCharged);
+  assert.equal(gateway.service.pool.health(worker.signer.address)?.stats.overstated, 1);
+  worker.close();
+});
