@@ -226,7 +226,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
   const trust = new WorkerTrust(seedPool, (address) => chain.stakeBehindWord(address));
   const pool = new WorkerPool({ trust, ...(options.probationChecks !== undefined ? { checksToProve: options.probationChecks } : {}) });
   for (const worker of options.seedWorkers ?? []) pool.add(worker);
-  // The wiring model's vocabulary is built here like its weights; other models are bounded by bytes.
+  // The wiring model's vocabulary is built here like its weights; catalog models use their family's tokenizer.
   const families = new Map(catalog.all().flatMap((m) => (m.tokenizer ? [[m.id, m.tokenizer] as const] : [])));
   const vocabularies = new ModelVocabularies(
     new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]),
