@@ -20,7 +20,7 @@ const SETTLING_WAIT_MS = 5_000;
 const CLOSE_BATCH = 20;
 /**
  * ...and transactions sent at once. One at a time, a sweep closed about 120 records a second
- * while the node ended 280 jobs a second, and fell behind (docs/performance.md, stop 48).
+ * while the node ended 280 jobs a second, and fell behind.
  */
 const CLOSES_AT_ONCE = 4;
 /**
@@ -133,7 +133,7 @@ export class Disputes {
    * transactions of CLOSE_BATCH sent CLOSES_AT_ONCE at a time, until none is left or a round can
    * close none (its jobs all locked or disputed still). One transaction a sweep closed 2 records a
    * second, while a loaded node ends hundreds of jobs a second: the chain then kept one more
-   * account a job (docs/performance.md, stop 47).
+   * account a job.
    */
   private async closeEscrows(): Promise<void> {
     const windowS = await this.deps.chain.disputeWindowSeconds();

@@ -30,7 +30,7 @@ export async function prepareEscrow(chain: Chain, input: { jobId: string; tier: 
 
 /**
  * Several jobs' escrow locks, MAX_LOCKS_PER_TRANSACTION to a transaction: the chain's work per
- * lock falls to about a third (docs/performance.md, stop 36). One action per job, in order; those
+ * lock falls to about a third. One action per job, in order; those
  * of a transaction share its signature and bytes.
  */
 export async function prepareEscrows(
@@ -121,9 +121,8 @@ function escrowOwner(db: Db, chain: Chain): ActionOwner {
  * The program picks the worker's share from its stake record when the settlement executes, not
  * from what the gateway read when the worker registered; the ledger pays what the program paid.
  * The escrow records are read in one request (one message to the chain's thread, or one
- * getMultipleAccounts), taken while the confirmations' database transaction is open. (Read before
- * it opened, the confirmations fell behind new admissions at 256 connections on PGlite:
- * docs/performance.md, stop 32.)
+ * getMultipleAccounts), taken while the confirmations' database transaction is open: read before
+ * it opened, the confirmations fell behind new admissions at 256 connections on PGlite.
  */
 async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
   const escrows = await chain.escrowRecords(jobs.map((job) => job.id));
@@ -196,8 +195,7 @@ async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { 
     jobs.map((job, i) => jobCompletedEvent({ ...jobEventFacts(job), settlementTx: confirmed[i]!.action.signature, slot: confirmed[i]!.slot, creditsRemaining: creditsRemaining[i]! })),
   );
   // Last: the payouts lock the treasury's row, shared by every node's confirmations, until the
-  // commit. Paid first, the row stayed locked through the three statements above as well
-  // (docs/performance.md, stop 31).
+  // commit. Paid first, the row would stay locked through the three statements above as well.
   await money.payOuts(tx, charged);
   return creditsRemaining.map((credits) => ({ creditsRemaining: credits }));
 }

@@ -332,7 +332,7 @@ export class JobService {
    * Whether the lease's worker's recent first tokens came later than this node's recent
    * admissions committed. Only then does starting before the count pay: a quicker worker's output
    * arrives while the count, the lock's signature and the commit still run, and on PGlite its
-   * handling delays the commit that the first token waits for (docs/performance.md, step 9).
+   * handling delays the commit that the first token waits for.
    */
   private slowToFirstToken(lease: WorkerLease): boolean {
     const firstTokenMs = this.pool.recentFirstTokenMs(lease.worker.address);
@@ -434,8 +434,7 @@ export class JobService {
    * would otherwise hold a tokenizer for minutes.
    */
   private async refuseUnfittable(model: CatalogModel, request: ChatRequest): Promise<void> {
-    const maxTokenBytes = (await this.vocabularies?.get(model.id))?.maxTokenBytes ?? DEFAULT_MAX_TOKEN_BYTES;
-    const atLeast = promptTokensAtLeast(request.messages, maxTokenBytes);
+    const atLeast = promptTokensAtLeast(request.messages, await this.maxTokenBytes(model.id));
     if (atLeast + (request.maxTokens ?? 1) > model.contextWindow) throw contextLengthExceeded(model.contextWindow, `at least ${atLeast}`, request.maxTokens);
   }
 
@@ -606,13 +605,14 @@ export class JobService {
     }
   }
 
-  /**
-   * The most output a job's `max_tokens` can make: no token is longer than the model's longest
-   * (its vocabulary's, where the gateway holds it, else DEFAULT_MAX_TOKEN_BYTES).
-   */
+  /** The most output a job's `max_tokens` can make: no token is longer than the model's longest. */
   private async outputLimitBytes(job: JobRecord): Promise<number> {
-    const maxTokenBytes = (await this.vocabularies?.get(job.model))?.maxTokenBytes ?? DEFAULT_MAX_TOKEN_BYTES;
-    return job.maxTokens * maxTokenBytes;
+    return job.maxTokens * (await this.maxTokenBytes(job.model));
+  }
+
+  /** The model's longest token: its vocabulary's where the gateway holds it, else DEFAULT_MAX_TOKEN_BYTES. */
+  private async maxTokenBytes(model: string): Promise<number> {
+    return (await this.vocabularies?.get(model))?.maxTokenBytes ?? DEFAULT_MAX_TOKEN_BYTES;
   }
 
   /**

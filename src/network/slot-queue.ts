@@ -57,10 +57,21 @@ export class SlotQueue {
   /** Whether a slot that fits can be expected within `waitMs`, and the queue has room. */
   private mayWait(model: string, wanted: LeaseWanted, waitMs: number): boolean {
     const slots = this.source.slots(model, wanted);
-    const ahead = this.waiting(model);
-    if (slots === 0 || ahead >= MAX_WAITING_PER_SLOT * slots) return false;
-    const holdMs = this.source.typicalHoldMs(model);
-    return holdMs === null || ((ahead + 1) / slots) * holdMs <= waitMs;
+    if (slots === 0 || this.waiting(model) >= MAX_WAITING_PER_SLOT * slots) return false;
+    const expectedMs = this.expectedWaitMs(model, wanted);
+    return expectedMs === null || expectedMs <= waitMs;
+  }
+
+  /**
+   * How long a request arriving now can expect to wait for a slot that fits: the requests ahead
+   * of it, spread over the slots, each holding its slot as long as this model's jobs have lately
+   * (`holdMs` when none has yet, else null). Zero when a worker declared no limit.
+   */
+  expectedWaitMs(model: string, wanted: LeaseWanted, holdMs: number | null = null): number | null {
+    const slots = this.source.slots(model, wanted);
+    if (!Number.isFinite(slots)) return 0;
+    const typicalMs = this.source.typicalHoldMs(model) ?? holdMs;
+    return typicalMs === null || slots === 0 ? null : ((this.waiting(model) + 1) / slots) * typicalMs;
   }
 
   /** Requests waiting for a slot for `model` now. */

@@ -316,9 +316,7 @@ export class WorkerPool {
    * new request has likely drained, from how long this model's recent jobs held their slots.
    */
   busyRetryAfterSeconds(model: string): number {
-    const slots = this.slots(model, {});
-    const typicalMs = this.leaseMs.get(model)?.median() ?? 1_000;
-    const seconds = slots > 0 && Number.isFinite(slots) ? ((this.waiting(model) + 1) / slots) * (typicalMs / 1000) : MIN_BUSY_RETRY_S;
+    const seconds = (this.queue.expectedWaitMs(model, {}, 1_000) ?? 0) / 1000;
     return Math.min(MAX_BUSY_RETRY_S, Math.max(MIN_BUSY_RETRY_S, Math.ceil(seconds)));
   }
 
