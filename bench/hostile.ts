@@ -3,8 +3,9 @@
  * workers running the wiring model in its process, and an honest wallet sending paid JSON
  * completions back to back (in this process: what it shows is the attack's effect on the
  * gateway, not the caller's network). For each attack it prints the honest caller's p50 and p99
- * latency and failures, and what the attack cost the vouched workers: the checks run on workers
- * on probation per honest job, and the re-executions arbitration ran.
+ * latency and failures, what the attack cost the vouched workers (the checks run on workers on
+ * probation per honest job, and the re-executions arbitration ran) and what the disputes cost
+ * their wallet (bonds forfeited, or still held by disputes not yet decided).
  *
  * Attacks: none; 10 sybils answering "framed"; 50 workers refusing every request as its fault;
  * 500 stalling keys from 250 addresses of one /24; 30 wrong-hash disputes from one wallet.
@@ -13,6 +14,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { outputHash } from "../src/core/proof.ts";
+import { availableCredits } from "../src/jobs/money.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../test/support/service.ts";
 import { startSybil, type SybilBehaviour, type SybilWorker } from "../test/support/sybil-worker.ts";
 
@@ -21,8 +23,11 @@ const REQUESTS = Number(process.argv[2] ?? 40);
 interface Attack {
   name: string;
   /** The attack's workers, what it does meanwhile, and the paid jobs it sends itself. */
-  start(gateway: TestGateway): Promise<{ sybils: SybilWorker[]; during?: Promise<unknown>; ownJobs?: number }>;
+  start(gateway: TestGateway): Promise<{ sybils: SybilWorker[]; during?: Promise<DisputerCost>; ownJobs?: number }>;
 }
+
+/** What the disputes cost their wallet so far, in credits. */
+type DisputerCost = () => Promise<number>;
 
 async function sybils(gateway: TestGateway, count: number, behaviour: SybilBehaviour, network: string, addresses = count): Promise<SybilWorker[]> {
   const joined = await Promise.all(
@@ -31,13 +36,14 @@ async function sybils(gateway: TestGateway, count: number, behaviour: SybilBehav
   return joined.filter((s): s is SybilWorker => s !== undefined);
 }
 
-async function disputeStorm(gateway: TestGateway): Promise<void> {
+async function disputeStorm(gateway: TestGateway): Promise<DisputerCost> {
   const attacker = await gateway.newAccount(500);
   const jobs: string[] = [];
   for (let i = 0; i < 30; i++) {
     const { response } = await attacker.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: `x ${i}` }] }).withResponse();
     jobs.push(response.headers.get("x-svc-job-id")!);
   }
+  const before = await availableCredits(gateway.service.db, attacker.wallet);
   await Promise.all(
     jobs.map((id) =>
       fetch(`${gateway.baseUrl}/jobs/${id}/dispute`, {
@@ -47,6 +53,7 @@ async function disputeStorm(gateway: TestGateway): Promise<void> {
       }),
     ),
   );
+  return async () => before - (await availableCredits(gateway.service.db, attacker.wallet));
 }
 
 const ATTACKS: Attack[] = [
@@ -94,7 +101,7 @@ async function measure(attack: Attack): Promise<string> {
     joined = started.sybils;
     const before = reexecutions.count;
     const { ms, failed } = await honestRun(gateway);
-    await started.during;
+    const disputerCost = await started.during;
     // Arbitration's re-executions run after the disputes; give them the time they take here.
     if (started.during) await new Promise((resolve) => setTimeout(resolve, 5_000));
     const checks = joined.reduce((sum, s) => sum + s.jobs, 0);
@@ -107,6 +114,7 @@ async function measure(attack: Attack): Promise<string> {
       `${String(joined.length).padStart(8)}`,
       `${(checks / REQUESTS).toFixed(2).padStart(12)}`,
       `${String(extra).padStart(14)}`,
+      `${(disputerCost ? String(await disputerCost()) : "-").padStart(13)}`,
     ].join("  ");
   } finally {
     for (const sybil of joined) sybil.close();
@@ -115,6 +123,6 @@ async function measure(attack: Attack): Promise<string> {
 }
 
 console.log(`honest caller: ${REQUESTS} paid JSON completions back to back per attack, 3 seed workers (wiring model)`);
-console.log(["attack".padEnd(36), "p50".padStart(10), "p99".padStart(11), "failed", "admitted", "checks/job", "vouched extra"].join("  "));
+console.log(["attack".padEnd(36), "p50".padStart(10), "p99".padStart(11), "failed", "admitted", "checks/job", "vouched extra", "disputer paid"].join("  "));
 for (const attack of ATTACKS) console.log(await measure(attack));
 process.exit(0);

@@ -59,7 +59,7 @@ for (let i = 0; i < samples; i++) {
   chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId: disputed, tier: 1, amount: 500_000n })], [chain.authority]);
   const d = proofOf(worker, disputed);
   chain.send([d.verify, ix.settle({ serviceAuthority: chain.authority.address, jobId: disputed, wallet: funded.wallet.address, worker: worker.address, workerTokenAccount: workerAccount, treasury: chain.treasury, charge: 400_000n, proofHash: d.proofHash })], [chain.authority]);
-  record("dispute", chain.send([ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, jobId: disputed, callerHash: new Uint8Array(32).fill(i + 1) })], [chain.authority]));
+  record("dispute", chain.send([ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: funded.wallet.address, jobId: disputed, callerHash: new Uint8Array(32).fill(i + 1), bond: 100_000n })], [chain.authority]));
   chain.mint(chain.treasury, chain.usdcMint.address, 400_000n);
   const resolved = { serviceAuthority: chain.authority.address, jobId: disputed, wallet: funded.wallet.address, treasury: chain.treasury, treasuryOwner: chain.treasuryOwner.address };
   record("resolve (upheld)", chain.send([ix.resolve({ ...resolved, outcome: "upheld" })], [chain.authority, chain.treasuryOwner]));

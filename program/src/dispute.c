@@ -1,19 +1,22 @@
 /*
  * Disputes and slashing. A caller who received other text than the worker's proof names asks the
  * service to `dispute` within the dispute window after settlement; the program records the
- * caller's hash in a dispute record at ["dispute", job id] and holds the escrow DISPUTED. The
- * service arbitrates off-chain (re-execution on other workers) and records the outcome with
- * `resolve`: upheld or inconclusive, the treasury pays the whole charge back into the caller's
- * vault (the treasury's owner signs); rejected, the escrow is settled again. `slash` moves a
- * worker's stake into the treasury's stake-token account, for an upheld dispute or a failed audit.
+ * caller's hash in a dispute record at ["dispute", job id], moves the caller's bond from its vault
+ * into the pool and holds the escrow DISPUTED. The service arbitrates off-chain (re-execution on
+ * other workers) and records the outcome with `resolve`: upheld or inconclusive, the treasury pays
+ * the whole charge back into the caller's vault (the treasury's owner signs) and the bond goes
+ * back with it; rejected, the escrow is settled again and the bond goes to the treasury, which ran
+ * the re-executions. `slash` moves a worker's stake into the treasury's stake-token account, for
+ * an upheld dispute or a failed audit.
  */
 #include "escrow.h"
 
-/* Accounts: config, service authority (s), payer (w, s), escrow (w), dispute (w), system program.
-   Data: the caller's output hash (32). */
+/* Accounts: config, service authority (s), payer (w, s), escrow (w), dispute (w), system program,
+   the escrow's vault (w), escrow pool (w), vault authority, token program.
+   Data: the caller's output hash (32), bond u64. */
 static u64 dispute(const Input *in) {
-  NEED_ACCOUNTS(in, 6);
-  NEED_DATA(in, 33);
+  NEED_ACCOUNTS(in, 10);
+  NEED_DATA(in, 41);
   const AccountInfo *a = in->accounts;
   const Config *c;
   TRY(load_config(in, &a[0], &c));
@@ -27,6 +30,13 @@ static u64 dispute(const Input *in) {
   if (now < e->closed_at || (u64)(now - e->closed_at) > (u64)c->dispute_window_s) return E_WINDOW_CLOSED;
   const u8 *caller_hash = in->data + 1;
   if (bytes_equal(caller_hash, e->proof_hash, 32)) return E_SAME_HASH;
+  TRY(writable(&a[6]));
+  TRY(writable(&a[7]));
+  TRY(expect_key(&a[6], &e->vault));
+  TRY(expect_key(&a[7], &c->pool));
+  TRY(expect_key(&a[8], &c->vault_authority));
+  u64 bond = read_u64(in->data + 33);
+  if (bond > token_amount(&a[6])) return E_INSUFFICIENT_FUNDS;
   u8 bump;
   Bytes seeds[3] = {{(const u8 *)"dispute", 7}, {e->job_id, e->job_id_len}, {&bump, 1}};
   TRY(canonical_address(in, &a[4], seeds, 2, &bump));
@@ -38,14 +48,17 @@ static u64 dispute(const Input *in) {
   d->escrow = *a[3].key;
   sol_memcpy_(d->caller_hash, caller_hash, 32);
   d->opened_at = now;
+  d->bond = bond;
+  if (bond > 0) TRY(authority_transfer(in, c, &(Transfer){&a[6], &a[7], &a[8], bond}));
   e->status = ESCROW_DISPUTED;
   return E_OK;
 }
 
 /* Accounts: config, service authority (s), escrow (w), dispute (w), treasury (w), treasury's
-   owner (s), the escrow's vault (w), token program. Data: outcome u8. */
+   owner (s unless rejected), the escrow's vault (w), token program, escrow pool (w), vault
+   authority. Data: outcome u8. */
 static u64 resolve(const Input *in) {
-  NEED_ACCOUNTS(in, 8);
+  NEED_ACCOUNTS(in, 10);
   NEED_DATA(in, 2);
   const AccountInfo *a = in->accounts;
   const Config *c;
@@ -61,16 +74,22 @@ static u64 resolve(const Input *in) {
   if (e->status != ESCROW_DISPUTED || d->outcome != OUTCOME_OPEN) return E_WRONG_STATUS;
   u8 outcome = in->data[1];
   if (outcome != OUTCOME_UPHELD && outcome != OUTCOME_REJECTED && outcome != OUTCOME_INCONCLUSIVE) return E_INVALID_INSTRUCTION;
+  TRY(writable(&a[4]));
+  TRY(writable(&a[6]));
+  TRY(writable(&a[8]));
+  TRY(expect_key(&a[4], &c->treasury));
+  TRY(expect_key(&a[6], &e->vault));
+  TRY(expect_key(&a[8], &c->pool));
+  TRY(expect_key(&a[9], &c->vault_authority));
   if (outcome != OUTCOME_REJECTED) {
-    TRY(writable(&a[4]));
-    TRY(writable(&a[6]));
-    TRY(expect_key(&a[4], &c->treasury));
-    TRY(expect_key(&a[6], &e->vault));
     TRY(signer(&a[5]));
     /* The token program checks that the signer is the treasury account's owner. */
     TRY(token_transfer(in, &(Transfer){&a[4], &a[6], &a[5], e->charge}, NULL, 0));
     d->returned = e->charge;
   }
+  /* A lost dispute's bond pays for the re-executions; any other outcome gives it back. */
+  const AccountInfo *bond_to = outcome == OUTCOME_REJECTED ? &a[4] : &a[6];
+  if (d->bond > 0) TRY(authority_transfer(in, c, &(Transfer){&a[8], bond_to, &a[9], d->bond}));
   d->outcome = outcome;
   d->resolved_at = now_s();
   e->status = outcome == OUTCOME_REJECTED ? ESCROW_SETTLED : ESCROW_REVERSED;

@@ -81,7 +81,7 @@ typedef struct {
   Pubkey treasury; /* the treasury's USDC token account */
   Pubkey usdc_mint;
   Pubkey stake_mint;
-  Pubkey pool;       /* holds every locked job's credits */
+  Pubkey pool;       /* holds every locked job's credits and every open dispute's bond */
   Pubkey stake_pool; /* holds every worker's stake */
   Pubkey vault_authority; /* the PDA that is the token authority of vaults and pools */
   u64 min_active_stake;
@@ -139,7 +139,8 @@ typedef struct {
   i64 opened_at;
   i64 resolved_at;
   u64 returned; /* the charge paid back to the vault from the treasury (upheld, inconclusive) */
-  u8 reserved[32];
+  u64 bond;     /* held in the pool from the caller's vault until the outcome: back to the vault, or to the treasury when rejected */
+  u8 reserved[24];
 } Dispute;
 
 _Static_assert(sizeof(Config) == 288, "config layout");

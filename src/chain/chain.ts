@@ -317,17 +317,22 @@ export class Chain {
     return this.send((await this.prepareRefund(input)).wire);
   }
 
-  /** The program's `dispute`: records the caller's hash of what it received against a settled job, within the dispute window. */
-  async prepareDispute(input: { jobId: string; callerHash: string }): Promise<PreparedTransaction> {
+  /**
+   * The program's `dispute`: records the caller's hash of what it received against a settled job,
+   * within the dispute window, and holds `bond` (base units) from the wallet's vault until the outcome.
+   */
+  async prepareDispute(input: { jobId: string; wallet: string; callerHash: string; bond: bigint }): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
     if (!PROOF_HASH.test(input.callerHash)) throw new TypeError(`callerHash must be sha256:<64 hex>, got ${input.callerHash}`);
     const callerHash = Buffer.from(input.callerHash.slice("sha256:".length), "hex");
-    return this.sign([escrowInstructions.dispute({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.serviceAuthority, jobId, callerHash })], true);
+    const dispute = escrowInstructions.dispute({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.serviceAuthority, wallet: toAddress(input.wallet), jobId, callerHash, bond: input.bond });
+    return this.sign([dispute], true);
   }
 
   /**
    * The program's `resolve`: records an arbitration's outcome. Upheld or inconclusive, the
-   * treasury pays the job's charge back into the wallet's vault, so the treasury's key signs too.
+   * treasury pays the job's charge back into the wallet's vault, so the treasury's key signs too,
+   * and the bond goes back with it; rejected, the bond goes to the treasury.
    */
   async prepareResolve(input: { jobId: string; wallet: string; outcome: OutcomeName }): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);

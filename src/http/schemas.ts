@@ -78,6 +78,7 @@ const Job = {
           outcome: { type: ["string", "null"], enum: ["upheld", "rejected", "inconclusive", null] },
           resolve_tx: maybe("string"),
           credits_returned: maybe("integer"),
+          bond_credits: maybe("integer"),
         }),
       ],
     },

@@ -6,8 +6,9 @@
  * decides once its re-executors together outweigh the accused worker and every other hash's: the
  * caller's, the dispute is upheld; the worker's, it is rejected; another, or none once three have
  * run, it is inconclusive. Upheld or inconclusive, the treasury pays the charge back to the caller
- * (the program's `resolve`); upheld, the worker is suspended from routing and, staked, slashed
- * (`slash`). While the workers that can run it do not weigh enough, arbitration waits, up to the
+ * (the program's `resolve`) and releases the caller's bond; rejected, the bond goes to the
+ * treasury, which ran the re-executions. Upheld, the worker is suspended from routing and,
+ * staked, slashed (`slash`). While the workers that can run it do not weigh enough, arbitration waits, up to the
  * arbitration window, then is inconclusive. Both transactions go through the chain journal, so a
  * restart finishes what a crash interrupted.
  */
@@ -244,8 +245,9 @@ export class Arbitration {
         if (!job) throw new Error(`resolve ${action.signature} names a missing job ${action.subject}`);
         const outcome = OUTCOMES[action.params?.outcome ?? -1]!;
         const returned = outcome === "rejected" ? 0 : job.creditsCharged;
-        if (returned > 0) await refundCharge(tx, job, returned);
         await mustMoveJob(tx, job, "dispute_resolved", { disputeOutcome: outcome, disputeReturnedCredits: returned, request: null });
+        if (returned > 0) await refundCharge(tx, job, returned);
+        await money.endDisputeBond(tx, job, outcome === "rejected");
       },
       // Refused (the treasury could not pay): the job stays disputed for the next start to try again.
       rejected: (tx, action) => updateJob(tx, action.subject, { disputeResolveTx: null }),

@@ -1,16 +1,18 @@
 /**
  * A caller contests a settled job (spec "POST /jobs/{job_id}/dispute", DECISIONS "Disputes"): the
  * hash of the text it received is compared with the worker's proof hash; when they differ, the
- * escrow program records the dispute (`dispute`), the job becomes `disputed`, job.disputed fires
- * and arbitration (arbitration.ts) decides. The dispute transaction is recorded before it is sent,
- * like every chain transaction, so a crash finishes or undoes it exactly once.
+ * escrow program records the dispute (`dispute`) and holds the caller's bond, the job becomes
+ * `disputed`, job.disputed fires and arbitration (arbitration.ts) decides. The dispute
+ * transaction is recorded before it is sent, like every chain transaction, so a crash finishes or
+ * undoes it exactly once.
  */
 import { ChainRejectedError, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import { ApiError, type Logger, RateLimiter } from "../core/index.ts";
+import { ApiError, type Logger, RateLimiter, creditsToBaseUnits } from "../core/index.ts";
 import { emitJobDisputed } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import { forgetRequests, getJob, jobsWithEscrowToClose, markEscrowsClosed, moveJob } from "./job-repo.ts";
+import * as money from "./money.ts";
 
 export const ARBITRATION_WINDOW_HOURS = 72;
 export const OUTPUT_HASH = /^sha256:[0-9a-f]{64}$/;
@@ -24,11 +26,24 @@ const CLOSE_BATCH = 20;
  */
 const CLOSES_AT_ONCE = 4;
 /**
- * Disputes one wallet may open: each costs the network up to three re-executions of the job, and
- * costs the disputer nothing yet, so their number is bounded per wallet (a burst of this many,
- * refilled at this many an hour; counted by each gateway node).
+ * Disputes one wallet may open: each costs the network up to three re-executions of the job, so
+ * their number is bounded per wallet (a burst of this many, refilled at this many an hour; counted
+ * by each gateway node), beside the bond each one holds.
  */
 export const DISPUTES_PER_WALLET_PER_HOUR = 10;
+/** A dispute's bond is what the re-executions it asks for cost at the job's own price... */
+export const BOND_JOB_CHARGES = 3;
+/** ...and at least this many credits, for a job that charged nothing. */
+export const MIN_BOND_CREDITS = 1;
+
+/**
+ * The bond a dispute of a job charged `creditsCharged` holds: back to the caller with the charge
+ * when the dispute is upheld or inconclusive, to the treasury that ran the re-executions when the
+ * worker's output is reproduced.
+ */
+export function disputeBondCredits(creditsCharged: number): number {
+  return Math.max(MIN_BOND_CREDITS, BOND_JOB_CHARGES * creditsCharged);
+}
 
 export interface DisputeDeps {
   db: Db;
@@ -49,14 +64,18 @@ export interface DisputeAnswer {
   worker_hash: string;
   dispute_tx?: string;
   arbitration_window_hours?: number;
+  /** Beyond the spec: the bond held from the wallet's credits until the outcome. */
+  bond_credits?: number;
 }
 
-const undisputed = { disputeHash: null, disputeTx: null, disputedAt: null };
+const undisputed = { disputeHash: null, disputeTx: null, disputedAt: null, disputeBondCredits: null };
 
-/** Puts a job whose dispute never took hold on-chain back as it was. */
+/** Puts a job whose dispute never took hold on-chain back as it was, its bond released. */
 async function withdrawDispute(tx: Db, action: ChainAction): Promise<void> {
   const job = await getJob(tx, action.subject);
-  if (job?.status === "disputed" && job.disputeTx === action.signature) await moveJob(tx, job, "dispute_refused", undisputed);
+  if (job?.status !== "disputed" || job.disputeTx !== action.signature) return;
+  await moveJob(tx, job, "dispute_refused", undisputed);
+  await money.endDisputeBond(tx, job, false);
 }
 
 function disputeOwner(): ActionOwner {
@@ -198,22 +217,43 @@ export class Disputes {
     if (retryAfter > 0) {
       throw new ApiError("rate_limited", `This wallet has opened ${DISPUTES_PER_WALLET_PER_HOUR} disputes in the last hour, the most it may; each one re-runs the job on other workers.`, null, { retry_after: retryAfter });
     }
-    const prepared = await this.deps.chain.prepareDispute({ jobId: job.id, callerHash: receivedHash });
-    const action: ChainAction = { kind: "dispute", subject: job.id, signature: prepared.signature, wire: prepared.wire };
-    const moved = await this.deps.db.transaction(async (tx) => {
-      if (!(await moveJob(tx, job, "dispute_opened", { disputeHash: receivedHash, disputeTx: action.signature, disputedAt: now }))) return false;
-      await this.deps.journal.record(tx, action);
-      return true;
-    });
-    if (!moved) throw new ApiError("conflict", `Job '${jobId}' cannot be disputed. It has been disputed already.`, "job_id");
+    const bondCredits = disputeBondCredits(job.creditsCharged);
+    const action = await this.record(job, receivedHash, bondCredits, now);
     try {
       await this.deps.journal.send(action);
     } catch (error) {
       if (!(error instanceof ChainRejectedError)) throw error;
-      // The program's clock runs from the settlement, a little after the final token; only the window can refuse it here.
-      throw new ApiError("dispute_window_expired", `The dispute window of job '${jobId}' has closed on the chain.`);
+      throw new ApiError("dispute_window_expired", `The chain refused the dispute of job '${jobId}': its window has closed there, or the credits for its bond were not yet in the wallet's vault (${error.reason}).`);
     }
     this.opened(job.id);
-    return { ...answer, dispute_opened: true, dispute_tx: action.signature, arbitration_window_hours: ARBITRATION_WINDOW_HOURS };
+    return { ...answer, dispute_opened: true, dispute_tx: action.signature, arbitration_window_hours: ARBITRATION_WINDOW_HOURS, bond_credits: bondCredits };
+  }
+
+  /**
+   * Records the dispute and its transaction, and holds the bond, in one commit: 402 when the
+   * wallet's credits cannot cover the bond, 409 when another dispute of the job came first.
+   */
+  private async record(job: JobRecord, receivedHash: string, bondCredits: number, now: Date): Promise<ChainAction> {
+    const prepared = await this.deps.chain.prepareDispute({ jobId: job.id, wallet: job.wallet, callerHash: receivedHash, bond: creditsToBaseUnits(bondCredits) });
+    const action: ChainAction = { kind: "dispute", subject: job.id, signature: prepared.signature, wire: prepared.wire };
+    try {
+      const moved = await this.deps.db.transaction(async (tx) => {
+        if (!(await moveJob(tx, job, "dispute_opened", { disputeHash: receivedHash, disputeTx: action.signature, disputedAt: now, disputeBondCredits: bondCredits }))) return false;
+        await this.deps.journal.record(tx, action);
+        await money.holdDisputeBond(tx, job.wallet, job.id, bondCredits);
+        return true;
+      });
+      if (moved) return action;
+    } catch (error) {
+      if (!money.isRefusal(error)) throw error;
+      const available = await money.availableCredits(this.deps.db, job.wallet);
+      throw new ApiError(
+        "insufficient_credits",
+        `A dispute of job '${job.id}' holds a bond of ${bondCredits} credits (${BOND_JOB_CHARGES} times its charge) until its outcome, and the wallet has ${available}.`,
+        null,
+        { credits_remaining: available, credits_required: bondCredits, tier: job.tier },
+      );
+    }
+    throw new ApiError("conflict", `Job '${job.id}' cannot be disputed. It has been disputed already.`, "job_id");
   }
 }

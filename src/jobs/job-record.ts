@@ -41,6 +41,8 @@ export interface JobRecord {
   disputeResolveTx: string | null;
   /** What the treasury paid back to the caller when the dispute was upheld or inconclusive. */
   disputeReturnedCredits: number | null;
+  /** The bond the dispute holds from the caller's credits: returned unless the dispute is rejected. */
+  disputeBondCredits: number | null;
   /** What auditing the job found: its output reproduced by other workers, or not (the worker was slashed). */
   auditOutcome: "reproduced" | "fraudulent" | "inconclusive" | null;
   /** The program's escrow record was deleted after the dispute window, its rent recovered. */
@@ -97,6 +99,7 @@ export function newPendingJob(input: {
     disputeOutcome: null,
     disputeResolveTx: null,
     disputeReturnedCredits: null,
+    disputeBondCredits: null,
     auditOutcome: null,
     escrowClosed: false,
   };
@@ -136,6 +139,7 @@ export function jobToApi(job: JobRecord): Record<string, unknown> {
       outcome: job.disputeOutcome,
       resolve_tx: job.disputeResolveTx,
       credits_returned: job.disputeReturnedCredits,
+      bond_credits: job.disputeBondCredits,
     },
   };
 }

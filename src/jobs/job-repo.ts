@@ -47,6 +47,7 @@ const COLUMNS: Record<keyof JobRecord, string> = {
   disputeOutcome: "dispute_outcome",
   disputeResolveTx: "dispute_resolve_tx",
   disputeReturnedCredits: "dispute_returned_credits",
+  disputeBondCredits: "dispute_bond_credits",
   auditOutcome: "audit_outcome",
   escrowClosed: "escrow_closed",
 };
@@ -84,6 +85,7 @@ const TYPES: Record<keyof JobRecord, string> = {
   disputeOutcome: "text",
   disputeResolveTx: "text",
   disputeReturnedCredits: "integer",
+  disputeBondCredits: "integer",
   auditOutcome: "text",
   escrowClosed: "boolean",
 };

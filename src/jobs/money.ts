@@ -206,6 +206,37 @@ export async function refund(db: Db, job: Pick<JobRecord, "id" | "wallet">): Pro
   return availableAfter(result, job.wallet);
 }
 
+const bondId = (jobId: string) => `dispute_bond:${jobId}`;
+
+/**
+ * Holds a dispute's bond from the wallet's credits, pending towards the treasury, as the program
+ * holds it in its pool; ledger.ExceedsCreditsError when the wallet cannot cover it. Run it last in
+ * the dispute's transaction (it locks the wallet's account).
+ */
+export async function holdDisputeBond(tx: Db, wallet: string, jobId: string, credits: number): Promise<void> {
+  const held = await ledger.transfer(tx, {
+    id: bondId(jobId),
+    debitAccountId: ledger.walletAccountId(wallet),
+    creditAccountId: ledger.TREASURY_ACCOUNT,
+    amount: creditsToBaseUnits(credits),
+    pending: true,
+    code: "dispute_bond",
+    reference: jobId,
+  });
+  await checkCreditLow(tx, wallet, availableAfter(held, wallet), true);
+}
+
+/**
+ * Ends a dispute's bond as its outcome does on-chain: forfeited, posted to the treasury; otherwise
+ * released to the wallet. A dispute that holds no bond has nothing to end.
+ */
+export async function endDisputeBond(tx: Db, job: Pick<JobRecord, "id" | "wallet">, forfeited: boolean): Promise<void> {
+  if (!(await ledger.getTransfer(tx, bondId(job.id)))) return;
+  const end = { id: `${bondId(job.id)}:${forfeited ? "forfeited" : "returned"}`, pendingId: bondId(job.id) };
+  if (forfeited) return void (await ledger.postPending(tx, end));
+  await checkCreditLow(tx, job.wallet, availableAfter(await ledger.voidPending(tx, end), job.wallet), false);
+}
+
 /**
  * The credit.low rule (spec "Events"), called in the transaction of every change of a wallet's
  * available credits, after that change's own event. It fires when the balance goes from at or

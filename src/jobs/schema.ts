@@ -131,4 +131,11 @@ export const JOBS_MIGRATIONS = [
       ALTER TABLE jobs SET (fillfactor = 30);
     `,
   },
+  {
+    id: "jobs/006_dispute_bonds",
+    sql: `
+      -- The bond a dispute holds from the caller's credits until its outcome.
+      ALTER TABLE jobs ADD COLUMN dispute_bond_credits integer;
+    `,
+  },
 ];

@@ -60,6 +60,7 @@ export interface TransferResult {
 /**
  * Why money moved. Every transfer carries one: a wallet's deposit and withdrawal, a job's reserve
  * (the escrow lock, pending) and charge (its posted part), and the charge's split into the worker's
- * payout and the protocol's fee.
+ * payout and the protocol's fee; a dispute's bond (pending from the wallet to the treasury until
+ * the outcome) and the charge an arbitration pays back.
  */
-export type TransferCode = "deposit" | "withdrawal" | "reserve" | "charge" | "worker_payout" | "protocol_fee" | "dispute_refund" | "charge_returned";
+export type TransferCode = "deposit" | "withdrawal" | "reserve" | "charge" | "worker_payout" | "protocol_fee" | "dispute_bond" | "dispute_refund" | "charge_returned";

@@ -1,7 +1,8 @@
 /**
  * POST /jobs/{id}/dispute end to end, on a real gateway, chain and engine: the endpoint's answers
- * (matching hashes, a malformed hash, the window, other states, two racing disputes), arbitration
- * by re-execution on other workers clearing an honest worker, and a worker whose proof names a
+ * (matching hashes, a malformed hash, the window, other states, two racing disputes, a bond the
+ * wallet cannot cover), arbitration by re-execution on other workers clearing an honest worker
+ * (its disputer's bond forfeited), and a worker whose proof names a
  * text the caller never got, past a gateway that settles on the worker's word (FAULT INJECTION:
  * skipProofCheck), found out by arbitration: the caller is paid back and the worker slashed.
  */
@@ -13,12 +14,12 @@ import { outputHash } from "../../src/core/proof.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { newId } from "../../src/core/ids.ts";
-import { DISPUTES_PER_WALLET_PER_HOUR } from "../../src/jobs/disputes.ts";
+import { DISPUTES_PER_WALLET_PER_HOUR, disputeBondCredits } from "../../src/jobs/disputes.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import { newPendingJob } from "../../src/jobs/job-record.ts";
 import { insertJob } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
-import { checkInvariants } from "../../src/ledger/index.ts";
+import { TREASURY_ACCOUNT, checkInvariants, getAccount } from "../../src/ledger/index.ts";
 import { WorkerNode } from "../../src/worker/worker-node.ts";
 import { assertChainAgrees } from "../support/chain-checks.ts";
 import { LyingWorker } from "../support/lying-worker.ts";
@@ -32,7 +33,7 @@ interface DisputedJob {
   status: string;
   credits_charged: number;
   on_chain: { proof_hash: string };
-  dispute: { your_hash: string; worker_hash: string; dispute_tx: string; outcome: string | null; resolve_tx: string | null; credits_returned: number | null } | null;
+  dispute: { your_hash: string; worker_hash: string; dispute_tx: string; outcome: string | null; resolve_tx: string | null; credits_returned: number | null; bond_credits: number | null } | null;
 }
 
 async function dispute(gateway: TestGateway, apiKey: string, jobId: string, hash: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -60,7 +61,7 @@ async function outcomeOf(gateway: TestGateway, apiKey: string, id: string): Prom
 }
 
 /** A completion and what the caller received: its job id and the hash of its text. */
-async function completed(gateway: TestGateway) {
+async function completed(gateway: Pick<TestGateway, "client">) {
   const { data, response } = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0 }).withResponse();
   return { jobId: response.headers.get("x-svc-job-id")!, receivedHash: outputHash(data.choices[0]!.message.content ?? "") };
 }
@@ -97,21 +98,26 @@ describe("disputes against honest workers", () => {
     await gateway.service.db.query("DELETE FROM jobs WHERE id = $1", [pending.id]);
   });
 
-  test("an honest worker disputed with a wrong hash: the dispute opens on-chain, re-execution rejects it, nothing moves", async () => {
+  test("an honest worker disputed with a wrong hash: the dispute opens on-chain holding a bond, re-execution rejects it, the bond goes to the treasury", async () => {
     const { jobId, receivedHash } = await completed(gateway);
+    const { credits_charged: charged } = await jobOf(gateway, gateway.apiKey, jobId);
     const before = await money.availableCredits(gateway.service.db, gateway.wallet);
+    const treasuryBefore = (await getAccount(gateway.service.db, TREASURY_ACCOUNT))!.balance;
     const answer = await dispute(gateway, gateway.apiKey, jobId, outputHash("not what the model says"));
     assert.equal(answer.status, 200);
-    assert.deepEqual([answer.body.dispute_opened, answer.body.worker_hash, answer.body.arbitration_window_hours], [true, receivedHash, 72]);
+    const bond = disputeBondCredits(charged);
+    assert.deepEqual([answer.body.dispute_opened, answer.body.worker_hash, answer.body.arbitration_window_hours, answer.body.bond_credits], [true, receivedHash, 72, bond]);
     const { chain } = gateway.service;
     assert.ok((await chain.readTransaction(answer.body.dispute_tx as string)).ok, "the dispute is on the chain");
 
     const job = await outcomeOf(gateway, gateway.apiKey, jobId);
-    assert.deepEqual([job.status, job.dispute?.outcome, job.dispute?.credits_returned], ["settled", "rejected", 0]);
+    assert.deepEqual([job.status, job.dispute?.outcome, job.dispute?.credits_returned, job.dispute?.bond_credits], ["settled", "rejected", 0, bond]);
     assert.ok((await chain.readTransaction(job.dispute!.resolve_tx!)).ok);
     assert.equal(decodeEscrow((await chain.backend.getAccount(escrowAddress(jobId).address))!.data).status, "settled");
-    assert.equal(decodeDispute((await chain.backend.getAccount(disputeAddress(jobId).address))!.data).outcome, "rejected");
-    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before);
+    const onChain = decodeDispute((await chain.backend.getAccount(disputeAddress(jobId).address))!.data);
+    assert.deepEqual([onChain.outcome, onChain.bond], ["rejected", creditsToBaseUnits(bond)]);
+    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before - bond, "the bond paid for the re-executions");
+    assert.equal((await getAccount(gateway.service.db, TREASURY_ACCOUNT))!.balance - treasuryBefore, creditsToBaseUnits(bond));
     await assertChainAgrees(gateway.service, gateway.wallet);
     assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
     assert.equal((await dispute(gateway, gateway.apiKey, jobId, outputHash("again"))).status, 409, "no second dispute");
@@ -122,6 +128,20 @@ describe("disputes against honest workers", () => {
     const answers = await Promise.all([dispute(gateway, gateway.apiKey, jobId, outputHash("a")), dispute(gateway, gateway.apiKey, jobId, outputHash("b"))]);
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409]);
     await outcomeOf(gateway, gateway.apiKey, jobId);
+  });
+
+  test("a bond the wallet's credits cannot cover: 402 insufficient_credits, and nothing opens", async () => {
+    const poor = await gateway.newAccount(3);
+    const { jobId } = await completed(poor);
+    const { credits_charged: charged } = await jobOf(gateway, poor.apiKey, jobId);
+    assert.ok(disputeBondCredits(charged) > 3 - charged, "the bond is more than the wallet has left");
+    const refused = await dispute(gateway, poor.apiKey, jobId, outputHash("not it"));
+    assert.deepEqual([refused.status, (refused.body.error as { code: string }).code], [402, "insufficient_credits"]);
+    const job = await jobOf(gateway, poor.apiKey, jobId);
+    assert.deepEqual([job.status, job.dispute], ["settled", null]);
+    assert.equal(await gateway.service.chain.backend.getAccount(disputeAddress(jobId).address), null, "no dispute on the chain");
+    assert.equal(await money.availableCredits(gateway.service.db, poor.wallet), 3 - charged);
+    await assertChainAgrees(gateway.service, poor.wallet);
   });
 
   test("after the window: 422 dispute_window_expired", async () => {
@@ -192,8 +212,8 @@ describe("a worker whose proof names a text the caller never got (FAULT INJECTIO
     const answer = await dispute(gateway, gateway.apiKey, jobId, receivedHash);
     assert.equal(answer.body.dispute_opened, true);
     const job = await outcomeOf(gateway, gateway.apiKey, jobId);
-    assert.deepEqual([job.dispute?.outcome, job.dispute?.credits_returned], ["upheld", settled.credits_charged]);
-    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before + settled.credits_charged, "the caller has the charge back");
+    assert.deepEqual([job.dispute?.outcome, job.dispute?.credits_returned, job.dispute?.bond_credits], ["upheld", settled.credits_charged, disputeBondCredits(settled.credits_charged)]);
+    assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before + settled.credits_charged, "the caller has the charge and its bond back");
     await assertChainAgrees(gateway.service, gateway.wallet);
     const { chain, db } = gateway.service;
     assert.equal(decodeEscrow((await chain.backend.getAccount(escrowAddress(jobId).address))!.data).status, "reversed");
@@ -252,7 +272,7 @@ describe("no other worker within the arbitration window", () => {
       assert.equal(answer.body.dispute_opened, true);
       const job = await outcomeOf(gateway, gateway.apiKey, jobId);
       assert.deepEqual([job.dispute?.outcome, job.dispute?.credits_returned], ["inconclusive", job.credits_charged]);
-      assert.equal(await money.availableCredits(db, gateway.wallet), before + job.credits_charged);
+      assert.equal(await money.availableCredits(db, gateway.wallet), before + job.credits_charged, "the charge and the bond back");
       await assertChainAgrees(gateway.service, gateway.wallet);
       const slashed = await db.query("SELECT 1 FROM events WHERE name = 'worker.slashed'");
       assert.equal(slashed.length, 0);

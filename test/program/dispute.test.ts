@@ -19,6 +19,7 @@ import {
   disputeAddress,
   escrowAddress,
   escrowInstructions as ix,
+  escrowPoolAddress,
   stakeAddress,
   stakePoolAddress,
   type OutcomeName,
@@ -26,6 +27,7 @@ import {
 import { EscrowChain, customError, demote, proofOf, substitute } from "./harness.ts";
 
 const CHARGE = 200_000n;
+const BOND = 50_000n;
 const otherHash = (text = "the text the caller got") => new Uint8Array(createHash("sha256").update(text).digest());
 let jobs = 0;
 
@@ -52,48 +54,57 @@ describe("disputes and slashing", () => {
     })], [chain.authority]));
     return { ...funded, jobId, proofHash: p.proofHash };
   }
-  const disputeIx = (jobId: string, callerHash = otherHash()): Instruction =>
-    ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, jobId, callerHash });
+  const disputeIx = (jobId: string, wallet: Address, callerHash = otherHash(), bond = BOND): Instruction =>
+    ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet, jobId, callerHash, bond });
   const resolveIx = (jobId: string, wallet: Address, outcome: OutcomeName): Instruction =>
     ix.resolve({ serviceAuthority: chain.authority.address, jobId, wallet, treasury: chain.treasury, treasuryOwner: chain.treasuryOwner.address, outcome });
   const escrowOf = (jobId: string) => decodeEscrow(chain.data(escrowAddress(jobId).address)!);
   const disputeOf = (jobId: string) => decodeDispute(chain.data(disputeAddress(jobId).address)!);
 
-  test("a dispute within the window records the caller's hash and holds the escrow disputed", () => {
-    const { jobId } = settledJob();
+  test("a dispute within the window records the caller's hash, holds its bond in the pool and the escrow disputed", () => {
+    const { wallet, vault, jobId } = settledJob();
     chain.advance(DEFAULT_RULES.disputeWindowSeconds); // the last second of the window
-    chain.expectOk(chain.send([disputeIx(jobId)], [chain.authority]));
+    const [vaultBefore, poolBefore] = [chain.balance(vault), chain.balance(escrowPoolAddress().address)];
+    chain.expectOk(chain.send([disputeIx(jobId, wallet.address)], [chain.authority]));
     assert.equal(escrowOf(jobId).status, "disputed");
+    assert.equal(vaultBefore - chain.balance(vault), BOND, "the bond left the vault");
+    assert.equal(chain.balance(escrowPoolAddress().address) - poolBefore, BOND, "and waits in the pool");
     const d = disputeOf(jobId);
-    assert.deepEqual([d.outcome, d.escrow, Buffer.from(d.callerHash).equals(otherHash()), d.openedAt, d.returned], ["open", escrowAddress(jobId).address, true, chain.now(), 0n]);
-    assert.equal(chain.send([disputeIx(jobId, otherHash("again"))], [chain.authority]).err, customError("wrongStatus"), "a second dispute");
+    assert.deepEqual([d.outcome, d.escrow, Buffer.from(d.callerHash).equals(otherHash()), d.openedAt, d.returned, d.bond], ["open", escrowAddress(jobId).address, true, chain.now(), 0n, BOND]);
+    assert.equal(chain.send([disputeIx(jobId, wallet.address, otherHash("again"))], [chain.authority]).err, customError("wrongStatus"), "a second dispute");
   });
 
-  test("dispute refusals: after the window, the worker's own hash, an unsettled job, another signer, a substituted record", () => {
+  test("dispute refusals: after the window, the worker's own hash, an unsettled job, another signer, a substituted record, vault or pool, a bond the vault cannot cover", () => {
     const late = settledJob();
     chain.advance(DEFAULT_RULES.disputeWindowSeconds + 1n);
-    assert.equal(chain.send([disputeIx(late.jobId)], [chain.authority]).err, customError("windowClosed"));
+    assert.equal(chain.send([disputeIx(late.jobId, late.wallet.address)], [chain.authority]).err, customError("windowClosed"));
     const same = settledJob();
-    assert.equal(chain.send([disputeIx(same.jobId, same.proofHash)], [chain.authority]).err, customError("sameHash"));
+    assert.equal(chain.send([disputeIx(same.jobId, same.wallet.address, same.proofHash)], [chain.authority]).err, customError("sameHash"));
     const { wallet } = chain.fundedWallet(100_000n);
     const lockedOnly = `job_disputelocked${++jobs}`;
     chain.expectOk(chain.send([ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: wallet.address, jobId: lockedOnly, tier: 1, amount: 50_000n })], [chain.authority]));
-    assert.equal(chain.send([disputeIx(lockedOnly)], [chain.authority]).err, customError("wrongStatus"));
+    assert.equal(chain.send([disputeIx(lockedOnly, wallet.address)], [chain.authority]).err, customError("wrongStatus"));
     const fresh = settledJob();
+    const mine = disputeIx(fresh.jobId, fresh.wallet.address);
     const impostor = generateKeypair();
-    assert.equal(chain.send([substitute(disputeIx(fresh.jobId), 1, impostor.address)], [impostor]).err, customError("wrongAddress"));
-    assert.equal(chain.send([demote(disputeIx(fresh.jobId), 1)]).err, customError("missingSigner"));
-    assert.equal(chain.send([substitute(disputeIx(fresh.jobId), 4, disputeAddress(same.jobId).address)], [chain.authority]).err, customError("wrongAddress"));
+    assert.equal(chain.send([substitute(mine, 1, impostor.address)], [impostor]).err, customError("wrongAddress"));
+    assert.equal(chain.send([demote(mine, 1)]).err, customError("missingSigner"));
+    assert.equal(chain.send([substitute(mine, 4, disputeAddress(same.jobId).address)], [chain.authority]).err, customError("wrongAddress"));
+    assert.equal(chain.send([substitute(mine, 6, same.vault)], [chain.authority]).err, customError("wrongAddress"), "another wallet's vault pays no bond");
+    assert.equal(chain.send([substitute(mine, 7, same.vault)], [chain.authority]).err, customError("wrongAddress"), "the bond goes to the pool only");
+    const vaultHolds = chain.balance(fresh.vault);
+    assert.equal(chain.send([disputeIx(fresh.jobId, fresh.wallet.address, otherHash(), vaultHolds + 1n)], [chain.authority]).err, customError("insufficientFunds"));
     assert.equal(escrowOf(fresh.jobId).status, "settled", "nothing changed");
+    assert.equal(chain.balance(fresh.vault), vaultHolds);
   });
 
   for (const outcome of ["upheld", "inconclusive"] as const) {
-    test(`${outcome}: the treasury pays the whole charge back into the caller's vault and the escrow is reversed`, () => {
+    test(`${outcome}: the treasury pays the whole charge back into the caller's vault with its bond, and the escrow is reversed`, () => {
       const { wallet, vault, jobId } = settledJob();
-      chain.expectOk(chain.send([disputeIx(jobId)], [chain.authority]));
+      chain.expectOk(chain.send([disputeIx(jobId, wallet.address)], [chain.authority]));
       const [vaultBefore, treasuryBefore, workerBefore] = [chain.balance(vault), chain.balance(chain.treasury), chain.balance(workerAccount)];
       chain.expectOk(chain.send([resolveIx(jobId, wallet.address, outcome)], [chain.authority, chain.treasuryOwner]));
-      assert.equal(chain.balance(vault) - vaultBefore, CHARGE, "the caller has the charge back");
+      assert.equal(chain.balance(vault) - vaultBefore, CHARGE + BOND, "the caller has the charge and the bond back");
       assert.equal(treasuryBefore - chain.balance(chain.treasury), CHARGE);
       assert.equal(chain.balance(workerAccount), workerBefore, "the worker's payout is not touched here; a slash answers for it");
       assert.equal(escrowOf(jobId).status, "reversed");
@@ -103,26 +114,30 @@ describe("disputes and slashing", () => {
     });
   }
 
-  test("rejected: nothing moves and the escrow is settled again", () => {
+  test("rejected: the bond goes to the treasury and the escrow is settled again", () => {
     const { wallet, vault, jobId } = settledJob();
-    chain.expectOk(chain.send([disputeIx(jobId)], [chain.authority]));
-    const vaultBefore = chain.balance(vault);
+    chain.expectOk(chain.send([disputeIx(jobId, wallet.address)], [chain.authority]));
+    const [vaultBefore, treasuryBefore] = [chain.balance(vault), chain.balance(chain.treasury)];
     chain.expectOk(chain.send([resolveIx(jobId, wallet.address, "rejected")], [chain.authority]));
     assert.equal(chain.balance(vault), vaultBefore);
+    assert.equal(chain.balance(chain.treasury) - treasuryBefore, BOND, "the treasury ran the re-executions");
     assert.equal(escrowOf(jobId).status, "settled");
     assert.equal(disputeOf(jobId).outcome, "rejected");
   });
 
-  test("resolve refusals: no treasury signature, another vault or treasury, another job's dispute, an open escrow, a bad outcome", () => {
+  test("resolve refusals: no treasury signature, another vault, treasury or pool, another job's dispute, an open escrow, a bad outcome", () => {
     const { wallet, jobId } = settledJob();
     const other = settledJob();
-    chain.expectOk(chain.send([disputeIx(jobId)], [chain.authority]));
-    chain.expectOk(chain.send([disputeIx(other.jobId)], [chain.authority]));
+    chain.expectOk(chain.send([disputeIx(jobId, wallet.address)], [chain.authority]));
+    chain.expectOk(chain.send([disputeIx(other.jobId, other.wallet.address)], [chain.authority]));
     const upheld = resolveIx(jobId, wallet.address, "upheld");
     assert.equal(chain.send([demote(upheld, 5)], [chain.authority]).err, customError("missingSigner"));
     assert.equal(chain.send([substitute(upheld, 6, other.vault)], [chain.authority, chain.treasuryOwner]).err, customError("wrongAddress"));
     assert.equal(chain.send([substitute(upheld, 4, workerAccount)], [chain.authority, chain.treasuryOwner]).err, customError("wrongAddress"));
     assert.equal(chain.send([substitute(upheld, 3, disputeAddress(other.jobId).address)], [chain.authority, chain.treasuryOwner]).err, customError("wrongAddress"));
+    assert.equal(chain.send([substitute(upheld, 8, other.vault)], [chain.authority, chain.treasuryOwner]).err, customError("wrongAddress"), "bonds come back from the pool only");
+    const rejected = resolveIx(jobId, wallet.address, "rejected");
+    assert.equal(chain.send([substitute(rejected, 4, workerAccount)], [chain.authority]).err, customError("wrongAddress"), "a forfeited bond goes to the treasury only");
     assert.equal(chain.send([demote(upheld, 1)], [chain.treasuryOwner]).err, customError("missingSigner"));
     const bad = { ...upheld, data: Uint8Array.of(Op.resolve, 9) };
     assert.equal(chain.send([bad], [chain.authority, chain.treasuryOwner]).err, customError("invalidInstruction"));
@@ -200,7 +215,7 @@ describe("closing escrow records", () => {
     lock(disputed);
     const q = proofOf(worker, disputed);
     chain.expectOk(chain.send([q.verify, ix.settle({ serviceAuthority: chain.authority.address, jobId: disputed, wallet: wallet.address, worker: worker.address, workerTokenAccount: workerAccount, treasury: chain.treasury, charge: 50_000n, proofHash: q.proofHash })], [chain.authority]));
-    chain.expectOk(chain.send([ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, jobId: disputed, callerHash: new Uint8Array(32).fill(9) })], [chain.authority]));
+    chain.expectOk(chain.send([ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: wallet.address, jobId: disputed, callerHash: new Uint8Array(32).fill(9), bond: 0n })], [chain.authority]));
 
     assert.equal(close(settled).err, customError("windowOpen"), "a caller may still dispute it");
     chain.advance(DEFAULT_RULES.disputeWindowSeconds + 1n);

@@ -21,6 +21,7 @@ import {
   Op,
   Tag,
   configAddress,
+  decodeDispute,
   decodeEscrow,
   disputeAddress,
   escrowAddress,
@@ -28,6 +29,7 @@ import {
   escrowPoolAddress,
   stakeAddress,
   stakePoolAddress,
+  vaultAddress,
   vaultAuthorityAddress,
 } from "../../src/chain/escrow-program/index.ts";
 import { EscrowChain, proofOf, type Sent } from "./harness.ts";
@@ -177,7 +179,7 @@ function action(w: World, step: number): Instruction[] {
       const id = target?.jobId ?? jobId;
       const wallet = w.escrowWallet(id) ?? owner;
       const resolve = ix.resolve({ serviceAuthority: chain.authority.address, jobId: id, wallet, treasury: chain.treasury, treasuryOwner: chain.treasuryOwner.address, outcome: rng.pick(["upheld", "rejected", "inconclusive"] as const) });
-      const dispute = ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, jobId: id, callerHash: new Uint8Array(32).fill(rng.int(256)) });
+      const dispute = ix.dispute({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet, jobId: id, callerHash: new Uint8Array(32).fill(rng.int(256)), bond: w.amount(chain.balance(vaultAddress(wallet).address)) });
       return [(target ? target.disputed : rng.next() < 0.5) ? resolve : dispute];
     }
     case 9:
@@ -224,25 +226,29 @@ function mutate(w: World, instructions: Instruction[]): Instruction[] {
   return [...instructions.slice(0, at), { ...target, accounts, data }];
 }
 
-/** A vault that shrank did so in a landed lock the authority signed or a withdrawal its wallet signed. */
+/** A vault that shrank did so in a landed lock or dispute bond the authority signed, or a withdrawal its wallet signed. */
 function checkVaults(w: World, before: bigint[], instructions: Instruction[], signing: Keypair[], sent: Sent, context: string): void {
   const op = instructions.find((i) => i.programAddress === ESCROW_PROGRAM)?.data?.[0];
   const signed = new Set(signing.map((s) => s.address));
   w.wallets.forEach((wallet, i) => {
     if (w.chain.balance(wallet.vault) >= before[i]!) return;
     assert.ok(sent.ok, context);
-    const byLock = op === Op.lock && signed.has(w.chain.authority.address);
+    const byLock = (op === Op.lock || op === Op.dispute) && signed.has(w.chain.authority.address);
     const byOwner = op === Op.withdraw && signed.has(wallet.key.address);
     assert.ok(byLock || byOwner, `a vault shrank by op ${op} at ${context}`);
   });
 }
 
-/** The pool holds exactly the open locks; closed escrows add up and their money never changes (a dispute changes only the status byte). */
+/**
+ * The pool holds exactly the open locks and open disputes' bonds; closed escrows add up and their
+ * money never changes (a dispute changes only the status byte).
+ */
 function checkEscrows(w: World, context: string): void {
   let lockedTotal = 0n;
   const present = new Set<string>();
   for (const entry of w.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
     const data = Buffer.from(entry.account().data());
+    if (data[0] === Tag.dispute && data[1] === 0) lockedTotal += decodeDispute(data).bond;
     if (data[0] !== Tag.escrow) continue;
     present.add(Buffer.from(entry.address).toString("hex"));
     if (data[1] === EscrowStatus.locked) {
@@ -261,7 +267,7 @@ function checkEscrows(w: World, context: string): void {
     assert.equal(e.returned + (e.status === "refunded" ? 0n : e.charge), e.amountLocked, `escrow ${e.jobId} does not add up`);
     assert.equal(e.workerPaid + e.treasuryPaid, e.charge);
   }
-  assert.equal(w.chain.balance(escrowPoolAddress().address), lockedTotal, `the pool differs from the open locks at ${context}`);
+  assert.equal(w.chain.balance(escrowPoolAddress().address), lockedTotal, `the pool differs from the open locks and bonds at ${context}`);
   // close_escrow deleted these; their job id may be locked again (the service never reuses one).
   for (const key of w.closed.keys()) if (!present.has(key)) ((w.deleted += 1), w.closed.delete(key));
 }

@@ -1,6 +1,6 @@
 /**
  * Client of the escrow program (program/): its id, address derivations, account layouts and
- * instruction builders. The service moves its escrow onto these in a later step.
+ * instruction builders, from which chain.ts builds the service's transactions.
  */
 export * from "./addresses.ts";
 export { ESCROW_PROGRAM_PATH, escrowProgramImage } from "./artifact.ts";

@@ -268,8 +268,12 @@ export function withdrawStake(a: { worker: Address; destination: Address; progra
   ], new Data(Op.withdrawStake).done(), a.program);
 }
 
-/** Records a caller's dispute of a settled job, within the dispute window; `callerHash` is the SHA-256 of the text the caller received. */
-export function dispute(a: { serviceAuthority: Address; payer: Address; jobId: string; callerHash: Uint8Array; program?: Address }): Instruction {
+/**
+ * Records a caller's dispute of a settled job, within the dispute window; `callerHash` is the
+ * SHA-256 of the text the caller received. The program moves `bond` from the wallet's vault into
+ * the pool until the outcome.
+ */
+export function dispute(a: { serviceAuthority: Address; payer: Address; wallet: Address; jobId: string; callerHash: Uint8Array; bond: bigint; program?: Address }): Instruction {
   if (a.callerHash.length !== 32) throw new TypeError("a caller's hash is 32 bytes");
   return ix([
     [configAddress(a.program).address, READONLY],
@@ -278,12 +282,17 @@ export function dispute(a: { serviceAuthority: Address; payer: Address; jobId: s
     [escrowAddress(a.jobId, a.program).address, WRITABLE],
     [disputeAddress(a.jobId, a.program).address, WRITABLE],
     [SYSTEM_PROGRAM, READONLY],
-  ], new Data(Op.dispute).bytes(a.callerHash).done(), a.program);
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+  ], new Data(Op.dispute).bytes(a.callerHash).u64(a.bond).done(), a.program);
 }
 
 /**
  * Records an arbitration's outcome. Upheld or inconclusive, the treasury pays the job's charge
- * back into the wallet's vault, so `treasuryOwner` signs; rejected, nothing moves.
+ * back into the wallet's vault, so `treasuryOwner` signs, and the bond goes back to the vault;
+ * rejected, the bond goes to the treasury.
  */
 export function resolve(a: {
   serviceAuthority: Address;
@@ -303,6 +312,8 @@ export function resolve(a: {
     [a.treasuryOwner, a.outcome === "rejected" ? READONLY : READONLY_SIGNER],
     [vaultAddress(a.wallet, a.program).address, WRITABLE],
     [TOKEN_PROGRAM, READONLY],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
   ], new Data(Op.resolve).u8(Outcome[a.outcome]).done(), a.program);
 }
 

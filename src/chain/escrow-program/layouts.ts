@@ -101,6 +101,8 @@ export interface JobDispute {
   resolvedAt: bigint;
   /** The charge the treasury paid back to the vault (upheld or inconclusive). */
   returned: bigint;
+  /** The caller's bond, held in the pool until the outcome: back to the vault, or to the treasury when rejected. */
+  bond: bigint;
 }
 
 function reader(data: Uint8Array, tag: number, size: number, what: string) {
@@ -175,7 +177,7 @@ export function decodeDispute(data: Uint8Array): JobDispute {
   const r = reader(data, Tag.dispute, DISPUTE_SIZE, "dispute");
   const outcome = OUTCOMES[data[1]!];
   if (!outcome) throw new Error(`unknown dispute outcome ${data[1]}`);
-  return { outcome, escrow: r.key(8), callerHash: data.slice(40, 72), openedAt: r.i64(72), resolvedAt: r.i64(80), returned: r.u64(88) };
+  return { outcome, escrow: r.key(8), callerHash: data.slice(40, 72), openedAt: r.i64(72), resolvedAt: r.i64(80), returned: r.u64(88), bond: r.u64(96) };
 }
 
 /**
