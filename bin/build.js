@@ -22,7 +22,7 @@ export async function builtEntry() {
   const entry = join(dir, "main.js");
   if (existsSync(entry)) return entry;
   const scratch = join(BUILDS, `.building-${process.pid}-${Date.now()}`);
-  await bundle({ main: join(SOURCES, "cli", "main.ts"), "chain-thread-main": join(SOURCES, "chain", "chain-thread-main.ts") }, scratch);
+  await bundle({ main: join(SOURCES, "cli", "main.ts"), ...THREAD_ENTRIES }, scratch);
   try {
     renameSync(scratch, dir);
   } catch (error) {
@@ -34,9 +34,18 @@ export async function builtEntry() {
 }
 
 /**
- * Bundles `entryPoints` (name -> source file) into `outdir`. A bundle that opens an embedded chain
- * needs the chain thread's module as an entry named "chain-thread-main" (src/chain/chain-thread.ts).
+ * The first module of each worker thread the service starts, named as src/core/thread-module.ts
+ * looks for it beside the code that starts it. A source directory without one is skipped.
  */
+export const THREAD_ENTRIES = Object.fromEntries(
+  [
+    ["chain-thread-main", join(SOURCES, "chain", "chain-thread-main.ts")],
+    ["rpc-thread-main", join(SOURCES, "chain", "rpc", "rpc-thread-main.ts")],
+    ["token-count-thread-main", join(SOURCES, "inference", "token-count-thread-main.ts")],
+  ].filter(([, source]) => existsSync(source)),
+);
+
+/** Bundles `entryPoints` (name -> source file) into `outdir`. */
 export async function bundle(entryPoints, outdir) {
   const { build } = await import("esbuild");
   await build({

@@ -75,6 +75,8 @@ export interface ServiceOptions {
   jobTimeoutMs?: number;
   /** The per-IP limit (`parseRateLimit`); false turns it off. */
   rateLimit?: RateLimitOptions | false;
+  /** How long a request (headers and body) may take to arrive at the API and the app (default 30 s). */
+  requestTimeoutMs?: number;
   logger?: Logger;
   catalog?: Catalog;
   /** Workers that run inside this process, outside the worker protocol: the operator's own, in its seed pool. */
@@ -401,6 +403,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       appUrl: options.appUrl ?? "",
       web: { ...options.web },
       ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     };
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const money = moneyPages(payments, chain, ctx);

@@ -5,7 +5,7 @@
  * (chain-thread-main.ts answers it); the slot and the latest blockhash, which every transaction
  * the service builds asks for, are pushed to this side each slot, so those need no round trip.
  */
-import { Worker } from "node:worker_threads";
+import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import type { Address } from "@solana/kit";
 import {
   ChainTxError,
@@ -20,6 +20,7 @@ import {
   type TransactionStatus,
 } from "./backend.ts";
 import type { LiteSvmBackendOptions } from "./litesvm-backend.ts";
+import { threadModule } from "../core/index.ts";
 import { lockChainDir } from "./persistence.ts";
 import type { LogRecord } from "./txlog.ts";
 
@@ -35,7 +36,9 @@ export type ToThread =
   | { kind: "open"; options: LiteSvmBackendOptions }
   | { kind: "call"; id: number; method: ThreadCall; args: unknown[] }
   /** Whether the thread forwards its transactions and airdrops (slots always come). */
-  | { kind: "watch"; on: boolean };
+  | { kind: "watch"; on: boolean }
+  /** A port through which another thread calls the same chain (ChainPortBackend). */
+  | { kind: "connect"; port: MessagePort };
 
 /** An error as it crosses threads: a ChainTxError keeps its details. */
 export interface ThreadError {
@@ -64,12 +67,7 @@ function fromThreadError(error: ThreadError): Error {
   return err;
 }
 
-/**
- * Run from the sources, the thread starts at an entry that registers tsx first: a worker's first
- * module is loaded before `--import` hooks apply. In the build bin/svc.js runs, the thread's
- * module is an entry point of its own, written beside this one.
- */
-const THREAD_ENTRY = import.meta.url.endsWith(".ts") ? new URL("./chain-thread-entry.mjs", import.meta.url) : new URL("./chain-thread-main.js", import.meta.url);
+const THREAD_ENTRY = threadModule(import.meta.url, "chain-thread");
 
 /**
  * Threads whose chain was closed cleanly, kept for the next open in this process: a new thread
@@ -129,43 +127,36 @@ interface Pending {
 /** Shared by every backend, so a late reply to a closed chain's call never matches a later chain's. */
 let nextCallId = 1;
 
-export class ThreadedChainBackend implements EmbeddedChainBackend {
+/** What a backend talks to the chain thread through: the thread itself, or a port it handed out. */
+interface ThreadEndpoint {
+  postMessage(message: ToThread): void;
+  ref(): void;
+  unref(): void;
+}
+
+/**
+ * The embedded chain as seen from another thread: every call a message to the chain thread, the
+ * slot and blockhash kept from the thread's pushes.
+ */
+abstract class ChainThreadClient implements EmbeddedChainBackend {
   readonly embedded = true;
   private readonly pending = new Map<number, Pending>();
   private readonly watchers = new Set<(event: ChainEvent) => void>();
-  private failure: Error | null = null;
-  private closing: Promise<void> | null = null;
-  private readonly onMessage = (message: FromThread) => this.receive(message);
-  private readonly onError = (err: Error) => this.fail(new Error(`the chain thread failed: ${err.message}`));
-  private readonly onExit = (code: number) => this.fail(new Error(`the chain thread exited (code ${code})`));
+  protected failure: Error | null = null;
+  protected closing: Promise<void> | null = null;
 
-  private constructor(
-    private readonly worker: Worker,
+  protected constructor(
+    private readonly endpoint: ThreadEndpoint,
     private slot: bigint,
     private latest: RecentBlockhash,
-    /** Releases the data dir's lock, which this thread took for the chain thread. */
-    private readonly unlock: () => void,
   ) {
-    worker.on("message", this.onMessage).on("error", this.onError).on("exit", this.onExit);
     // Only a call in flight keeps the process alive, as the chain's own timers never did.
-    worker.unref();
+    endpoint.unref();
   }
 
-  /** Opens the chain on a thread of its own (LiteSvmBackend.open's options). */
-  static async open(options: LiteSvmBackendOptions = {}): Promise<ThreadedChainBackend> {
-    const unlock = options.dataDir === undefined ? () => {} : lockChainDir(options.dataDir);
-    const worker = takeThread();
-    try {
-      const { slot, latest } = await openOn(worker, { ...options, lockHeld: true });
-      return new ThreadedChainBackend(worker, slot, latest, unlock);
-    } catch (err) {
-      void worker.terminate();
-      unlock();
-      throw err;
-    }
-  }
+  abstract close(): Promise<void>;
 
-  private receive(message: FromThread): void {
+  protected receive(message: FromThread): void {
     switch (message.kind) {
       case "slot":
         this.slot = message.slot;
@@ -179,7 +170,7 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
         const call = this.pending.get(message.id);
         if (call === undefined) return;
         this.pending.delete(message.id);
-        if (this.pending.size === 0) this.worker.unref();
+        if (this.pending.size === 0) this.endpoint.unref();
         if (message.kind === "reply") call.resolve(message.value);
         else call.reject(fromThreadError(message.error));
         return;
@@ -194,13 +185,13 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
   }
 
   /** The thread is gone: every call waiting on it, and every later one, fails with why. */
-  private fail(err: Error): void {
+  protected fail(err: Error): void {
     this.failure ??= err;
     for (const call of this.pending.values()) call.reject(this.failure);
     this.pending.clear();
   }
 
-  private check(): void {
+  protected check(): void {
     if (this.closing) throw new Error("chain backend is closed");
     if (this.failure) throw this.failure;
   }
@@ -214,12 +205,12 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
     return this.send(method, args) as Promise<T>;
   }
 
-  private send(method: ThreadCall, args: unknown[]): Promise<unknown> {
+  protected send(method: ThreadCall, args: unknown[]): Promise<unknown> {
     const id = nextCallId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      if (this.pending.size === 1) this.worker.ref();
-      this.worker.postMessage({ kind: "call", id, method, args } satisfies ToThread);
+      if (this.pending.size === 1) this.endpoint.ref();
+      this.endpoint.postMessage({ kind: "call", id, method, args } satisfies ToThread);
     });
   }
 
@@ -294,11 +285,55 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
     // A closed chain's thread may already serve another chain: it hears nothing from this one.
     if (this.closing) return () => undefined;
     this.watchers.add(watcher);
-    if (this.watchers.size === 1) this.worker.postMessage({ kind: "watch", on: true } satisfies ToThread);
+    if (this.watchers.size === 1) this.endpoint.postMessage({ kind: "watch", on: true } satisfies ToThread);
     return () => {
       if (!this.watchers.delete(watcher) || this.watchers.size > 0 || this.closing) return;
-      this.worker.postMessage({ kind: "watch", on: false } satisfies ToThread);
+      this.endpoint.postMessage({ kind: "watch", on: false } satisfies ToThread);
     };
+  }
+
+}
+
+/** The embedded chain on a thread this one started and owns: it opens and closes the chain. */
+export class ThreadedChainBackend extends ChainThreadClient {
+  private readonly onMessage = (message: FromThread) => this.receive(message);
+  private readonly onError = (err: Error) => this.fail(new Error(`the chain thread failed: ${err.message}`));
+  private readonly onExit = (code: number) => this.fail(new Error(`the chain thread exited (code ${code})`));
+
+  private constructor(
+    private readonly worker: Worker,
+    slot: bigint,
+    latest: RecentBlockhash,
+    /** Releases the data dir's lock, which this thread took for the chain thread. */
+    private readonly unlock: () => void,
+  ) {
+    super(worker, slot, latest);
+    worker.on("message", this.onMessage).on("error", this.onError).on("exit", this.onExit);
+  }
+
+  /** Opens the chain on a thread of its own (LiteSvmBackend.open's options). */
+  static async open(options: LiteSvmBackendOptions = {}): Promise<ThreadedChainBackend> {
+    const unlock = options.dataDir === undefined ? () => {} : lockChainDir(options.dataDir);
+    const worker = takeThread();
+    try {
+      const { slot, latest } = await openOn(worker, { ...options, lockHeld: true });
+      return new ThreadedChainBackend(worker, slot, latest, unlock);
+    } catch (err) {
+      void worker.terminate();
+      unlock();
+      throw err;
+    }
+  }
+
+  /**
+   * A port through which another thread reads and writes this chain (ChainPortBackend.open
+   * there), as this thread does; it closes with the chain.
+   */
+  connectPort(): MessagePort {
+    this.check();
+    const { port1, port2 } = new MessageChannel();
+    this.worker.postMessage({ kind: "connect", port: port2 } satisfies ToThread, [port2]);
+    return port1;
   }
 
   /** Closes the chain on its thread (a last checkpoint) and lets the thread go. */
@@ -321,5 +356,40 @@ export class ThreadedChainBackend implements EmbeddedChainBackend {
       this.unlock();
       this.fail(new Error("chain backend is closed"));
     }
+  }
+}
+
+/** The embedded chain from a thread handed a port to it (ThreadedChainBackend.connectPort). */
+export class ChainPortBackend extends ChainThreadClient {
+  private constructor(
+    private readonly port: MessagePort,
+    slot: bigint,
+    latest: RecentBlockhash,
+  ) {
+    super(port, slot, latest);
+    port.on("message", (message: FromThread) => this.receive(message));
+    port.on("close", () => this.fail(new Error("the chain was closed")));
+  }
+
+  /** Waits for the chain thread to greet the port with its slot and blockhash. */
+  static open(port: MessagePort): Promise<ChainPortBackend> {
+    return new Promise((resolve, reject) => {
+      const onClose = () => reject(new Error("the chain closed before the port was connected"));
+      port.once("close", onClose);
+      port.once("message", (message: FromThread) => {
+        port.off("close", onClose);
+        if (message.kind === "ready") resolve(new ChainPortBackend(port, message.slot, message.latest));
+        else reject(new Error(`the chain thread sent ${message.kind} before ready`));
+      });
+    });
+  }
+
+  /** Lets go of the port; the chain stays open for its owner. */
+  close(): Promise<void> {
+    this.closing ??= Promise.resolve().then(() => {
+      this.port.close();
+      this.fail(new Error("chain backend is closed"));
+    });
+    return this.closing;
   }
 }

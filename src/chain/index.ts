@@ -16,7 +16,7 @@ export type { ChainBackend } from "./backend.ts";
 export type { DecodedInstruction, InstructionKind, ProgramName } from "./decode.ts";
 export type { LiteSvmBackend, LiteSvmBackendOptions } from "./litesvm-backend.ts";
 export { openLiteSvmBackend } from "./litesvm-open.ts";
-export { DEFAULT_RPC_PORT, startChainRpc } from "./rpc/index.ts";
+export { DEFAULT_RPC_LIMITS, DEFAULT_RPC_PORT, startChainRpc, startChainRpcThread } from "./rpc/index.ts";
 export type { ChainRpcOptions, ChainRpcServer } from "./rpc/index.ts";
 export { ChainJournal, ChainRejectedError } from "./journal.ts";
 export type { ActionOwner, ActionOwnerNode, ActionState, ChainAction, SentAction } from "./journal.ts";

@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { hasApiKey, issueApiKey, ensureWallet } from "../accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL, type CatalogModel } from "../catalog/index.ts";
-import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
+import { DEFAULT_RPC_PORT, startChainRpcThread } from "../chain/index.ts";
 import { type LogFormat, type Logger, type RateLimitOptions, createLogger, loadOrCreateKeypair } from "../core/index.ts";
 import { availableCredits } from "../jobs/index.ts";
 import { DEFAULT_PORT, startService, type Service } from "../service.ts";
@@ -105,7 +105,7 @@ export async function runDev(argv: string[]): Promise<void> {
   const { chainUrl } = options.shared;
   const chainRpc = chainUrl
     ? undefined
-    : await startChainRpc({
+    : await startChainRpcThread({
         chain: service.chain, port: options.rpcPort ?? DEFAULT_RPC_PORT, orFreePort: options.rpcPort === undefined, host: options.host, faucet: true, logger,
       });
   let stopping = false;

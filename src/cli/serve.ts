@@ -10,7 +10,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { DEFAULT_RPC_PORT, startChainRpc } from "../chain/index.ts";
+import { DEFAULT_RPC_PORT, startChainRpcThread } from "../chain/index.ts";
 import { createLogger, type LogFormat, type RateLimitOptions } from "../core/index.ts";
 import { DEFAULT_PORT, startService } from "../service.ts";
 import { SHARED_PARTS_FLAGS, logFormatOption, portOption, rateLimitOption, seedPoolOption, sharedPartsOption, type Parsed, type SharedPartsOptions } from "./options.ts";
@@ -80,7 +80,7 @@ export async function runServe(argv: string[]): Promise<void> {
   const { chainUrl } = options.shared;
   const chainRpc = options.rpcPort === "off" || chainUrl
     ? undefined
-    : await startChainRpc({ chain: service.chain, port: options.rpcPort, host: options.host, faucet: false, logger });
+    : await startChainRpcThread({ chain: service.chain, port: options.rpcPort, host: options.host, faucet: false, logger });
   console.log(
     [
       "",

@@ -17,6 +17,7 @@ export { NATIVE_DECIMALS, USDC_DECIMALS, baseUnitsToCredits, creditsToBaseUnits,
 export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair, publicKeyOf, readKeypair, verifyEd25519 } from "./keys.ts";
 export type { Keypair, Signer } from "./keys.ts";
 export { PACKAGE_ROOT } from "./package-root.ts";
+export { threadModule } from "./thread-module.ts";
 export { RecentSamples, median } from "./recent-samples.ts";
 export { DEFAULT_RATE_LIMIT, RateLimiter, TokenBucket, parseRateLimit } from "./rate-limit.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";

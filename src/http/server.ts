@@ -22,6 +22,13 @@ import { webhookRoutes } from "./routes/webhooks.ts";
 import { addSharedSchemas } from "./schemas.ts";
 
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+/**
+ * A request's headers and body must arrive within this, or it is answered 408 and its connection
+ * closed: a largest body at 140 KB/s. Streamed answers are not bounded by it.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** The headers alone, within this (or the request timeout if it is shorter). */
+const HEADERS_TIMEOUT_MS = 10_000;
 
 /**
  * Fastify's ajv as the routes' schemas need it. A JSON body is validated as sent: "1" is not the
@@ -89,10 +96,14 @@ function installBodyParsers(app: FastifyInstance): void {
  * else shares the origin (the web app), so this part does not depend on the parts it serves.
  */
 export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyInstance) => Promise<void>): Promise<FastifyInstance> {
+  const requestTimeoutMs = ctx.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const app = Fastify({
     // The service logs through its own pino logger (ctx.logger); Fastify's per-request logs are noise here.
     logger: false,
     bodyLimit: BODY_LIMIT_BYTES,
+    // Node checks its timeouts every 30 s by default, which let a slow client hold a connection that much longer.
+    http: { headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs), connectionsCheckingInterval: 1_000 },
+    requestTimeout: requestTimeoutMs,
     // Model ids hold a slash; keep the router from treating encoded ones specially.
     routerOptions: { ignoreTrailingSlash: true },
     genReqId: requestIdFor,

@@ -10,11 +10,12 @@
  * shares; v0.3 added only control tokens).
  */
 import { Worker } from "node:worker_threads";
+import { threadModule } from "../core/index.ts";
 import { DEFAULT_MAX_TOKEN_BYTES } from "./token-bounds.ts";
 
 export type TokenizerFamily = "llama3" | "qwen" | "mistral";
 
-const THREAD_ENTRY = new URL("./token-count-thread-entry.mjs", import.meta.url);
+const THREAD_ENTRY = threadModule(import.meta.url, "token-count-thread");
 
 /** What the gateway counts a model's tokens with. */
 export interface TokenCounter {

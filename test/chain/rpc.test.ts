@@ -37,7 +37,7 @@ import {
   type Signature,
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
-import { openChain, startChainRpc, type Chain, type ChainRpcServer } from "../../src/chain/index.ts";
+import { openChain, startChainRpc, startChainRpcThread, type Chain, type ChainRpcServer } from "../../src/chain/index.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { newId } from "../../src/core/ids.ts";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
@@ -55,7 +55,10 @@ function clients(server: ChainRpcServer) {
   return { rpc: createSolanaRpc(devnet(server.url)), rpcSubscriptions: createSolanaRpcSubscriptions(devnet(server.wsUrl)) };
 }
 
-describe("Solana JSON-RPC over the embedded chain", () => {
+/** The server in this thread (`svc chain serve`), and on a thread of its own beside a gateway (`svc dev`, `svc serve`). */
+const SERVERS = [["in the chain's owner thread", startChainRpc], ["on a thread of its own", startChainRpcThread]] as const;
+
+for (const [where, start] of SERVERS) describe(`Solana JSON-RPC over the embedded chain, served ${where}`, () => {
   let chain: Chain;
   let server: ChainRpcServer;
   let rpc: ReturnType<typeof clients>["rpc"];
@@ -64,7 +67,7 @@ describe("Solana JSON-RPC over the embedded chain", () => {
 
   before(async () => {
     chain = await openChain({ slotMs: 100 });
-    server = await startChainRpc({ chain, port: 0, faucet: true });
+    server = await start({ chain, port: 0, faucet: true });
     ({ rpc, rpcSubscriptions } = clients(server));
     payer = await generateKeyPairSigner();
     await airdropFactory({ rpc, rpcSubscriptions })({ recipientAddress: payer.address, lamports: lamports(10n * SOL), commitment: "confirmed" });

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { cp, mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { access, cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 
@@ -70,4 +70,20 @@ test("a change to the sources makes a new build; builds a day old are removed, n
   assert.equal(after.length, 2);
   assert.ok(!after.includes(before[0]!), "the day-old build was removed");
   assert.ok(after.includes(before[1]!), "the recent build was kept");
+});
+
+test("every thread the sources start is an entry point of the build, with its tsx entry beside it", async () => {
+  const { THREAD_ENTRIES } = await import("../../bin/build.js");
+  const sources = (await readdir("src", { recursive: true })).filter((file) => file.endsWith(".ts"));
+  const started: string[] = [];
+  for (const file of sources) {
+    const text = await readFile(join("src", file), "utf8");
+    for (const [, name] of text.matchAll(/threadModule\(import\.meta\.url, "([a-z-]+)"\)/g)) {
+      started.push(name!);
+      const dir = join(process.cwd(), "src", dirname(file));
+      assert.equal(THREAD_ENTRIES[`${name}-main`], join(dir, `${name}-main.ts`), `${file} starts ${name}`);
+      await access(join(dir, `${name}-entry.mjs`));
+    }
+  }
+  assert.deepEqual(started.sort(), ["chain-thread", "rpc-thread", "token-count-thread"]);
 });

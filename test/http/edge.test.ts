@@ -4,13 +4,14 @@
  * a route does not take; request ids, Retry-After, CORS and the request log line (issue 8.7, 8.10).
  */
 import assert from "node:assert/strict";
+import net from "node:net";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { appSession } from "../support/app-session.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
-import { httpText, rawRequest, type RawResponse } from "../support/raw-http.ts";
+import { httpText, parseRawResponse, rawRequest, type RawResponse } from "../support/raw-http.ts";
 
 let gateway: TestGateway;
 const logLines: Record<string, unknown>[] = [];
@@ -186,3 +187,51 @@ async function waitForLog(match: (line: Record<string, unknown>) => boolean): Pr
   throw new Error("no such log line");
 }
 
+
+describe("every stage of a request is bounded in time", () => {
+  let slow: TestGateway;
+  before(async () => {
+    slow = await startTestGateway({ db: await migratedTestDb(), requestTimeoutMs: 1_500 });
+  });
+  after(() => slow.close());
+
+  /** Opens a connection, sends `head` and then `trickle` one byte every 200 ms; resolves with the answer and when it came. */
+  function trickling(head: string, trickle = ""): Promise<{ response: RawResponse; ms: number }> {
+    const { hostname, port } = new URL(slow.baseUrl);
+    const started = Date.now();
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      const socket = net.connect(Number(port), hostname, () => socket.write(head));
+      let sent = 0;
+      const timer = setInterval(() => sent < trickle.length && socket.writable && socket.write(trickle[sent++]!), 200);
+      socket.on("data", (d: Buffer) => chunks.push(d));
+      socket.on("error", () => undefined);
+      socket.on("close", () => {
+        clearInterval(timer);
+        resolve({ response: parseRawResponse(Buffer.concat(chunks).toString("utf8")), ms: Date.now() - started });
+      });
+    });
+  }
+
+  test("a body sent a byte at a time: 408 request_timeout with the spec's body, at the request timeout", async () => {
+    const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Hi" }] });
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${slow.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const { response, ms } = await trickling(head, body);
+    assertSpecError(response, 408, "request_timeout");
+    assert.ok(ms < 4_000, `closed after ${ms} ms`);
+  });
+
+  test("headers that never end, and a silent connection: 408 within the request timeout", async () => {
+    const headerOnly = await trickling("GET /v1/models HTTP/1.1\r\nHost: localhost\r\n", "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    assertSpecError(headerOnly.response, 408, "request_timeout");
+    assert.ok(headerOnly.ms < 4_000, `closed after ${headerOnly.ms} ms`);
+    const silent = await trickling("");
+    assert.ok(silent.ms < 4_000, `a silent connection closed after ${silent.ms} ms`);
+  });
+
+  test("3,000 headers get the spec's body", async () => {
+    const many = Array.from({ length: 3_000 }, (_, i): [string, string] => [`X-H${i}`, "1"]);
+    const response = await rawRequest(slow.baseUrl, httpText("GET", "/v1/models", [["Authorization", `Bearer ${slow.apiKey}`], ...many]));
+    assert.match(response.headers["content-type"] ?? "", /^application\/json/, `${response.status} ${response.body}`);
+  });
+});

@@ -6,7 +6,8 @@
 import { TOKEN_ACCOUNT_SIZE, MINT_SIZE, TOKEN_PROGRAM } from "../addresses.ts";
 import type { AccountInfo } from "../backend.ts";
 import { base58Encode } from "../../core/index.ts";
-import { invalidParams } from "./errors.ts";
+import { INVALID_REQUEST, RpcError, invalidParams } from "./errors.ts";
+import { MAX_BASE58_BYTES } from "./limits.ts";
 
 /** What Solana reports as every rent-exempt account's rent epoch. */
 const RENT_EXEMPT_EPOCH = 18_446_744_073_709_551_615n;
@@ -125,13 +126,21 @@ export function checkAccountEncoding(config: AccountEncoding): void {
   }
 }
 
+/** The account's data as `config` asks for it: whole, or its `dataSlice`. */
+export function accountBytes(account: AccountInfo, config: AccountEncoding): Uint8Array {
+  const slice = config.dataSlice;
+  return slice ? account.data.subarray(slice.offset, slice.offset + slice.length) : account.data;
+}
+
 /** An account as `getAccountInfo` returns it. */
 export function encodeAccount(account: AccountInfo, config: AccountEncoding, decimalsOf: (mint: string) => number): unknown {
   const encoding = config.encoding ?? "binary";
   let data: unknown = encoding === "jsonParsed" ? parsedToken(account, decimalsOf) : null;
   if (data === null) {
-    let bytes = account.data;
-    if (config.dataSlice) bytes = bytes.subarray(config.dataSlice.offset, config.dataSlice.offset + config.dataSlice.length);
+    const bytes = accountBytes(account, config);
+    if ((encoding === "binary" || encoding === "base58") && bytes.length > MAX_BASE58_BYTES) {
+      throw new RpcError(INVALID_REQUEST, `Encoded binary (base 58) data should be less than ${MAX_BASE58_BYTES} bytes, please use Base64 encoding.`);
+    }
     const buf = view(bytes);
     // jsonParsed falls back to base64 for accounts it cannot parse, as Solana's nodes do.
     if (encoding === "binary") data = base58Encode(bytes);

@@ -13,6 +13,7 @@ import { LAMPORTS_PER_SIGNATURE, transactionFee } from "../tx-meta.ts";
 import { buildTransaction, parseTransaction } from "../wire.ts";
 import { API_VERSION, withContext, type Method, type RpcContext } from "./context.ts";
 import {
+  accountBytes,
   checkAccountEncoding,
   encodeAccount,
   isTokenAccount,
@@ -33,6 +34,7 @@ const MAX_SIGNATURES_FOR_ADDRESS = 1000;
 
 async function accountsView(ctx: RpcContext, accounts: (AccountInfo | null)[], config: AccountEncoding): Promise<unknown[]> {
   checkAccountEncoding(config);
+  ctx.budget?.take(accounts.reduce((sum, a) => sum + (a ? accountBytes(a, config).length : 0), 0));
   // Mint decimals for jsonParsed token amounts, read once per call.
   const mints = new Map<string, number>();
   for (const a of accounts) {

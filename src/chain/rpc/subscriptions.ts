@@ -1,16 +1,19 @@
 /**
  * Solana's PubSub over WebSocket: slot, signature and account subscriptions fed by the embedded
- * chain's own events, so a notification follows a change only once it is durable.
+ * chain's own events, so a notification follows a change only once it is durable. Connections
+ * and subscriptions are bounded per address, per connection and in all (./limits.ts), and a
+ * connection that does not read its notifications is dropped once they pile up.
  */
 import type { Address } from "@solana/kit";
 import type { RawData, WebSocket } from "ws";
 import { SYSTEM_PROGRAM } from "../addresses.ts";
-import { base58Encode } from "../../core/index.ts";
+import { type RateLimiter, base58Encode } from "../../core/index.ts";
 import type { ChainEvent } from "../backend.ts";
 import { isWritable, parseTransaction } from "../wire.ts";
 import type { RpcContext } from "./context.ts";
 import { checkAccountEncoding, encodeAccount, isTokenAccount, mintDecimals, toJson, tokenAccountFields, outcomeError, type AccountEncoding } from "./encoding.ts";
 import { INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RpcError, invalidParams } from "./errors.ts";
+import type { RpcLimits } from "./limits.ts";
 import * as p from "./params.ts";
 
 type Kind = "slot" | "signature" | "account";
@@ -24,41 +27,70 @@ interface Subscription {
   encoding: AccountEncoding;
 }
 
+/** A connection: whose it is, and how many subscriptions it holds. */
+interface Connection {
+  address: string;
+  subscriptions: number;
+}
+
+/** Close code for a connection refused or dropped by a limit: "try again later". */
+const TRY_AGAIN_LATER = 1013;
+
 export class Subscriptions {
   private nextId = 1;
   private accountWatchers = 0;
   private readonly byId = new Map<number, Subscription>();
   private readonly byKey = new Map<string, Set<Subscription>>();
+  private readonly connections = new Map<WebSocket, Connection>();
+  private readonly connectionsPerAddress = new Map<string, number>();
   private readonly unwatch: () => void;
 
-  constructor(private readonly ctx: RpcContext) {
+  constructor(
+    private readonly ctx: RpcContext,
+    private readonly limits: RpcLimits,
+    /** Shared with the HTTP side: each message counts as a request from its address. */
+    private readonly perAddress: RateLimiter,
+  ) {
     this.unwatch = ctx.backend.watch((event) => void this.onChainEvent(event).catch(() => undefined));
   }
 
-  attach(socket: WebSocket): void {
+  attach(socket: WebSocket, address: string): void {
+    const fromAddress = this.connectionsPerAddress.get(address) ?? 0;
+    if (fromAddress >= this.limits.maxConnectionsPerAddress || this.connections.size >= this.limits.maxConnections) {
+      return socket.close(TRY_AGAIN_LATER, "too many connections");
+    }
+    this.connections.set(socket, { address, subscriptions: 0 });
+    this.connectionsPerAddress.set(address, fromAddress + 1);
     socket.on("message", (data: RawData) => void this.onMessage(socket, data));
     socket.on("close", () => {
       for (const sub of [...this.byId.values()]) if (sub.socket === socket) this.remove(sub.id);
+      this.connections.delete(socket);
+      const left = (this.connectionsPerAddress.get(address) ?? 1) - 1;
+      if (left === 0) this.connectionsPerAddress.delete(address);
+      else this.connectionsPerAddress.set(address, left);
     });
   }
 
   private async onMessage(socket: WebSocket, data: RawData): Promise<void> {
+    if (this.perAddress.take(this.connections.get(socket)?.address ?? "") > 0) {
+      return this.send(socket, { jsonrpc: "2.0", id: null, error: { code: 429, message: "Too many requests from this address" } });
+    }
     let request: { id?: unknown; method?: unknown; params?: unknown };
     try {
       request = JSON.parse(data.toString()) as typeof request;
     } catch {
-      return send(socket, { jsonrpc: "2.0", id: null, error: { code: PARSE_ERROR, message: "Parse error" } });
+      return this.send(socket, { jsonrpc: "2.0", id: null, error: { code: PARSE_ERROR, message: "Parse error" } });
     }
     const id = request.id ?? null;
     // kit pings idle connections to keep them open; the ping needs no answer.
     if (request.method === "ping") return;
     try {
       const result = await this.call(socket, request.method, Array.isArray(request.params) ? request.params : []);
-      send(socket, { jsonrpc: "2.0", id, result });
+      this.send(socket, { jsonrpc: "2.0", id, result });
       if (request.method === "signatureSubscribe") await this.notifyIfProcessed(result as number);
     } catch (err) {
       const e = err instanceof RpcError ? err : new RpcError(INVALID_REQUEST, (err as Error).message);
-      send(socket, { jsonrpc: "2.0", id, error: { code: e.code, message: e.message } });
+      this.send(socket, { jsonrpc: "2.0", id, error: { code: e.code, message: e.message } });
     }
   }
 
@@ -86,6 +118,12 @@ export class Subscriptions {
   }
 
   private add(socket: WebSocket, kind: Kind, key: string, encoding: AccountEncoding): number {
+    const connection = this.connections.get(socket)!;
+    if (connection.subscriptions >= this.limits.maxSubscriptionsPerConnection) {
+      throw new RpcError(INVALID_REQUEST, `Invalid request: a connection holds at most ${this.limits.maxSubscriptionsPerConnection} subscriptions`);
+    }
+    if (this.byId.size >= this.limits.maxSubscriptions) throw new RpcError(INVALID_REQUEST, "Invalid request: the server holds all the subscriptions it can; try again later");
+    connection.subscriptions++;
     const sub: Subscription = { id: this.nextId++, kind, socket, key, encoding };
     this.byId.set(sub.id, sub);
     const mapKey = `${kind}:${key}`;
@@ -100,6 +138,8 @@ export class Subscriptions {
     const sub = this.byId.get(id);
     if (!sub) return false;
     this.byId.delete(id);
+    const connection = this.connections.get(sub.socket);
+    if (connection) connection.subscriptions--;
     if (sub.kind === "account") this.accountWatchers--;
     const mapKey = `${sub.kind}:${sub.key}`;
     this.byKey.get(mapKey)?.delete(sub);
@@ -114,13 +154,13 @@ export class Subscriptions {
   private async onChainEvent(event: ChainEvent): Promise<void> {
     if (event.type === "slot") {
       const result = { parent: event.slot - 1n, root: event.slot, slot: event.slot };
-      for (const sub of this.subscribers("slot", "")) notify(sub, "slotNotification", result);
+      for (const sub of this.subscribers("slot", "")) this.notify(sub, "slotNotification", result);
       return;
     }
     if (event.type === "airdrop") return this.notifyAccount(base58Encode(event.record.address), event.record.slot);
     const { signature, record } = event;
     for (const sub of this.subscribers("signature", signature)) {
-      notify(sub, "signatureNotification", signatureResult(record));
+      this.notify(sub, "signatureNotification", signatureResult(record));
       this.remove(sub.id);
     }
     // Every transaction the service sends passes here: parse it only when someone watches accounts.
@@ -137,7 +177,7 @@ export class Subscriptions {
     if (!sub) return;
     const status = await this.ctx.backend.getTransactionStatus(sub.key);
     if (!status || !this.byId.has(id)) return;
-    notify(sub, "signatureNotification", signatureResult(status));
+    this.notify(sub, "signatureNotification", signatureResult(status));
     this.remove(id);
   }
 
@@ -150,8 +190,23 @@ export class Subscriptions {
     };
     const decimals = isTokenAccount(account) ? mintDecimals(await this.ctx.backend.getAccount(tokenAccountFields(account.data).mint as Address)) ?? 0 : 0;
     for (const sub of subs) {
-      notify(sub, "accountNotification", { context: { slot }, value: encodeAccount(account, sub.encoding, () => decimals) });
+      this.notify(sub, "accountNotification", { context: { slot }, value: encodeAccount(account, sub.encoding, () => decimals) });
     }
+  }
+
+  private notify(sub: Subscription, method: string, result: unknown): void {
+    this.send(sub.socket, { jsonrpc: "2.0", method, params: { result, subscription: sub.id } });
+  }
+
+  /** Sends unless the connection has left more than its share unread: then it is dropped. */
+  private send(socket: WebSocket, message: unknown): void {
+    if (socket.readyState !== socket.OPEN) return;
+    if (socket.bufferedAmount > this.limits.maxBufferedBytesPerConnection) return void socket.terminate();
+    socket.send(toJson(message));
+  }
+
+  stats(): { connections: number; subscriptions: number } {
+    return { connections: this.connections.size, subscriptions: this.byId.size };
   }
 
   close(): void {
@@ -161,14 +216,6 @@ export class Subscriptions {
   }
 }
 
-function send(socket: WebSocket, message: unknown): void {
-  if (socket.readyState === socket.OPEN) socket.send(toJson(message));
-}
-
 function signatureResult(outcome: { slot: bigint; ok: boolean; err?: string }): unknown {
   return { context: { slot: outcome.slot }, value: { err: outcomeError(outcome) } };
-}
-
-function notify(sub: Subscription, method: string, result: unknown): void {
-  send(sub.socket, { jsonrpc: "2.0", method, params: { result, subscription: sub.id } });
 }
