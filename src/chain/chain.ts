@@ -5,6 +5,7 @@
  * builds and signs without sending (the caller records the signature before the transaction can
  * exist on-chain), `send` for the prepared bytes, and `x` doing both.
  */
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
 import { type Logger, MIN_ACTIVE_STAKE, type Signer, TIERS, silentLogger, base58Encode, creditsToBaseUnits, idBody, isId, proofMessage, verifyEd25519 } from "../core/index.ts";
@@ -390,6 +391,7 @@ export class Chain {
       [
         ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: own, owner: wallet, mint: this.mint }),
         escrowInstructions.withdraw({ program: this.program, wallet, destination: own, amount: creditsToBaseUnits(credits) }),
+        ix.memo(`svc:withdrawal nonce=${freshNonce()}`),
       ],
       false,
       [awaitingSignature(wallet)],
@@ -524,7 +526,7 @@ export class Chain {
       [
         ix.createAssociatedTokenIdempotent({ payer: this.feePayer, ata: account, owner, mint: accounts.mint }),
         ix.mintTo({ mint: accounts.mint, to: account, authority: authority.address, amount: input.amount }),
-        ix.memo(`svc:${memo} owner=${owner} amount=${input.amount}`),
+        ix.memo(`svc:${memo} owner=${owner} amount=${input.amount} nonce=${freshNonce()}`),
       ],
       false,
       [authority],
@@ -657,6 +659,14 @@ async function programIdFor(options: OpenChainOptions, backend: ChainBackend, ke
 }
 
 /** Opens the chain and makes sure the service's mint, fee payer, treasury and escrow program config exist on it. */
+/**
+ * Keeps two equal payments apart: with the same instructions and blockhash they would be one
+ * transaction (signatures are deterministic), which the chain runs once.
+ */
+function freshNonce(): string {
+  return base58Encode(randomBytes(8));
+}
+
 export async function openChain(options: OpenChainOptions = {}): Promise<Chain> {
   const { dataDir } = options;
   const keysDir = options.keysDir ?? (dataDir === undefined ? undefined : join(dataDir, "keys"));

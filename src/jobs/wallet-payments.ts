@@ -11,7 +11,7 @@ import type { Address } from "@solana/kit";
 import { signWalletSlot, walletSignedCopy, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
 import { ApiError, creditsToBaseUnits, generateKeypair, newId, type Signer } from "../core/index.ts";
 import * as ledger from "../ledger/index.ts";
-import type { Db } from "../store/index.ts";
+import { sqlState, type Db } from "../store/index.ts";
 import { creditDeposit } from "./deposits.ts";
 import * as money from "./money.ts";
 
@@ -29,6 +29,8 @@ interface Prepared {
   wire: Uint8Array;
   signature: string;
   expiresAt: number;
+  /** Set once its signed copy is taken: a repeat is told so instead of sending it again. */
+  submitted?: boolean;
 }
 
 export interface PreparedPayment {
@@ -61,6 +63,19 @@ export interface SentPayment {
 }
 
 const withdrawalId = (signature: string) => `withdrawal:${signature}`;
+
+const PAYMENT_NAMES: Record<PaymentKind, string> = { wallet_deposit: "deposit", withdrawal: "withdrawal" };
+
+/** A payment whose transaction was already taken: what happened to it, never a second send. */
+function alreadySubmitted(p: Prepared): ApiError {
+  const name = PAYMENT_NAMES[p.kind];
+  return new ApiError(
+    "conflict",
+    `This ${name} was already submitted as transaction ${p.signature}; it is not sent twice. Its outcome shows in your ${name}s; to make another, prepare a new one.`,
+    "id",
+    { signature: p.signature },
+  );
+}
 
 /** A fresh key that marks a deposit for anyone watching the chain (Solana Pay's reference). */
 function referenceKey(): Address {
@@ -97,6 +112,11 @@ function withdrawalOwner(): ActionOwner {
 export class WalletPayments {
   private readonly prepared = new Map<string, Prepared>();
   private readonly requests = new Map<string, PayRequest>();
+  /**
+   * Signatures of the transactions submitted here, until any prepared copy of them has expired:
+   * a transaction is sent once, whichever id names it.
+   */
+  private readonly submitted = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
@@ -110,6 +130,7 @@ export class WalletPayments {
   private keep(p: Omit<Prepared, "expiresAt">): PreparedPayment {
     const now = Date.now();
     for (const [id, old] of this.prepared) if (old.expiresAt < now) this.prepared.delete(id);
+    for (const [signature, until] of this.submitted) if (until < now) this.submitted.delete(signature);
     const id = newId("pay");
     this.prepared.set(id, { ...p, expiresAt: now + PREPARED_TTL_MS });
     return { id, transaction: Buffer.from(p.wire).toString("base64"), credits: p.credits };
@@ -178,25 +199,50 @@ export class WalletPayments {
     return Buffer.from(signWalletSlot(p.wire, signer)).toString("base64");
   }
 
-  /** Checks the wallet's signed copy, records it (a withdrawal reserving its credits first) and sends it. */
+  /**
+   * Checks the wallet's signed copy, records it (a withdrawal reserving its credits first) and
+   * sends it. A transaction is taken once: a repeat, or another id naming the same transaction,
+   * answers 409 conflict with its signature.
+   */
   async submit(wallet: string, id: string, signedBase64: string): Promise<SentPayment> {
     const p = this.prepared.get(id);
-    if (!p || p.wallet !== wallet || p.expiresAt < Date.now()) throw new ApiError("not_found", `No transaction '${id}' is waiting for this wallet's signature; prepare it again.`, "id");
+    if (!p || p.wallet !== wallet) throw new ApiError("not_found", `No transaction '${id}' is waiting for this wallet's signature; prepare it again.`, "id");
+    if (p.submitted) throw alreadySubmitted(p);
+    if (p.expiresAt < Date.now()) throw new ApiError("not_found", `No transaction '${id}' is waiting for this wallet's signature; prepare it again.`, "id");
     let signed: Uint8Array;
     try {
       signed = walletSignedCopy(p.wire, new Uint8Array(Buffer.from(signedBase64, "base64")), wallet);
     } catch (error) {
       throw new ApiError("invalid_request", `Refused: ${(error as Error).message}. Nothing was sent.`, "transaction");
     }
-    this.prepared.delete(id);
+    // Claimed before the first await, so a concurrent repeat cannot pass the checks above too.
+    if (this.submitted.has(p.signature)) throw alreadySubmitted(p);
+    p.submitted = true;
+    this.submitted.set(p.signature, Date.now() + PREPARED_TTL_MS);
     const action: ChainAction = { kind: p.kind, subject: wallet, signature: p.signature, wire: signed, params: { credits: p.credits } };
-    await this.db.transaction(async (tx) => {
-      if (p.kind === "withdrawal") await this.reserveWithdrawal(tx, p, action.signature);
-      await this.journal.record(tx, action);
-    });
+    await this.recordSubmitted(id, p, action);
     const sent = await this.journal.send(action);
     const creditsRemaining = typeof sent.outcome === "number" ? sent.outcome : await money.availableCredits(this.db, wallet);
     return { signature: action.signature, credits: p.credits, creditsRemaining };
+  }
+
+  /**
+   * Records the action (a withdrawal reserving its credits first). Another gateway node that took
+   * the same transaction has its row already: that is a repeat too. When nothing was recorded the
+   * prepared copy is dropped, as before any send: the wallet prepares again.
+   */
+  private async recordSubmitted(id: string, p: Prepared, action: ChainAction): Promise<void> {
+    try {
+      await this.db.transaction(async (tx) => {
+        if (p.kind === "withdrawal") await this.reserveWithdrawal(tx, p, action.signature);
+        await this.journal.record(tx, action);
+      });
+    } catch (error) {
+      if (sqlState(error) === "23505") throw alreadySubmitted(p);
+      this.prepared.delete(id);
+      this.submitted.delete(p.signature);
+      throw error;
+    }
   }
 
   private async reserveWithdrawal(tx: Db, p: Prepared, signature: string): Promise<void> {

@@ -1,5 +1,6 @@
 /** What the web app's server routes are given. */
-import type { Signer } from "../core/index.ts";
+import type { RateLimitOptions, Signer } from "../core/index.ts";
+import type { SignInNonces } from "./nonces.ts";
 
 export interface WebOptions {
   /** Session lifetime. Default 12 h. */
@@ -8,12 +9,22 @@ export interface WebOptions {
   chainId?: string;
   /** `svc dev` only: the dev wallet, which "Use the dev wallet" signs in as, server-side. */
   devWallet?: Signer;
+  /**
+   * Sign-in nonces one client address may ask for, a token bucket (./nonces.ts): by default 10
+   * at once, then 5 a minute; false lifts it.
+   */
+  nonceRateLimit?: RateLimitOptions | false;
+  /** Unused, unexpired sign-in nonces this node keeps at most. Default 10,000. */
+  maxOutstandingNonces?: number;
 }
 
 /** Sign-in nonces and wallet sessions (./sessions.ts), bound to the service's database. */
 export interface SessionStore {
   issueNonce(now: Date): Promise<{ nonce: string; expiresAt: Date }>;
-  useNonce(nonce: string): Promise<boolean>;
+  /** The nonce's expiry, once per live nonce; undefined when it was used or is unknown. */
+  useNonce(nonce: string): Promise<Date | undefined>;
+  /** Deletes expired nonces. */
+  sweepNonces(): Promise<void>;
   openSession(wallet: string, ttlMs: number): Promise<{ token: string; expiresAt: Date }>;
   sessionWallet(token: string): Promise<{ wallet: string; expiresAt: Date } | undefined>;
   closeSession(token: string): Promise<void>;
@@ -24,6 +35,8 @@ export interface WebContext {
   /** The app's origin; only known once the server listens. */
   appUrl(): string;
   sessions: SessionStore;
+  /** The sign-in nonces this node hands out, within their limits. */
+  nonces: SignInNonces;
   options: WebOptions;
 }
 

@@ -7,6 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { ApiError, type Signer, usdcValue } from "../core/index.ts";
 import qrcode from "qrcode-generator";
 import { ERROR_RESPONSES, idParams, int, maybe, object, str } from "../http/index.ts";
+import { TEST_USDC_CREDITS, TestUsdcFaucet } from "./test-usdc.ts";
 
 /** The QR code of `text` as an SVG element that scales to its box. */
 function qrSvg(text: string): string {
@@ -24,7 +25,7 @@ export interface CreditPageOptions {
   /** Credits' worth of USDC in the wallet's own token account. */
   walletUsdcCredits(wallet: string): Promise<number>;
   recentWithdrawals(wallet: string, limit: number): Promise<{ credits: number; at: Date; withdrawalTx: string | null; state: string }[]>;
-  /** Mints test USDC to the wallet; offered only while there is a dev wallet (svc dev). */
+  /** Mints test USDC to the wallet, answering the transaction's signature; offered only while there is a dev wallet (svc dev). */
   grantTestUsdc(wallet: string, credits: number): Promise<string>;
   /** `svc dev` only: the dev wallet, which the server signs for; read per request (svc dev sets it after start). */
   devWallet(): Signer | undefined;
@@ -35,7 +36,6 @@ export interface CreditPageOptions {
   appUrl(): string;
 }
 
-const TEST_USDC_CREDITS = 1_000;
 const creditsBody = {
   type: "object",
   required: ["credits"],
@@ -106,8 +106,9 @@ export async function creditPageRoutes(app: FastifyInstance, o: CreditPageOption
     })),
   }));
 
+  const faucet = new TestUsdcFaucet((wallet, credits) => o.grantTestUsdc(wallet, credits));
   app.post("/test-usdc", respond(granted), async (request) => {
     if (!o.devWallet()) throw new ApiError("not_found", "Test USDC is given by svc dev only.");
-    return { object: "test_usdc", credits: TEST_USDC_CREDITS, usdc_tx: await o.grantTestUsdc(request.appWallet, TEST_USDC_CREDITS) };
+    return { object: "test_usdc", credits: TEST_USDC_CREDITS, usdc_tx: await faucet.give(request.appWallet) };
   });
 }

@@ -13,6 +13,7 @@ import type { Db } from "../store/index.ts";
 import { accountPageRoutes, type AccountPageOptions } from "./account-routes.ts";
 import { registerAppPage } from "./bundle.ts";
 import { creditPageRoutes, type CreditPageOptions } from "./credit-routes.ts";
+import { SignInNonces } from "./nonces.ts";
 import { solanaPayRoutes, type SolanaPayOptions } from "./solana-pay-routes.ts";
 import type { SessionStore, WebContext, WebOptions } from "./context.ts";
 import { guardAppRequests, sessionRoutes } from "./session-routes.ts";
@@ -23,6 +24,7 @@ function sessionStore(db: Db): SessionStore {
   return {
     issueNonce: (now) => sessions.issueNonce(db, now),
     useNonce: (nonce) => sessions.useNonce(db, nonce),
+    sweepNonces: () => sessions.sweepNonces(db),
     openSession: (wallet, ttlMs) => sessions.openSession(db, wallet, ttlMs),
     sessionWallet: (token) => sessions.sessionWallet(db, token),
     closeSession: (token) => sessions.closeSession(db, token),
@@ -81,7 +83,8 @@ export interface WebAppParts {
 
 export async function registerWebApp(app: FastifyInstance, parts: WebAppParts): Promise<void> {
   const { db, checkRequest } = parts;
-  const web: WebContext = { appUrl: parts.appUrl, sessions: sessionStore(db), options: parts.options };
+  const store = sessionStore(db);
+  const web: WebContext = { appUrl: parts.appUrl, sessions: store, nonces: new SignInNonces(store, parts.options), options: parts.options };
   registerAppPage(app);
   await app.register(
     async (api) => {

@@ -9,7 +9,7 @@ import { ApiError, base58Decode } from "../core/index.ts";
 import { DEFAULT_CHAIN_ID, type WebContext } from "./context.ts";
 import { ERROR_RESPONSES, maybe, object, str } from "../http/index.ts";
 import { DEFAULT_SESSION_TTL_MS } from "./sessions.ts";
-import { formatSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, signInNonce, signInRefusal, type SignInFields } from "./siws.ts";
+import { formatSignInMessage, SIGN_IN_STATEMENT, SIGN_IN_VERSION, signedFields, signInRefusal, type SignInFields } from "./siws.ts";
 
 export const SESSION_COOKIE = "svc_session";
 const COOKIE_PATH = "/app/api";
@@ -68,11 +68,14 @@ function setSessionCookie(reply: FastifyReply, appUrl: string, token: string, ex
   reply.header("set-cookie", `${SESSION_COOKIE}=${token}; Path=${COOKIE_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure}`);
 }
 
-/** The Sign In With Solana input for a fresh nonce (what `solana:signIn` is given). */
-async function signInInput(web: WebContext): Promise<Omit<SignInFields, "address">> {
+/**
+ * The Sign In With Solana input for a fresh nonce (what `solana:signIn` is given). `client`, the
+ * asker's address, is held to the nonce limits (./nonces.ts).
+ */
+async function signInInput(web: WebContext, client: string): Promise<Omit<SignInFields, "address">> {
   const origin = new URL(web.appUrl());
   const now = new Date();
-  const { nonce, expiresAt } = await web.sessions.issueNonce(now);
+  const { nonce, expiresAt } = await web.nonces.issue(client, now);
   return {
     domain: origin.host,
     statement: SIGN_IN_STATEMENT,
@@ -88,8 +91,13 @@ async function signInInput(web: WebContext): Promise<Omit<SignInFields, "address
 async function signIn(web: WebContext, reply: FastifyReply, signed: { address: string; message: Uint8Array; signature: Uint8Array }) {
   const refusal = signInRefusal(signed, { origin: web.appUrl(), chainId: web.options.chainId ?? DEFAULT_CHAIN_ID, now: new Date() });
   if (refusal) throw new ApiError("invalid_api_key", refusal);
-  const nonce = signInNonce(signed.message)!;
-  if (!(await web.sessions.useNonce(nonce))) throw new ApiError("invalid_api_key", "This sign-in message was already used or its nonce is unknown; sign in again.");
+  const fields = signedFields(signed.message)!;
+  const nonceExpiry = await web.nonces.use(fields.nonce);
+  if (!nonceExpiry) throw new ApiError("invalid_api_key", "This sign-in message was already used or its nonce is unknown; sign in again.");
+  // The message may not outlive the nonce it names: a signature valid "until 2099" is refused even though the nonce would stop it.
+  if (Date.parse(fields.expirationTime) > nonceExpiry.getTime()) {
+    throw new ApiError("invalid_api_key", `The message's expiration time is later than its nonce's (${nonceExpiry.toISOString()}); sign the message the app gave.`);
+  }
   const session = await web.sessions.openSession(signed.address, web.options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS);
   setSessionCookie(reply, web.appUrl(), session.token, session.expiresAt);
   return { object: "session", wallet: signed.address, expires_at: session.expiresAt.toISOString() };
@@ -122,7 +130,7 @@ export async function sessionRoutes(app: FastifyInstance, web: WebContext): Prom
   const open = { config: { public: true } };
   app.get("/config", { ...open, schema: response(appConfig) }, async () => ({ object: "app_config", dev_wallet: web.options.devWallet?.address ?? null, chain_id: web.options.chainId ?? DEFAULT_CHAIN_ID }));
 
-  app.post("/session/nonce", { ...open, schema: response(signInInputBody) }, async () => ({ object: "sign_in_input", ...(await signInInput(web)) }));
+  app.post("/session/nonce", { ...open, schema: response(signInInputBody) }, async (request) => ({ object: "sign_in_input", ...(await signInInput(web, request.ip)) }));
 
   app.post("/session", { ...open, schema: { body: signInBody, ...response(session) } }, async (request, reply) => {
     const body = request.body as { address: string; message: string; signature: string };
@@ -130,10 +138,11 @@ export async function sessionRoutes(app: FastifyInstance, web: WebContext): Prom
   });
 
   // Development only: sign in as the dev wallet without an extension, through the same checks.
-  app.post("/session/dev", { ...open, schema: response(session) }, async (_request, reply) => {
+  // Its nonce counts against the same limits: each sign-in also keeps a session row for hours.
+  app.post("/session/dev", { ...open, schema: response(session) }, async (request, reply) => {
     const dev = web.options.devWallet;
     if (!dev) throw new ApiError("not_found", "The dev wallet is only offered by 'svc dev'.");
-    const message = new TextEncoder().encode(formatSignInMessage({ ...(await signInInput(web)), address: dev.address }));
+    const message = new TextEncoder().encode(formatSignInMessage({ ...(await signInInput(web, request.ip)), address: dev.address }));
     return signIn(web, reply, { address: dev.address, message, signature: dev.sign(message) });
   });
 

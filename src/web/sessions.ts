@@ -16,15 +16,19 @@ function hashToken(token: string): string {
 export async function issueNonce(db: Db, now = new Date()): Promise<{ nonce: string; expiresAt: Date }> {
   const nonce = randomBytes(16).toString("hex");
   const expiresAt = new Date(now.getTime() + NONCE_TTL_MS);
-  await db.query("DELETE FROM web_sign_in_nonces WHERE expires_at < now()");
   await db.query("INSERT INTO web_sign_in_nonces (nonce, expires_at) VALUES ($1, $2)", [nonce, expiresAt]);
   return { nonce, expiresAt };
 }
 
-/** True once per live nonce: a replayed or unknown nonce is false. */
-export async function useNonce(db: Db, nonce: string): Promise<boolean> {
-  const used = await db.query("DELETE FROM web_sign_in_nonces WHERE nonce = $1 AND expires_at > now() RETURNING nonce", [nonce]);
-  return used.length > 0;
+/** Expired nonces can never be used; the caller decides how often they are deleted (./nonces.ts). */
+export async function sweepNonces(db: Db): Promise<void> {
+  await db.query("DELETE FROM web_sign_in_nonces WHERE expires_at < now()");
+}
+
+/** The nonce's expiry, once per live nonce: a replayed or unknown nonce is undefined. */
+export async function useNonce(db: Db, nonce: string): Promise<Date | undefined> {
+  const [used] = await db.query<{ expires_at: Date }>("DELETE FROM web_sign_in_nonces WHERE nonce = $1 AND expires_at > now() RETURNING expires_at", [nonce]);
+  return used ? new Date(used.expires_at) : undefined;
 }
 
 export async function openSession(db: Db, wallet: string, ttlMs: number): Promise<{ token: string; expiresAt: Date }> {

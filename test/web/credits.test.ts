@@ -18,12 +18,13 @@ import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { assertChainAgrees } from "../support/chain-checks.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
-import { appCall, signInAs } from "./sign-in.ts";
+import { appCall, signInAs, type AppCall } from "./sign-in.ts";
 
 let gateway: TestGateway;
 let origin: string;
 before(async () => {
-  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 0, rateLimit: false });
+  // These tests sign in a wallet each; the sign-in limits have their own tests (sign-in-limits.test.ts).
+  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 0, rateLimit: false, web: { nonceRateLimit: false } });
   origin = gateway.service.origin;
 });
 after(() => gateway.close());
@@ -108,6 +109,48 @@ describe("credits in and out of the vault", () => {
     assert.deepEqual([tooMuch.status, tooMuch.body.error.param], [400, "credits"]);
   });
 
+  test("two equal withdrawals prepared at once are two transactions, both sent; a submit repeated answers 409 conflict", async () => {
+    const w = await walletWithUsdc(150);
+    await pay(w, "/deposits", 150);
+    const pair = await Promise.all([0, 1].map(() => appCall(origin, w.cookie, "POST", "/withdrawals", { credits: 50 })));
+    assert.notEqual(pair[0]!.body.transaction, pair[1]!.body.transaction, "each carries a nonce of its own");
+    const submit = (prepared: AppCall) => {
+      const signed = Buffer.from(signWalletSlot(new Uint8Array(Buffer.from(prepared.body.transaction, "base64")), w.key)).toString("base64");
+      return appCall(origin, w.cookie, "POST", `/payments/${prepared.body.id}`, { transaction: signed });
+    };
+    const sent = [await submit(pair[0]!), await submit(pair[1]!)];
+    assert.deepEqual(sent.map((a) => a.status), [200, 200], JSON.stringify(sent.map((a) => a.body)));
+    const again = await submit(pair[0]!);
+    assert.equal(again.status, 409, JSON.stringify(again.body));
+    assert.equal(again.body.error.code, "conflict");
+    assert.match(again.body.error.message, /withdrawal was already submitted/);
+    assert.equal(again.body.error.details.signature, sent[0]!.body.signature);
+    assert.equal(await money.availableCredits(gateway.service.db, w.key.address), 50);
+    assert.equal(await gateway.service.chain.walletUsdc(w.key.address), creditsToBaseUnits(100));
+    const listed = await appCall(origin, w.cookie, "GET", "/withdrawals");
+    assert.deepEqual(listed.body.data.map((x: { credits: number; state: string }) => [x.credits, x.state]), [[50, "posted"], [50, "posted"]]);
+    await assertChainAgrees(gateway.service, w.key.address);
+    assert.deepEqual(await checkInvariants(gateway.service.db), []);
+  });
+
+  test("concurrent submits of one prepared withdrawal or deposit: one is sent, the others answer 409, none 500", async () => {
+    const w = await walletWithUsdc(300);
+    for (const [path, credits] of [["/deposits", 200], ["/withdrawals", 80]] as const) {
+      const prepared = await appCall(origin, w.cookie, "POST", path, { credits });
+      const signed = Buffer.from(signWalletSlot(new Uint8Array(Buffer.from(prepared.body.transaction, "base64")), w.key)).toString("base64");
+      const answers = await Promise.all([0, 1, 2].map(() => appCall(origin, w.cookie, "POST", `/payments/${prepared.body.id}`, { transaction: signed })));
+      assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409, 409], JSON.stringify(answers.map((a) => a.body)));
+      const sent = answers.find((a) => a.status === 200)!;
+      for (const refused of answers.filter((a) => a.status === 409)) {
+        assert.match(refused.body.error.message, new RegExp(`${path.slice(1, -1)} was already submitted as transaction ${sent.body.signature}`));
+      }
+    }
+    assert.equal(await money.availableCredits(gateway.service.db, w.key.address), 120);
+    assert.equal(await gateway.service.chain.walletUsdc(w.key.address), creditsToBaseUnits(180));
+    await assertChainAgrees(gateway.service, w.key.address);
+    assert.deepEqual(await checkInvariants(gateway.service.db), []);
+  });
+
   test("a withdrawal racing paid requests never takes what escrow holds; ledger and chain agree after", async () => {
     const w = await walletWithUsdc(100);
     await pay(w, "/deposits", 100);
@@ -183,5 +226,24 @@ describe("svc dev's dev wallet", () => {
     const refused = await appCall(origin, other.cookie, "POST", `/payments/${theirs.body.id}`, { dev_wallet: true });
     assert.deepEqual([refused.status, refused.body.error.param], [400, "dev_wallet"], "only the dev wallet is signed for");
     await assertChainAgrees(gateway.service, dev.address);
+  });
+
+  test("test USDC: each grant is its own transaction that minted, even asked for at once; past 3 a wallet is told to wait", async () => {
+    gateway.service.enableDevSignIn(generateKeypair());
+    const w = await walletWithUsdc(0);
+    // At once, so all three are built within one blockhash: the same bytes unless the faucet makes them distinct.
+    const grants = await Promise.all([0, 1, 2].map(() => appCall(origin, w.cookie, "POST", "/test-usdc")));
+    assert.deepEqual(grants.map((g) => g.status), [200, 200, 200], JSON.stringify(grants.map((g) => g.body)));
+    assert.equal(new Set(grants.map((g) => g.body.usdc_tx)).size, 3, "three distinct transactions");
+    assert.equal(await gateway.service.chain.walletUsdc(w.key.address), creditsToBaseUnits(3000), "each grant minted its 1,000 credits' worth");
+    assert.equal((await appCall(origin, w.cookie, "GET", "/wallet-funds")).body.usdc_credits, 3000);
+    const limited = await appCall(origin, w.cookie, "POST", "/test-usdc");
+    assert.equal(limited.status, 429, JSON.stringify(limited.body));
+    assert.equal(limited.body.error.code, "rate_limited");
+    assert.ok(limited.body.error.details.retry_after >= 1);
+    assert.equal(limited.headers.get("retry-after"), String(limited.body.error.details.retry_after));
+    assert.equal(await gateway.service.chain.walletUsdc(w.key.address), creditsToBaseUnits(3000), "nothing more was minted");
+    const other = await walletWithUsdc(0);
+    assert.equal((await appCall(origin, other.cookie, "POST", "/test-usdc")).status, 200, "the limit is per wallet");
   });
 });

@@ -48,6 +48,8 @@ test("the message has the standard layout and parses back to its fields", () => 
 
 test("a message signed by its account, for this app, in time, is accepted", () => {
   assert.equal(signInRefusal(signed(fields), expected), undefined);
+  // A wallet whose clock runs a little ahead, signing the app's ten minutes from its own issue time.
+  assert.equal(signInRefusal(signed({ ...fields, issuedAt: "2026-11-22T12:00:30.000Z", expirationTime: "2026-11-22T12:10:30.000Z" }), expected), undefined);
 });
 
 test("every field is checked", () => {
@@ -61,6 +63,9 @@ test("every field is checked", () => {
     [{ issuedAt: "2026-11-22T12:30:00.000Z" }, /future/],
     [{ expirationTime: "2026-11-22T11:59:59.000Z" }, /expired/],
     [{ expirationTime: "tomorrow" }, /ISO 8601/],
+    [{ expirationTime: "2099-01-01T00:00:00.000Z" }, /longer than a sign-in's 10 minutes/],
+    [{ issuedAt: "2026-11-22T11:00:00.000Z", expirationTime: "2026-11-22T12:05:00.000Z" }, /more than 10 minutes ago/],
+    [{ issuedAt: "2026-11-22T12:00:30.000Z", expirationTime: "2026-11-22T12:00:10.000Z" }, /expires before it was issued/],
   ];
   for (const [change, reason] of cases) {
     assert.match(signInRefusal(signed({ ...fields, ...change }), expected) ?? "accepted", reason, JSON.stringify(change));
