@@ -75,6 +75,8 @@ export interface ServiceOptions {
   jobTimeoutMs?: number;
   /** The per-IP limit (`parseRateLimit`); false turns it off. */
   rateLimit?: RateLimitOptions | false;
+  /** Refused requests per address before it is answered 429 (http REFUSALS_PER_ADDRESS); false turns it off. */
+  refusalLimit?: RateLimitOptions | false;
   /** How long a request (headers and body) may take to arrive at the API and the app (default 30 s). */
   requestTimeoutMs?: number;
   logger?: Logger;
@@ -404,6 +406,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       web: { ...options.web },
       ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
       ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+      ...(options.refusalLimit !== undefined ? { refusalLimit: options.refusalLimit } : {}),
     };
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const money = moneyPages(payments, chain, ctx);

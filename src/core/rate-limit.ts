@@ -61,12 +61,12 @@ export class RateLimiter {
 
   constructor(private readonly options: RateLimitOptions = DEFAULT_RATE_LIMIT) {}
 
-  /** Take one token for `key`; returns 0 when allowed, else the whole seconds until a token is available. */
-  take(key: string, now = Date.now()): number {
+  /** Take `amount` tokens (one by default) for `key`; returns 0 when allowed, else the whole seconds until they are available. */
+  take(key: string, now = Date.now(), amount = 1): number {
     const { ratePerSecond, burst } = this.options;
     let bucket = this.buckets.get(key);
     if (bucket === undefined) this.buckets.set(key, (bucket = new TokenBucket(ratePerSecond, burst, now)));
-    const waitS = bucket.take(1, now);
+    const waitS = bucket.take(amount, now);
     if (waitS > 0) return Math.max(1, Math.ceil(waitS));
     if (this.buckets.size > 10_000) this.evictFull(now);
     return 0;

@@ -46,6 +46,8 @@ export interface HttpContext {
   appUrl: string;
   /** The per-IP limit; false turns it off (DECISIONS: 50/s, burst 100 by default). */
   rateLimit?: RateLimitOptions | false;
+  /** Refused requests per address (default REFUSALS_PER_ADDRESS); false turns the limit off. */
+  refusalLimit?: RateLimitOptions | false;
   /** How long a request (headers and body) may take to arrive; default REQUEST_TIMEOUT_MS. */
   requestTimeoutMs?: number;
   /** The web app's sign-in options (dev wallet, session lifetime). */

@@ -4,7 +4,7 @@
  * app mounts its page and `/app/api` routes onto the same server (src/service.ts wires it).
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { ApiError, RateLimiter } from "../core/index.ts";
+import { ApiError, BoundedMap, RateLimiter } from "../core/index.ts";
 import type { HttpContext, KeyOwner } from "./context.ts";
 import { answerClientError, requestIdFor, routerError, RouteTable, setEdgeHeaders } from "./edge.ts";
 import { installErrorHandling } from "./errors.ts";
@@ -29,6 +29,21 @@ export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 export const REQUEST_TIMEOUT_MS = 30_000;
 /** The headers alone, within this (or the request timeout if it is shorter). */
 const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * Request bodies one address may send, in bytes: reading, parsing and checking a body runs on the
+ * paid API's event loop even when the request is then refused, so their size is bounded per
+ * address beside their number. Several large prompts a second fit; a stream of 3 MB refusals does not.
+ */
+export const BODY_BYTES_PER_ADDRESS = { ratePerSecond: 4 * 1024 * 1024, burst: 16 * 1024 * 1024 };
+/**
+ * Requests one address may have refused (a malformed or unauthorised request, an unknown path):
+ * refusing reads, parses and checks each one on the paid API's event loop and charges nothing.
+ * Past the burst, the address is answered 429 before its requests are read, until the bucket refills.
+ */
+export const REFUSALS_PER_ADDRESS = { ratePerSecond: 5, burst: 20 };
+const REFUSED_STATUSES = new Set([400, 401, 403, 404, 405, 413, 415, 422, 431]);
+/** Addresses remembered as refused too often; the oldest is forgotten first. */
+const MAX_BLOCKED_ADDRESSES = 100_000;
 
 /**
  * Fastify's ajv as the routes' schemas need it. A JSON body is validated as sent: "1" is not the
@@ -92,6 +107,41 @@ function installBodyParsers(app: FastifyInstance): void {
 }
 
 /**
+ * The per-address limits, checked before a body is read: requests (DECISIONS: 50/s, burst 100 by
+ * default), the bytes their bodies declare (BODY_BYTES_PER_ADDRESS), and the requests refused
+ * (REFUSALS_PER_ADDRESS).
+ */
+function installRateLimits(app: FastifyInstance, ctx: HttpContext): void {
+  if (ctx.rateLimit === false) return;
+  const requests = new RateLimiter(ctx.rateLimit);
+  const bodyBytes = new RateLimiter(BODY_BYTES_PER_ADDRESS);
+  const refusalLimit = ctx.refusalLimit ?? REFUSALS_PER_ADDRESS;
+  const refusals = refusalLimit === false ? undefined : new RateLimiter(refusalLimit);
+  const blockedUntilMs = new BoundedMap<number>(MAX_BLOCKED_ADDRESSES);
+  app.addHook("onResponse", async (request, reply) => {
+    if (!refusals || !REFUSED_STATUSES.has(reply.statusCode)) return;
+    const waitS = refusals.take(request.ip);
+    if (waitS > 0) blockedUntilMs.set(request.ip, Date.now() + waitS * 1000);
+  });
+  app.addHook("onRequest", async (request) => {
+    if (routeFlags(request).rateLimited === false) return;
+    const blockedMs = (blockedUntilMs.get(request.ip) ?? 0) - Date.now();
+    if (blockedMs > 0) {
+      throw new ApiError("rate_limited", "Too many of this address's requests were refused; fix them, then retry.", null, { retry_after: Math.ceil(blockedMs / 1000) });
+    }
+    const retryAfter = requests.take(request.ip);
+    if (retryAfter > 0) {
+      throw new ApiError("rate_limited", "Too many requests from this address; slow down.", null, { retry_after: retryAfter });
+    }
+    const declared = Math.min(Number(request.headers["content-length"]) || 0, BODY_LIMIT_BYTES);
+    const bytesAfter = declared > 0 ? bodyBytes.take(request.ip, Date.now(), declared) : 0;
+    if (bytesAfter > 0) {
+      throw new ApiError("rate_limited", `This address has sent more than ${BODY_BYTES_PER_ADDRESS.ratePerSecond / 1024 / 1024} MiB of request bodies a second; slow down.`, null, { retry_after: bytesAfter });
+    }
+  });
+}
+
+/**
  * The gateway's HTTP server with its edge, /v1 and the error docs; `mountOthers` then adds what
  * else shares the origin (the web app), so this part does not depend on the parts it serves.
  */
@@ -129,14 +179,7 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
     setEdgeHeaders(request, reply);
     logWhenClosed(ctx.logger, request, reply);
   });
-  const limiter = ctx.rateLimit === false ? undefined : new RateLimiter(ctx.rateLimit);
-  app.addHook("onRequest", async (request) => {
-    if (!limiter || routeFlags(request).rateLimited === false) return;
-    const retryAfter = limiter.take(request.ip);
-    if (retryAfter > 0) {
-      throw new ApiError("rate_limited", "Too many requests from this address; slow down.", null, { retry_after: retryAfter });
-    }
-  });
+  installRateLimits(app, ctx);
 
   // The web app's pages live at the root; for now that is the error reference the API links to.
   await app.register(errorDocRoutes);

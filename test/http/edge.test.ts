@@ -23,7 +23,8 @@ before(async () => {
       done();
     },
   });
-  gateway = await startTestGateway({ db: await migratedTestDb(), logger: pino({ level: "info" }, sink), webhooks: { allowHttpLocalhost: true } });
+  // These tests send many requests the gateway refuses, one after another, from one address.
+  gateway = await startTestGateway({ db: await migratedTestDb(), logger: pino({ level: "info" }, sink), webhooks: { allowHttpLocalhost: true }, refusalLimit: false });
 });
 after(() => gateway.close());
 
@@ -227,6 +228,39 @@ describe("every stage of a request is bounded in time", () => {
     assert.ok(headerOnly.ms < 4_000, `closed after ${headerOnly.ms} ms`);
     const silent = await trickling("");
     assert.ok(silent.ms < 4_000, `a silent connection closed after ${silent.ms} ms`);
+  });
+
+  test("request bodies are bounded per address: 3.5 MB prompts, refused after reading, meet 429 past 16 MiB", async () => {
+    const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "a".repeat(3_500_000) }] });
+    const statuses: number[] = [];
+    // The bucket refills at 4 MiB a second while the bodies travel: stop at the first refusal.
+    while (statuses.length < 8 && !statuses.includes(429)) {
+      const res = await fetch(`${slow.baseUrl}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${slow.apiKey}`, "content-type": "application/json" }, body });
+      statuses.push(res.status);
+      if (res.status === 429) assert.match(((await res.json()) as { error: { message: string } }).error.message, /MiB of request bodies a second/);
+      else await res.text();
+    }
+    assert.deepEqual(statuses.slice(0, 4), [400, 400, 400, 400], "16 MiB at once pass");
+    assert.ok(statuses.length <= 6 && statuses.at(-1) === 429, `then 429: ${statuses.join(", ")}`);
+    assert.equal((await fetch(`${slow.baseUrl}/models`, { headers: { authorization: `Bearer ${slow.apiKey}` } })).status, 200, "a request without a body still passes");
+  });
+
+  test("an address whose requests keep being refused is answered 429 before they are read, until its bucket refills", async () => {
+    const limited = await startTestGateway({ db: await migratedTestDb(), refusalLimit: { ratePerSecond: 1, burst: 3 } });
+    try {
+      const bad = () => fetch(`${limited.baseUrl}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${limited.apiKey}`, "content-type": "application/json" }, body: "{" });
+      const statuses = [];
+      for (let i = 0; i < 5; i++) statuses.push((await bad()).status);
+      assert.deepEqual(statuses, [400, 400, 400, 400, 429], "three refusals at once, a fourth empties the bucket");
+      const good = await fetch(`${limited.baseUrl}/models`, { headers: { authorization: `Bearer ${limited.apiKey}` } });
+      assert.equal(good.status, 429, "the address waits, whatever it sends");
+      const wait = Number(good.headers.get("retry-after"));
+      assert.ok(wait >= 1 && wait <= 2, `retry after ${wait} s`);
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000 + 100));
+      assert.equal((await fetch(`${limited.baseUrl}/models`, { headers: { authorization: `Bearer ${limited.apiKey}` } })).status, 200);
+    } finally {
+      await limited.close();
+    }
   });
 
   test("3,000 headers get the spec's body", async () => {

@@ -36,7 +36,7 @@ let keys: FuzzKeys;
 
 before(async () => {
   // The burst limit would turn most of the fuzz into 429s; it has its own tests.
-  gateway = await startTestGateway({ db: await migratedTestDb(), rateLimit: { ratePerSecond: 1e6, burst: 1e6 } });
+  gateway = await startTestGateway({ db: await migratedTestDb(), rateLimit: { ratePerSecond: 1e6, burst: 1e6 }, refusalLimit: false });
   const fuzzer = await gateway.newAccount(FUZZ_CREDITS);
   const other = generateKeypair();
   await gateway.service.actions.deposit(other.address, 100);

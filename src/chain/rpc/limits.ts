@@ -34,10 +34,10 @@ export interface RpcLimits {
 export const DEFAULT_RPC_LIMITS: Readonly<RpcLimits> = {
   maxBodyBytes: 50 * 1024,
   maxBatchCalls: 100,
-  maxResponseDataBytes: 4 * 1024 * 1024,
+  maxResponseDataBytes: 1024 * 1024,
   requestsPerSecondPerAddress: 50,
   requestBurstPerAddress: 100,
-  maxRequestsInFlight: 16,
+  maxRequestsInFlight: 8,
   requestTimeoutMs: 10_000,
   maxConnectionsPerAddress: 16,
   maxConnections: 256,

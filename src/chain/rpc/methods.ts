@@ -52,8 +52,11 @@ const accountMethods: Record<string, Method> = {
     return withContext(ctx, (await accountsView(ctx, [account], p.config<AccountEncoding>(params, 1)))[0]);
   },
   async getMultipleAccounts(ctx, params) {
-    const accounts = await ctx.backend.getAccounts(p.addressList(params, 0, MAX_ACCOUNTS_PER_REQUEST));
-    return withContext(ctx, await accountsView(ctx, accounts, p.config<AccountEncoding>(params, 1)));
+    const addresses = p.addressList(params, 0, MAX_ACCOUNTS_PER_REQUEST);
+    // Each account is read from the chain once, however often the list names it.
+    const unique = [...new Set(addresses)];
+    const found = new Map((await ctx.backend.getAccounts(unique)).map((account, i) => [unique[i]!, account]));
+    return withContext(ctx, await accountsView(ctx, addresses.map((a) => found.get(a) ?? null), p.config<AccountEncoding>(params, 1)));
   },
   async getBalance(ctx, params) {
     const account = await ctx.backend.getAccount(p.address(params, 0));
