@@ -1,6 +1,6 @@
 /**
  * What an Ed25519 signature and its check cost, with libsodium (src/core/keys.ts) against Node's
- * OpenSSL (node:crypto, with the key objects made once, as keys.ts did until stop 49): the
+ * OpenSSL (node:crypto, with the key objects made once, so only signing and checking count): the
  * gateway checks a worker's proof and signs a chain transaction or two for every job, and the
  * worker signs every proof. Interleaved rounds on the same messages; prints each round's means.
  *

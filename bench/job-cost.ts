@@ -2,9 +2,10 @@
  * What one job costs on the chain, read from the chain itself: for N jobs that lock, settle with a
  * real worker proof, and N that lock and refund, the transactions sent, the signatures their fees
  * were charged for, the fees, and everything else the service's paying keys spent (rent that did
- * not come back): the fee payer's and the service authority's lamports together, since a job's
- * transactions are paid by the fee payer before stop 34 and by the authority since. Works on any commit whose Chain has lockEscrow/settle/refund, so the same script measures
- * before and after a change to the money path.
+ * not come back): the fee payer's and the service authority's lamports together, since which of
+ * the two pays a job's transactions depends on the commit measured. Works on any commit whose
+ * Chain has lockEscrow/settle/refund, so the same script measures before and after a change to
+ * the money path.
  *
  * Run: node --import tsx bench/job-cost.ts [jobs=50]
  */

@@ -8,7 +8,7 @@
  * With a concurrency above 1, that many requests run at once, and jobs arriving together share
  * their transactions (group commit): the counts show what that leaves per job. The wall time per
  * request is also printed for each tenth of the run: one that grows says a cost grows with the
- * tables (as plans made on empty tables did before the embedded database analyzed them).
+ * tables (as plans made on empty tables do when nothing analyzes them).
  *
  * On PGlite it also prints what each statement costs inside the database: the time of PGlite's
  * synchronous run of each exchange, which under concurrency the awaiting time overstates (it

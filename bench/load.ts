@@ -40,8 +40,9 @@ const PROFILE = process.env.PROFILE;
 const PROFILE_CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 32);
 /**
  * WARM_UP=<seconds>: load the gateway and the proxy each take at 32 connections, unmeasured, before
- * the sequential requests and the runs (default 10; 0 for none). V8 still spends a tenth of the
- * process's CPU compiling a node's code 45 s after it starts (docs/performance.md, stop 40).
+ * the sequential requests and the runs (default 10; 0 for none). V8 keeps compiling a node's code
+ * for a while after it starts (CPU profiles of this bench, PROFILE above, show it 45 s in), and a
+ * run on a warming node measures the compiler too.
  */
 const WARM_UP_SECONDS = Number(process.env.WARM_UP ?? 10);
 /** How often the main thread's stalls are sampled; Node counts this period into each delay it reports. */

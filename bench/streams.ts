@@ -9,7 +9,8 @@
  *
  * The gateway's process runs a bundle of this file, built as `svc` builds its own (bin/build.js),
  * so its memory is that of the service as `svc serve` runs it, not of tsx loading the sources.
- * `sources` as the second argument runs it through tsx instead, as before 2026-11-26.
+ * `sources` as the second argument runs it through tsx instead, loading the sources as the tests
+ * do, which shows what tsx adds to the gateway's memory.
  *
  * Run: node --import tsx bench/streams.ts [count=10000] [sources]
  * A process may hold 20,000 descriptors on this machine (`ulimit -Hn`); the callers' and the

@@ -346,8 +346,8 @@ function readinessProbes(db: Db, chain: Chain, pool: WorkerPool, bus: Bus | unde
 /**
  * The embedded chain keeps its records as long as the database keeps its commits: PostgreSQL
  * syncs each commit, and then so does the chain; PGlite does not (docs/architecture.md, "Why a
- * crash loses nothing"), and a sync of the chain's log, about 1.3 ms, was then the longest part
- * of the escrow lock's landing, which each reply waits for (docs/performance.md, stop 45).
+ * crash loses nothing"), and there a sync of the chain's log would be the longest part of the
+ * escrow lock's landing, which each reply waits for, without making the node survive a power cut.
  */
 function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions {
   return {

@@ -1,9 +1,10 @@
 /**
  * The embedded chain on a thread of its own. LiteSVM's execution, the journal's writes and its
- * checkpoints used to share the main thread with HTTP and the database, and took about a sixth of
- * it under load; here they run beside it, on the machine's other core. Every call is a message
- * (chain-thread-main.ts answers it); the slot and the latest blockhash, which every transaction
- * the service builds asks for, are pushed to this side each slot, so those need no round trip.
+ * checkpoints are a sizeable share of a loaded node's work; on the main thread they would take
+ * that time from HTTP and the database, so they run beside it, on the machine's other core.
+ * Every call is a message (chain-thread-main.ts answers it); the slot and the latest blockhash,
+ * which every transaction the service builds asks for, are pushed to this side each slot, so
+ * those need no round trip.
  */
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import type { Address } from "@solana/kit";

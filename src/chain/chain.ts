@@ -194,9 +194,9 @@ export class Chain {
   /**
    * A transaction the service authority signs is paid by the authority too, rent deposits
    * included (their instructions name it as payer): one signature instead of two. That halves
-   * the signature fees of a job's lock and settlement, and the signing and checking of them
-   * (docs/performance.md, stop 34). Everything else is paid by the fee payer. The one signature is
-   * made on the spot: handing it to the thread pool cost a loaded gateway more than it saved.
+   * the signature fees of a job's lock and settlement, and the signing and checking of them.
+   * Everything else is paid by the fee payer. The one signature is made on the spot: handing it
+   * to the thread pool costs a loaded gateway more than it saves.
    */
   private async sign(instructions: Instruction[], authoritySigns: boolean, extra: Signer[] = []): Promise<PreparedTransaction> {
     const { bytes, lastValidBlockHeight } = await this.backend.latestBlockhash();

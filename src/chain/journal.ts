@@ -9,9 +9,8 @@
  * (jobs for escrow, settlement and refund; deposits for funding) registers an `ActionOwner` for
  * its kind, and the journal calls it at each outcome. One journal per service.
  *
- * The table was created by migration `jobs/001_jobs` (the jobs part kept it before the journal
- * moved here; released migrations are never edited). Later changes to it are migrations of the
- * chain part.
+ * The table is created by migration `jobs/001_jobs`, which stays in the jobs part because released
+ * migrations are never edited. Further changes to it are migrations of the chain part.
  */
 import type { Logger } from "../core/index.ts";
 import { CombinedStatement, GroupCommit, unpadded, type Db } from "../store/index.ts";
@@ -24,7 +23,7 @@ const NO_WIRE = new Uint8Array(0);
  * What a finished action's row keeps of its signed bytes (`alias` names the row): nothing, unless
  * another action of the same shared transaction is still open and borrows them (openRows). Only an
  * open action is ever sent or checked again, and the chain keeps the transaction. A settlement's
- * bytes were most of each job's row, about a kilobyte (docs/performance.md, stop 49).
+ * bytes, about a kilobyte, would otherwise be most of each job's row.
  */
 function wireWhenFinished(alias: string): string {
   return `CASE WHEN EXISTS (SELECT 1 FROM open_chain_actions s WHERE s.signature = ${alias}.signature AND s.subject <> ${alias}.subject)

@@ -1,6 +1,6 @@
 /**
- * The chain part's migrations of `chain_actions` (created by jobs/001_jobs before the journal
- * moved here; released migrations are never edited).
+ * The chain part's migrations of `chain_actions`, a table that jobs/001_jobs creates (that
+ * migration stays in the jobs part: released migrations are never edited).
  */
 export const CHAIN_MIGRATIONS = [
   {

@@ -117,8 +117,8 @@ function compileMessage(
 /**
  * The bytes of addresses compiled recently. A job's two transactions name the same programs, fee
  * payer, treasury and wallet accounts as the last job's, and decoding base58 is quadratic in its
- * length: decoding every key of every message was about a third of compiling one (stop 31,
- * docs/performance.md). Only copied from, never handed out.
+ * length: decoding every key of every message would be a large part of compiling one. Only
+ * copied from, never handed out.
  */
 const recentKeys = new BoundedMap<Uint8Array>(1024);
 

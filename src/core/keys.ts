@@ -2,9 +2,9 @@
  * Ed25519 keypairs. Files use the Solana CLI layout (a JSON array of the 32-byte seed followed by
  * the 32-byte public key) so `solana-keygen` and wallets can read them; mode 0600.
  *
- * Signatures are made and checked with libsodium (sodium-native), not Node's OpenSSL: on this
- * machine's OpenSSL 3.0 a check took 107 µs and a signature 34-37 µs, with libsodium 52-54 and
- * 17-18 (`npm run bench:ed25519`; docs/performance.md, stop 49). A loaded gateway checks a
+ * Signatures are made and checked with libsodium (sodium-native), not Node's OpenSSL: libsodium
+ * takes about half of OpenSSL 3.0's time for both (`npm run bench:ed25519` measures each on the
+ * same messages: on this machine about 45 µs against 95 a check). A loaded gateway checks a
  * worker's proof and signs a chain transaction or two for every job, on its busiest thread.
  * libsodium's check is also the stricter one: it refuses small-order keys, under which OpenSSL
  * accepted one signature for every message (test/core/keys.test.ts), so a worker registered with
@@ -66,10 +66,9 @@ function bufferOf(view: Uint8Array): Buffer {
 
 /**
  * Whether `signature` is the Ed25519 signature of `message` by the key of `address`, checked on
- * the calling thread. Checked on libuv's thread pool instead, as from 2026-11-26 to stop 43, a
- * gateway under load at 32 connections answered fewer requests a second: each hand-off wakes a
- * pool thread, which on a machine whose two cores are busy takes the core from the thread that
- * woke it (docs/performance.md, stop 43).
+ * the calling thread. Checked on libuv's thread pool instead, a gateway under load at 32
+ * connections answers fewer requests a second (`npm run bench:load`): each hand-off wakes a pool
+ * thread, which on a machine whose two cores are busy takes the core from the thread that woke it.
  */
 export function verifyEd25519(address: string, message: Uint8Array, signature: Uint8Array): boolean {
   const key = verifyingKey(address);

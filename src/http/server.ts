@@ -181,7 +181,7 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
   });
   installRateLimits(app, ctx);
 
-  // The web app's pages live at the root; for now that is the error reference the API links to.
+  // Pages outside /v1: the error reference the API links to (service.ts mounts the web app's own).
   await app.register(errorDocRoutes);
   await app.register(healthRoutes, { probes: ctx.readiness, logger: ctx.logger });
 

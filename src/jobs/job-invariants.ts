@@ -4,8 +4,9 @@
  *   unfinished_holds_reservation  a pending or processing job's whole lock is reserved, still pending
  *   settling_holds_charge         a settling job's reservation is posted for exactly what it charges
  *                                 (voided when that is nothing), the charge posted when its
- *                                 settlement was recorded; or, recorded before that was so
- *                                 (2026-11-26), still pending for its whole lock
+ *                                 settlement was recorded; or, when its record posted no charge
+ *                                 (a data dir written by a version that posted it later), still
+ *                                 pending for its whole lock
  *   running_has_worker            a processing, settling or settled job names its worker
  *   settling_has_proof            a settling or settled job has the worker's proof and a settlement signature
  *   settled_is_charged            a settled job's reservation is posted for exactly what it charged, and it

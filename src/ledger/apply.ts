@@ -4,7 +4,8 @@
  * An operation is one statement, in its own transaction (a savepoint inside a caller's, or for the
  * batch operations of the job service's group commits the caller's transaction itself:
  * inCallersTransaction). On PGlite every statement, savepoint and release is an exchange with a
- * fixed cost, and on PostgreSQL a round trip; an operation was four of them before 2026-11-27.
+ * fixed cost, and on PostgreSQL a round trip, which is why an operation's work is a single
+ * statement.
  * The statement has two parts:
  *
  * 1. INSERT the transfers (in a WITH clause). A transfer id or a pending transfer's resolution

@@ -38,9 +38,9 @@ export function accountColumns(alias?: string): string {
  * Transfers with the derived state of pending ones; filter on `t.` columns, order by `t.seq`.
  *
  * The state is a sub-select per pending row on the resolve-once index, not a join: as a join, the
- * plan PostgreSQL keeps for the prepared statement hashed the whole table to find a handful of
- * resolutions (a sequential scan growing with the ledger: 1.6-5 ms at 1,300 transfers on PGlite,
- * against 0.18 ms this way; docs/performance.md, 2026-11-27, stop 31).
+ * plan PostgreSQL keeps for the prepared statement hashes the whole table to find a handful of
+ * resolutions, a sequential scan that grows with the ledger, where the sub-select reads one index
+ * entry per pending row.
  */
 export const SELECT_TRANSFERS = `
 SELECT t.id, t.kind, t.debit_account_id, t.credit_account_id, t.amount, t.pending_id, t.code,

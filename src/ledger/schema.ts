@@ -59,8 +59,8 @@ INSERT INTO ledger_accounts (id, code) VALUES ('funding', 'funding'), ('treasury
 `,
   },
   {
-    // A foreign key is checked by a query of its own for every row inserted: on PGlite the three
-    // of a transfer cost about as much as the rest of its insert (docs/performance.md, step 10).
+    // A foreign key is checked by a query of its own for every row inserted: on PGlite a
+    // transfer's three would cost about as much as the rest of its insert.
     // What they guarded is checked anyway: the one statement that records transfers updates every
     // account they name and refuses the operation when one is missing (./apply.ts), a resolution
     // is recorded only after its pending transfer was read (./pending.ts), and checkInvariants

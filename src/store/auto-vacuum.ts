@@ -26,8 +26,9 @@
  *
  * One rule is added on PGlite, where a VACUUM holds the node's thread for as long as it reads the
  * pages changed since the last one: a table is vacuumed in steps, once `stepRows` of its rows are
- * dead or new. By a fifth of the table, each pause grew with the table: VACUUM of the chain's
- * actions went from 209 to 1,009 ms over ten minutes of load (docs/performance.md, stop 47).
+ * dead or new. By a fifth of the table, each pause would grow with the table: under steady load
+ * (`npm run bench:soak`) a busy table's VACUUM would hold the node for longer the more rows it
+ * kept, about a second after ten minutes.
  */
 import { setImmediate } from "node:timers/promises";
 import type { Db } from "./db.ts";

@@ -3,10 +3,10 @@
  * pages out every few minutes or once max_wal_size of log has been written, and each checkpoint
  * lets the log before it go. PGlite runs PostgreSQL as a single backend with no checkpointer, and
  * nothing in it checkpoints while it runs: its write-ahead log keeps every record since it opened.
- * A loaded node wrote about 15 KB of log a paid job, 2.5 GB after 164,000 jobs in ten minutes
+ * A loaded node writes about 15 KB of log a paid job, 2.5 GB after 164,000 jobs in ten minutes
  * (`npm run bench:soak`), and a restart after a kill -9 replays the log from the last checkpoint:
- * 16.8 s to open after 1.7 GB, against 2.3 s for the same database closed cleanly (a throwaway
- * script, docs/performance.md, stop 47).
+ * 16.8 s to open after 1.7 GB, against 2.3 s for the same database closed cleanly (timed by a
+ * one-off script).
  *
  * So the node checkpoints its database itself, between statements (PGlite runs on this thread),
  * once CHECKPOINT_AFTER_WAL_BYTES of log have been written since the last checkpoint began. With

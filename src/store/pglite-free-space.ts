@@ -3,8 +3,8 @@
  * it asks the index's free space map for a page to reuse, and an index gets that map only once a
  * VACUUM finds a page of it empty, which this service's indexes (keys that only grow) almost never
  * have. Without one, PostgreSQL looks the map's file up again at every split, and on PGlite a file
- * that is not there costs a path lookup through its file system layer and an error thrown in Node,
- * 10-12 µs each: a loaded node made 346 such lookups in 4 s (docs/performance.md, stop 43).
+ * that is not there costs a path lookup through its file system layer and an error thrown in Node
+ * each time, while a loaded node's growing indexes split many times a second.
  *
  * The map written here is what PostgreSQL would write itself: one page of zeros, which it reads as
  * an empty page (no free space recorded anywhere) and initializes in memory. Its file is created

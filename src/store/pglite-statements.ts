@@ -32,11 +32,11 @@ const EXECUTE_AND_SYNC = Buffer.concat([serialize.execute({}), serialize.sync()]
 
 /**
  * The bytes of `serialize.bind({ statement, values })` followed by EXECUTE_AND_SYNC, sized first
- * and written once: PGlite's writer grows a buffer value by value and then copies it, which at
- * 32 connections was about 2.5% of the main thread, most of it for the long VALUES lists of
- * grouped statements (docs/performance.md, stop 39). The layout is PostgreSQL's Bind message:
- * portal and statement names, a text format code per parameter, each value's length (-1 for
- * NULL) and bytes, and no result format codes (all text).
+ * and written once: PGlite's writer grows a buffer value by value and then copies it, which costs
+ * a loaded node a few percent of its main thread, most of it for the long VALUES lists of grouped
+ * statements. The layout is PostgreSQL's Bind message: portal and statement names, a text format
+ * code per parameter, each value's length (-1 for NULL) and bytes, and no result format codes
+ * (all text).
  */
 export function bindExecuteSync(statement: string, values: readonly (string | null)[]): Buffer {
   const lengths = values.map((value) => (value === null ? -1 : Buffer.byteLength(value)));
@@ -103,9 +103,8 @@ export class PreparedStatements {
   private serialized(value: unknown, type: number): string | null {
     if (value === null || value === undefined) return null;
     // PGlite's own bytea serializer formats each byte in JavaScript: with a chain transaction's
-    // wire (hundreds of bytes) in every escrow and settlement record, that was about 3% of the
-    // main thread at 32 connections (docs/performance.md, stop 31). Node's hex encoder gives the
-    // same text.
+    // wire (hundreds of bytes) in every escrow and settlement record, that is a few percent of a
+    // loaded node's main thread. Node's hex encoder gives the same text.
     if (type === types.BYTEA && value instanceof Uint8Array) return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex")}`;
     const serializer = this.pg.serializers[type];
     return serializer ? serializer(value) : String(value);

@@ -38,19 +38,19 @@ const MEMORY_SETTINGS = ["shared_buffers=16MB", "wal_buffers=1MB", "temp_buffers
  * default target (100), 152-188 ms at 10 and 21-29 ms at 1; under steady traffic they fall due
  * about every 10 s. The service's statements look rows up by key, and what their plans need is the
  * tables' sizes, not histograms: of the ~100 statements such a node keeps prepared, two generic
- * plans differed between targets 100 and 1, neither for the worse (`npm run bench:analyze`,
- * docs/performance.md, stop 46).
+ * plans differed between targets 100 and 1, neither for the worse (`npm run bench:analyze`
+ * measures both; docs/performance.md lists its figures).
  */
 const STATISTICS_SETTINGS = ["default_statistics_target=1"];
 
 /**
- * A statement prepared once (pglite-statements.ts) still got a new plan on most runs: PostgreSQL
- * keeps planning a prepared statement per run while its custom plans look cheaper than the generic
- * one, which for `= ANY($1)` lookups and multi-row VALUES lists they often do. Forced to the plan it
- * keeps, the database's work per paid job dropped by about a tenth (3.37-3.49 to 3.12-3.21 ms at 32
- * requests at a time, `bench/job-statements.ts 1000 32`; docs/performance.md, stop 31). A generic
- * plan cannot use a partial index whose condition a parameter decides: the statements that need
- * one spell its values out (events/delivery-queue.ts, `status = 'pending'`).
+ * A statement prepared once (pglite-statements.ts) would still get a new plan on most runs:
+ * PostgreSQL keeps planning a prepared statement per run while its custom plans look cheaper than
+ * the generic one, which for `= ANY($1)` lookups and multi-row VALUES lists they often do. Forcing
+ * the plan it keeps saves about a tenth of the database's work per paid job at 32 requests at a
+ * time (`bench/job-statements.ts 1000 32` prints that work). A generic plan cannot use a partial
+ * index whose condition a parameter decides: the statements that need one spell its values out
+ * (events/delivery-queue.ts, `status = 'pending'`).
  */
 const PLAN_SETTINGS = ["plan_cache_mode=force_generic_plan"];
 
@@ -59,17 +59,17 @@ const PLAN_SETTINGS = ["plan_cache_mode=force_generic_plan"];
  * a page half written when the machine lost power can be rebuilt. PGlite writes a page with one
  * write call, which a killed process cannot leave half done, and its commits are not synced
  * (docs/architecture.md, "Why a crash loses nothing"): a power cut loses them whatever the log
- * holds. With a checkpoint every 64 MB of log (pglite-checkpoint.ts) those page images were about a
- * third of the log: 14 checkpoints in a four-minute soak with them, 9 without, at the same
- * requests a second (docs/performance.md, stop 47).
+ * holds. With a checkpoint every 64 MB of log (pglite-checkpoint.ts) those page images are about a
+ * third of the log: a four-minute `npm run bench:soak` made 14 checkpoints with them and 9 without,
+ * at the same requests a second.
  */
 const WAL_SETTINGS = ["full_page_writes=off"];
 
 /**
  * V8 compiles WebAssembly twice by default: every function with its baseline compiler (Liftoff),
- * then the ones that run often again with its optimizing one. For PGlite that second tier cost an
- * idle `svc dev` about 90 MB (354-360 against 263-272 MB) and initdb most of a second, and bought
- * no latency that the benches could tell from noise (docs/performance.md, "PGlite's WebAssembly
+ * then the ones that run often again with its optimizing one. For PGlite that second tier costs an
+ * idle `svc dev` about 90 MB (354-360 against 263-272 MB) and initdb most of a second, and buys
+ * no latency that the benches can tell from noise (docs/performance.md, "PGlite's WebAssembly
  * on the baseline compiler"). The flag is the process's, read when a module compiles: it is set
  * before PGlite's first, and PGlite is the only WebAssembly the service runs.
  */
@@ -106,11 +106,11 @@ export async function openPglite(dataDir?: string, image?: Blob): Promise<Db> {
 
 /**
  * initdb, for a new data directory, in a process of its own. It grows PGlite's WebAssembly memory
- * past half a gigabyte. Run in this process, none of that came back: closed on the main thread, the
- * instance kept it until the garbage collector next collected it (775-812 MB 20 s after a first
- * `svc dev` was ready); run on a worker thread, about 150 MB of it stayed in the process after the
- * thread exited (docs/performance.md). A process's memory all goes when it exits. The child
- * loads PGlite alone, resolved from here, so it needs neither tsx nor the bundle.
+ * past half a gigabyte. Run in this process, none of that would come back: closed on the main
+ * thread, the instance keeps it until the garbage collector next collects it (775-812 MB 20 s
+ * after a first `svc dev` is ready); run on a worker thread, about 150 MB of it stays in the
+ * process after the thread exits (docs/performance.md). A process's memory all goes when it
+ * exits. The child loads PGlite alone, resolved from here, so it needs neither tsx nor the bundle.
  */
 export async function initializeInOwnProcess(dir: string): Promise<void> {
   const pglite = import.meta.resolve("@electric-sql/pglite");

@@ -20,7 +20,7 @@ export function valuesList(rows: number, types: readonly string[], offset = 0): 
 
 /**
  * The lists made lately, by rows, offset and types: a group's statements repeat a few shapes, and
- * building a list anew was about 0.8% of a loaded node's main thread (docs/performance.md, stop 39).
+ * building each list anew would spend a loaded node's main thread on text it already made.
  */
 const lists = new BoundedMap<string>(2_000);
 
@@ -28,8 +28,8 @@ const lists = new BoundedMap<string>(2_000);
  * The rows a VALUES list of `rows` rows is padded to: the next power of two. PostgreSQL keeps a
  * plan per statement text, and an ANALYZE invalidates every plan over the tables it analyzed,
  * which then is planned again at its next run. With a list's exact length in the text, a loaded
- * node made about 400 texts, one per mix of group sizes, and planned them all again after each
- * ANALYZE, every 10 s while its tables grew: 8-10% of its main thread (docs/performance.md, stop 42).
+ * node would make hundreds of texts, one per mix of group sizes, and plan them all again after
+ * each ANALYZE, every 10 s while its tables grow: a noticeable share of its main thread.
  */
 function paddedRowCount(rows: number): number {
   let padded = 1;

@@ -1,6 +1,7 @@
 /**
- * Tables of the web app's server side: sign-in nonces and wallet sessions. They replace the
- * bearer-token challenges the events part used to keep (events/001 created those; they go here).
+ * Tables of the web app's server side: sign-in nonces and wallet sessions. They take the place of
+ * the bearer-token challenge and session tables that migration events/001 creates, which
+ * web/001 drops.
  */
 export const WEB_MIGRATIONS = [
   {

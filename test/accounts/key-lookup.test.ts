@@ -1,5 +1,5 @@
 /**
- * Issue 7.6: the API-key check does the same work whatever the key's shape, so its timing cannot
+ * The API-key check does the same work whatever the key's shape, so its timing cannot
  * tell a malformed key from an unknown well-formed one. Asserted on the work done (the database
  * statements and their parameters' shape), not on timing; bench/key-check.ts measures the time.
  */

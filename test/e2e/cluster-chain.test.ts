@@ -33,8 +33,8 @@ describe("paid jobs with the chain on a cluster behind a faulty RPC", () => {
   });
 
   test("every job is charged once though a third of the answers are lost or refused", async () => {
-    // Every third call of each method fails, so the faults happen however few calls the
-    // gateway's batching makes (a random third once made none in a CI run).
+    // Every third call of each method fails, not a random third, so the faults happen however few
+    // calls the gateway's batching makes: a random third can make none.
     const faults = { lostSends: 0, refused: 0 };
     proxy.fault = ({ method, seen }) => {
       if (seen % 3 !== 1) return { kind: "pass" };

@@ -1,5 +1,5 @@
 /**
- * Issue 7, the load-and-kill story: a couple of hundred concurrent paid requests on one wallet
+ * The load-and-kill story: a couple of hundred concurrent paid requests on one wallet
  * against `svc dev` and a `svc worker` process, `kill -9` of the worker and then of the gateway in
  * the middle of it, a restart on the same data directory. Afterwards no credit is lost or charged
  * twice (what the wallet holds is what it had less what its jobs charged), every completion that

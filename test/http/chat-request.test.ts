@@ -114,8 +114,8 @@ test("planned features are refused with a message saying so", async () => {
   assert.equal((await parse({ ...minimal, n: 1 })).model, "m");
 });
 
-test("a seed or max_tokens the worker protocol cannot carry is refused at the API (issue 7.1)", async () => {
-  // `seed: 1e20` used to pass here and make every worker's protocol parser refuse the job.
+test("a seed or max_tokens the worker protocol cannot carry is refused at the API", async () => {
+  // Passed on, `seed: 1e20` would make every worker's protocol parser refuse the job.
   await rejects({ ...minimal, seed: 1e20 }, "seed");
   await rejects({ ...minimal, seed: SEED_RANGE.max + 1 }, "seed");
   await rejects({ ...minimal, seed: SEED_RANGE.min - 1 }, "seed");

@@ -1,7 +1,7 @@
 /**
  * The HTTP edge against a real gateway on loopback: every answer has the spec's error body, even
- * for requests Node's parser or Fastify's router refuse (issue 7.5); 405 with `Allow` for any method
- * a route does not take; request ids, Retry-After, CORS and the request log line (issue 8.7, 8.10).
+ * for requests Node's parser or Fastify's router refuse; 405 with `Allow` for any method a route
+ * does not take; request ids, Retry-After, CORS and the request log line.
  */
 import assert from "node:assert/strict";
 import net from "node:net";
@@ -41,7 +41,7 @@ function assertSpecError(response: RawResponse, status: number, code: string): v
   assert.match(response.headers["x-request-id"] ?? "", /\S/, "an error has a request id too");
 }
 
-describe("every error is the spec's error (issue 7.5)", () => {
+describe("every error is the spec's error", () => {
   test("ids no resource can have answer 404 without reaching the database", async () => {
     assertSpecError(await raw(httpText("GET", "/v1/jobs/job_%00", auth())), 404, "not_found");
     assertSpecError(await raw(httpText("DELETE", "/v1/webhooks/%00", auth())), 404, "not_found");
@@ -114,7 +114,7 @@ describe("every error is the spec's error (issue 7.5)", () => {
   });
 });
 
-describe("headers people expect (issue 8.7) and the request log (8.10)", () => {
+describe("headers people expect and the request log", () => {
   test("a 503 carries Retry-After like a 429", async () => {
     // A catalog model that no worker of this gateway hosts.
     const response = await fetch(`${gateway.baseUrl}/chat/completions`, {

@@ -1,6 +1,7 @@
 /**
- * Issue 7, "Tests that show it" (HTTP half): thousands of generated requests (methods, paths, ids,
- * query strings, headers, bodies) against a real gateway on loopback. Never a 500, never a body
+ * A fuzz of the HTTP API (test/network/protocol-fuzz.test.ts fuzzes the worker side): thousands
+ * of generated requests (methods, paths, ids, query strings, headers, bodies) against a real
+ * gateway on loopback. Never a 500, never a body
  * outside the spec's shapes, no rejected request charges anything, and a paying request is still
  * answered within a generous bound while the fuzz runs.
  *

@@ -1,6 +1,6 @@
 /**
- * Issue 9.5 against a real gateway on loopback: GET /v1/openapi.json documents every public route
- * with the methods the router takes (read back from the 405 table, which Fastify's own route
+ * Against a real gateway on loopback: GET /v1/openapi.json documents every public route with the
+ * methods the router takes (read back from the 405 table, which Fastify's own route
  * registrations build), in the shape of OpenAPI 3.1; schema failures answer the spec's error body
  * naming the field; and a body-less request with `Content-Type: application/json` is accepted on
  * every route that takes no body.
@@ -66,7 +66,7 @@ function refsIn(value: unknown, found: string[] = []): string[] {
   return found;
 }
 
-describe("GET /v1/openapi.json (issue 9.5)", () => {
+describe("GET /v1/openapi.json", () => {
   test("is an OpenAPI 3.1 document in shape", () => {
     assert.match(doc.openapi, /^3\.1\.\d+$/);
     assert.equal(typeof doc.info.title, "string");
@@ -141,7 +141,7 @@ describe("GET /v1/openapi.json (issue 9.5)", () => {
   });
 });
 
-describe("schema failures are the spec's error body (issue 9.5)", () => {
+describe("schema failures are the spec's error body", () => {
   async function post(path: string, body: unknown) {
     const response = await fetch(`${gateway.baseUrl}${path}`, { method: "POST", headers: { ...auth(), "content-type": "application/json" }, body: JSON.stringify(body) });
     return { status: response.status, error: ((await response.json()) as { error: { code: string; param: string | null; message: string } }).error };
@@ -182,7 +182,7 @@ describe("schema failures are the spec's error body (issue 9.5)", () => {
   });
 });
 
-describe("a body-less request with Content-Type: application/json (issue 9)", () => {
+describe("a body-less request with Content-Type: application/json", () => {
   /** Sent as fetch sends it, with an explicit zero length, and as an empty chunked body. */
   async function variants(method: string, url: string, headers: Record<string, string>): Promise<number[]> {
     const json = { ...headers, "content-type": "application/json" };

@@ -1,7 +1,7 @@
 /**
- * One huge prompt must not freeze the gateway (issue 7.2): a 3,000,000-character single word
- * once held `svc dev`'s tokenizer for minutes. Here, as in `svc dev`, the worker runs in the
- * gateway's own process; the prompt is refused by its length alone, nothing is charged, and
+ * One huge prompt must not freeze the gateway: a 3,000,000-character single word can hold a
+ * tokenizer for minutes. Here, as in `svc dev`, the worker runs in the gateway's own process;
+ * the prompt is refused by its length alone, nothing is charged, and
  * `GET /v1/models` keeps answering meanwhile. The event loop's delay is measured and printed.
  */
 import assert from "node:assert/strict";

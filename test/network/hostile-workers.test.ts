@@ -39,9 +39,9 @@ before(async () => {
   gateway = fixture.gateway;
 });
 /**
- * Twice (2026-11-27, and stop 43's local suite) this file hung in its last test until the file's
- * 600 s timeout, though every wait in that test has a deadline of its own; not reproduced since.
- * A deadline on each test and on the closing names the step the next time instead.
+ * A deadline on each test and on the closing, well inside the file's 600 s timeout: every wait in
+ * a test has a deadline of its own, but should a test hang anyway, the failure names the step that
+ * hung instead of the whole file timing out.
  */
 const TEST_DEADLINE = { timeout: 240_000 };
 after(() => fixture.close(), { timeout: 120_000 });

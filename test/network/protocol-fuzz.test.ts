@@ -1,5 +1,5 @@
 /**
- * A worker-side fuzz of the protocol (issue 7): connected, registered workers send thousands of
+ * A worker-side fuzz of the protocol: connected, registered workers send thousands of
  * generated and mutated messages, seeded and reproducible (FUZZ_SEED=<n> replays a run), bounded
  * in count and time. Asserted: nothing a worker sends crashes the gateway or disconnects another
  * worker, and paid requests keep being served while it runs. The fuzzing workers offer another

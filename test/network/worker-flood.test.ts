@@ -1,5 +1,5 @@
 /**
- * A flooding worker (issue 7.4): one authenticated connection sending messages as fast as it can
+ * A flooding worker: one authenticated connection sending messages as fast as it can
  * is cut off, and so is each reconnection, while paying requests keep their latency. The flooder
  * is a separate process, as an attacker would be. The p50 latency of paid requests without and
  * during the flood is printed.

@@ -59,7 +59,7 @@ function meta(record: TxRecord, tx: ParsedTransaction, keys: string[], parsed: b
     err,
     status: record.ok ? { Ok: null } : { Err: err },
     fee: m ? BigInt(m.fee) : transactionFee(tx),
-    // Records journaled before balances were kept have none to report.
+    // A record journaled without balances (by a version that kept none) has none to report.
     preBalances: (m?.preBalances ?? []).map(BigInt),
     postBalances: (m?.postBalances ?? []).map(BigInt),
     preTokenBalances: tokenBalances(m?.preTokenBalances ?? []),
