@@ -43,7 +43,7 @@ async function lifecycle(label: string, chain: Chain): Promise<void> {
     const proofHash = outputHash(`output ${i}`);
     const proofSignature = worker.sign(proofMessage(jobId, proofHash));
     const settle = await timed(prepSettle, () =>
-      chain.prepareSettle({ jobId, wallet, lockedCredits: 12, chargedCredits: 9, workerPublicKey: worker.address, proofHash, proofSignature }),
+      chain.prepareSettle({ jobId, wallet, creditsLocked: 12, creditsCharged: 9, workerPublicKey: worker.address, proofHash, proofSignature }),
     );
     await timed(sendSettle, () => chain.send(settle.wire));
   }

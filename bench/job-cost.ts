@@ -56,7 +56,7 @@ try {
       const jobId = newId("job");
       signatures.push((await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 })).signature);
       const proofHash = outputHash(`output ${i}`);
-      const input = { jobId, wallet, lockedCredits: 3, chargedCredits: 2, workerPublicKey: worker.address, staked: false, proofHash, proofSignature: worker.sign(proofMessage(jobId, proofHash)) };
+      const input = { jobId, wallet, creditsLocked: 3, creditsCharged: 2, workerPublicKey: worker.address, staked: false, proofHash, proofSignature: worker.sign(proofMessage(jobId, proofHash)) };
       signatures.push((await chain.settle(input)).signature);
     }
   });
@@ -64,7 +64,7 @@ try {
     for (let i = 0; i < JOBS; i++) {
       const jobId = newId("job");
       signatures.push((await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 })).signature);
-      signatures.push((await chain.refund({ jobId, wallet, lockedCredits: 3 })).signature);
+      signatures.push((await chain.refund({ jobId, wallet, creditsLocked: 3 })).signature);
     }
   });
   report("lock + settle", settled);

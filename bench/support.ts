@@ -24,7 +24,7 @@ export const BENCH_REQUEST: GenerationRequest = {
 /** An SDK client for a new wallet funded with `credits`. */
 export async function fundedClient(service: Service, credits: number): Promise<OpenAI> {
   const wallet = generateKeypair().address;
-  await service.actions.deposit(wallet, credits);
+  await service.deposits.deposit(wallet, credits);
   return new OpenAI({ apiKey: await issueApiKey(service.db, wallet), baseURL: service.baseUrl, maxRetries: 0 });
 }
 

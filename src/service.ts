@@ -139,7 +139,7 @@ export interface Service {
   /** The journal of every chain transaction the service sends. */
   journal: ChainJournal;
   /** Funding wallets (development deposits), through the journal. */
-  actions: Deposits;
+  deposits: Deposits;
   webhooks: Webhooks;
   /** The background loop that delivers webhook events. */
   delivery: DeliveryLoop;
@@ -255,7 +255,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     onSettled: (jobId, workerAddress) => arbitration.maybeAudit(jobId, workerAddress),
     probation: new Probation({ pool, trust, logger, timeoutMs: options.jobTimeoutMs ?? JOB_TIMEOUT_MS, firstTokenTimeoutMs: options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS }),
   });
-  const actions = new Deposits(db, journal, chain);
+  const deposits = new Deposits(db, journal, chain);
   const payments = new WalletPayments(db, journal, chain);
   const arbitration = new Arbitration({
     db,
@@ -271,7 +271,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     provenAuditShare: options.disputes?.provenAuditShare ?? options.disputes?.auditShare ?? DEFAULT_PROVEN_AUDIT_SHARE,
   });
   const disputes = new Disputes({ db, chain, journal, logger, nodeId, windowMs: options.disputes?.windowMs ?? DISPUTE_WINDOW_MS }, (jobId) => arbitration.arbitrate(jobId));
-  return { catalog, trust, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments };
+  return { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments };
 }
 
 /** The web app's credit routes, bound to the wallet payments and the chain. */
@@ -304,22 +304,22 @@ function moneyPages(payments: WalletPayments, chain: Chain, ctx: HttpContext) {
  * the work of nodes whose leases run out. Chain actions first: a job whose action finishes now
  * is not one to return.
  */
-async function recoverUnderLease(o: { db: Db; journal: ChainJournal; jobs: JobService; logger: Logger; nodeId: string; leaseMs?: number; staleActionMs?: number }): Promise<NodeLease> {
-  const finish = async (owner: ActionOwnerNode) => ({ resumedActions: await o.journal.resumeOpen(owner), refundedJobs: await o.jobs.refundInterrupted(owner) });
+async function recoverUnderLease(node: { db: Db; journal: ChainJournal; jobs: JobService; logger: Logger; nodeId: string; leaseMs?: number; staleActionMs?: number }): Promise<NodeLease> {
+  const finish = async (owner: ActionOwnerNode) => ({ resumedActions: await node.journal.resumeOpen(owner), refundedJobs: await node.jobs.refundInterrupted(owner) });
   const takeOver = async (deadNodeId: string) => {
     const finished = await finish({ nodeId: deadNodeId, orUnowned: false });
-    o.logger.info({ deadNodeId, ...finished, adoptedJobs: await o.jobs.adoptJobsOf(deadNodeId) }, "finished a dead node's work");
+    node.logger.info({ deadNodeId, ...finished, adoptedJobs: await node.jobs.adoptJobsOf(deadNodeId) }, "finished a dead node's work");
   };
   const lease = await NodeLease.acquire({
-    db: o.db,
-    nodeId: o.nodeId,
-    logger: o.logger,
-    ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}),
+    db: node.db,
+    nodeId: node.nodeId,
+    logger: node.logger,
+    ...(node.leaseMs ? { leaseMs: node.leaseMs } : {}),
     takeOver,
-    finishStale: async () => void (await o.journal.resumeStale({ nodeId: o.nodeId, orUnowned: false }, o.staleActionMs ?? STALE_ACTION_MS)),
+    finishStale: async () => void (await node.journal.resumeStale({ nodeId: node.nodeId, orUnowned: false }, node.staleActionMs ?? STALE_ACTION_MS)),
   });
-  const recovered = await finish({ nodeId: o.nodeId, orUnowned: true });
-  if (recovered.resumedActions > 0 || recovered.refundedJobs > 0) o.logger.info(recovered, "recovered work left by the last run");
+  const recovered = await finish({ nodeId: node.nodeId, orUnowned: true });
+  if (recovered.resumedActions > 0 || recovered.refundedJobs > 0) node.logger.info(recovered, "recovered work left by the last run");
   lease.start();
   return lease;
 }
@@ -385,7 +385,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const { db, chain } = await openStorage(options, logger);
   try {
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
-    const { catalog, trust, pool, vocabularies, journal, jobs, actions, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
+    const { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
     await moveCustodialCredits(db, chain, logger);
     const { bus, bridge } = await joinOtherNodes(options, db, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });
@@ -433,7 +433,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       pool,
       jobs,
       journal,
-      actions,
+      deposits,
       webhooks,
       delivery,
       enableDevSignIn: (wallet) => {

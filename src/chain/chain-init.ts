@@ -68,18 +68,18 @@ async function missingSetup(backend: ChainBackend, keys: ServiceKeys, program: A
 }
 
 /** Lamports the rest of the run may spend: the deploy's rent and writes, the setup's accounts, every fee. */
-async function lamportsNeeded(backend: ChainBackend, o: InitChainOptions, deploy: { keys: Parameters<typeof chunkSize>[0]; bufferExists: boolean } | null, setup: string[]): Promise<bigint> {
+async function lamportsNeeded(backend: ChainBackend, options: InitChainOptions, deploy: { keys: Parameters<typeof chunkSize>[0]; bufferExists: boolean } | null, setup: string[]): Promise<bigint> {
   const elf = escrowProgramImage().bytes;
   const rent = (size: number) => backend.minimumBalanceForRentExemption(size);
   let transactions = BigInt(setup.length);
   let lamports = 0n;
   if (deploy) {
     lamports += await deployRent(backend, elf.length, deploy.bufferExists);
-    transactions += 2n + BigInt(Math.ceil(elf.length / chunkSize(deploy.keys, o.priorityFeeMicroLamports)));
+    transactions += 2n + BigInt(Math.ceil(elf.length / chunkSize(deploy.keys, options.priorityFeeMicroLamports)));
   }
   // Two mints, the treasury's account, the config and its two pools: an upper bound when some exist.
   if (setup.length > 0) lamports += 2n * (await rent(MINT_SIZE)) + 3n * (await rent(TOKEN_ACCOUNT_SIZE)) + (await rent(CONFIG_SIZE));
-  return lamports + transactions * feePerTransaction(o.priorityFeeMicroLamports);
+  return lamports + transactions * feePerTransaction(options.priorityFeeMicroLamports);
 }
 
 /** Who pays, what for and how much. */
@@ -126,13 +126,13 @@ function reportDeploy(say: (line: string) => void, progress: InitChainOptions["p
 }
 
 /** Sets up a fresh cluster for the service; a cluster already set up is left as it is. */
-export async function initChain(o: InitChainOptions): Promise<InitChainResult> {
-  const say = o.say ?? (() => {});
-  const backend = o.backend ?? new ClusterBackend({ url: o.chainUrl });
+export async function initChain(options: InitChainOptions): Promise<InitChainResult> {
+  const say = options.say ?? (() => {});
+  const backend = options.backend ?? new ClusterBackend({ url: options.chainUrl });
   try {
-    await reachable(backend, o.chainUrl);
-    const keys = await loadServiceKeys(o.keysDir);
-    const programKey = await loadOrCreateKeypair(o.keysDir, "escrow-program");
+    await reachable(backend, options.chainUrl);
+    const keys = await loadServiceKeys(options.keysDir);
+    const programKey = await loadOrCreateKeypair(options.keysDir, "escrow-program");
     const program = programKey.address;
     const config = configAddress(program).address;
     say(`Fee payer ${keys.feePayer.address}, service authority ${keys.custody.address}, escrow program id ${program}`);
@@ -143,17 +143,17 @@ export async function initChain(o: InitChainOptions): Promise<InitChainResult> {
     if (onChain.kind === "deployed" && setup.length === 0) {
       // A deployment set up before the authority paid for its own transactions needs this too.
       await fundAuthority();
-      say(`Nothing to do: the program, mints, treasury and config (${config}) are in place for the keys in ${o.keysDir}`);
+      say(`Nothing to do: the program, mints, treasury and config (${config}) are in place for the keys in ${options.keysDir}`);
       return { program, config, upgradeAuthority: onChain.authority, changed: false };
     }
-    const authority = onChain.kind === "absent" ? await loadOrCreateKeypair(o.keysDir, "upgrade-authority") : await readKeypair(o.keysDir, "upgrade-authority");
-    const deployKeys = onChain.kind === "absent" ? { feePayer: keys.feePayer, program: programKey, buffer: await loadOrCreateKeypair(o.keysDir, "escrow-program-buffer"), authority: authority! } : null;
+    const authority = onChain.kind === "absent" ? await loadOrCreateKeypair(options.keysDir, "upgrade-authority") : await readKeypair(options.keysDir, "upgrade-authority");
+    const deployKeys = onChain.kind === "absent" ? { feePayer: keys.feePayer, program: programKey, buffer: await loadOrCreateKeypair(options.keysDir, "escrow-program-buffer"), authority: authority! } : null;
     const bufferExists = deployKeys !== null && (await backend.getAccount(deployKeys.buffer.address)) !== null;
-    const needed = await lamportsNeeded(backend, o, deployKeys && { keys: deployKeys, bufferExists }, setup);
+    const needed = await lamportsNeeded(backend, options, deployKeys && { keys: deployKeys, bufferExists }, setup);
     await ensureFunded(backend, { who: "fee payer", address: keys.feePayer.address, needed, by: "this run", for: "rent of the program and its accounts, and fees" }, say);
     await fundAuthority();
-    if (deployKeys) await deployAndForgetBuffer(backend, deployKeys, o, say);
-    await setUp(backend, keys, program, authority, o, setup, say);
+    if (deployKeys) await deployAndForgetBuffer(backend, deployKeys, options, say);
+    await setUp(backend, keys, program, authority, options, setup, say);
     return { program, config, upgradeAuthority: onChain.kind === "absent" ? authority!.address : onChain.authority, changed: true };
   } finally {
     await backend.close();
@@ -169,20 +169,20 @@ function reportDeployed(onChain: Extract<Awaited<ReturnType<typeof programOnChai
   );
 }
 
-async function deployAndForgetBuffer(backend: ChainBackend, keys: Parameters<typeof deployProgram>[1], o: InitChainOptions, say: (line: string) => void): Promise<void> {
+async function deployAndForgetBuffer(backend: ChainBackend, keys: Parameters<typeof deployProgram>[1], options: InitChainOptions, say: (line: string) => void): Promise<void> {
   const elf = escrowProgramImage().bytes;
   say(`Deploying program/escrow.so (${elf.length} bytes) through the upgradeable loader, upgrade authority ${keys.authority.address}`);
-  await deployProgram(backend, keys, elf, { ...(o.priorityFeeMicroLamports ? { priorityFeeMicroLamports: o.priorityFeeMicroLamports } : {}), report: reportDeploy(say, o.progress) });
+  await deployProgram(backend, keys, elf, { ...(options.priorityFeeMicroLamports ? { priorityFeeMicroLamports: options.priorityFeeMicroLamports } : {}), report: reportDeploy(say, options.progress) });
   // The deploy emptied the buffer into the program data; its key has nothing left to sign for.
-  await rm(join(o.keysDir, "escrow-program-buffer.json"), { force: true });
+  await rm(join(options.keysDir, "escrow-program-buffer.json"), { force: true });
 }
 
-async function setUp(backend: ChainBackend, keys: ServiceKeys, program: Address, authority: Keypair | undefined, o: InitChainOptions, missing: string[], say: (line: string) => void): Promise<void> {
+async function setUp(backend: ChainBackend, keys: ServiceKeys, program: Address, authority: Keypair | undefined, options: InitChainOptions, missing: string[], say: (line: string) => void): Promise<void> {
   if (missing.length === 0) return;
   await ensureOnChainSetup(backend, keys, new AssociatedTokenAddresses(keys.mint.address), silentLogger(), {}, {
     program,
     ...(authority ? { upgradeAuthority: authority } : {}),
-    ...(o.priorityFeeMicroLamports ? { priorityFeeMicroLamports: o.priorityFeeMicroLamports } : {}),
+    ...(options.priorityFeeMicroLamports ? { priorityFeeMicroLamports: options.priorityFeeMicroLamports } : {}),
   });
   say(`Created ${missing.join(", ")} (config ${configAddress(program).address})`);
 }

@@ -277,9 +277,9 @@ export class Chain {
    */
   async prepareSettle(input: SettleInput): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
-    const lockedCredits = wholeCredits("lockedCredits", input.lockedCredits, 1);
-    const chargedCredits = wholeCredits("chargedCredits", input.chargedCredits, 0);
-    if (chargedCredits > lockedCredits) throw new RangeError(`chargedCredits ${chargedCredits} exceeds lockedCredits ${lockedCredits}`);
+    const creditsLocked = wholeCredits("creditsLocked", input.creditsLocked, 1);
+    const creditsCharged = wholeCredits("creditsCharged", input.creditsCharged, 0);
+    if (creditsCharged > creditsLocked) throw new RangeError(`creditsCharged ${creditsCharged} exceeds creditsLocked ${creditsLocked}`);
     if (!PROOF_HASH.test(input.proofHash)) throw new TypeError(`proofHash must be sha256:<64 hex>, got ${input.proofHash}`);
     const worker = toAddress(input.workerPublicKey);
     const workerTokenAccount = this.tokenAccounts.of(worker);
@@ -295,7 +295,7 @@ export class Chain {
           worker,
           workerTokenAccount,
           treasury: this.treasuryAddress,
-          charge: creditsToBaseUnits(chargedCredits),
+          charge: creditsToBaseUnits(creditsCharged),
           proofHash: Buffer.from(input.proofHash.slice("sha256:".length), "hex"),
         }),
       ],
@@ -310,7 +310,7 @@ export class Chain {
   /** The program's `refund`, signed by the service authority: the whole lock goes back to the vault. */
   async prepareRefund(input: RefundInput): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
-    wholeCredits("lockedCredits", input.lockedCredits, 1);
+    wholeCredits("creditsLocked", input.creditsLocked, 1);
     return this.sign([escrowInstructions.refund({ program: this.program, jobId, wallet: toAddress(input.wallet), caller: this.serviceAuthority })], true);
   }
 

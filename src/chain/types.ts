@@ -54,8 +54,8 @@ export interface LockEscrowInput {
 export interface SettleInput {
   jobId: string;
   wallet: string;
-  lockedCredits: number;
-  chargedCredits: number;
+  creditsLocked: number;
+  creditsCharged: number;
   /** The worker's Ed25519 public key, which is also its Solana address. */
   workerPublicKey: string | Uint8Array;
   /** `sha256:<hex>` of the output. */
@@ -67,5 +67,5 @@ export interface SettleInput {
 export interface RefundInput {
   jobId: string;
   wallet: string;
-  lockedCredits: number;
+  creditsLocked: number;
 }

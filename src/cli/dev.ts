@@ -210,10 +210,10 @@ async function fundDevWallet(service: Service, options: DevOptions): Promise<Dev
   const firstStart = !(await hasApiKey(service.db, address));
   let creditsDeposited = 0;
   // A first start that crashed after its deposit but before its key must not fund twice.
-  const fundNow = firstStart ? !(await service.actions.hasDeposit(address)) : options.credits !== undefined;
+  const fundNow = firstStart ? !(await service.deposits.hasDeposit(address)) : options.credits !== undefined;
   const credits = options.credits ?? (firstStart ? DEFAULT_CREDITS : 0);
   if (fundNow && credits > 0) {
-    await service.actions.deposit(address, credits);
+    await service.deposits.deposit(address, credits);
     creditsDeposited = credits;
   }
   const apiKey = firstStart || options.newKey ? await issueApiKey(service.db, address) : undefined;

@@ -15,8 +15,8 @@ export const WORKER_SHARE_BPS = 7_500n;
 export const STAKED_WORKER_SHARE_BPS = 8_500n;
 
 /** Split a charge between the worker and the protocol treasury, in base units. */
-export function splitPayout(chargedCredits: number, staked: boolean): { worker: bigint; treasury: bigint } {
-  const total = creditsToBaseUnits(chargedCredits);
+export function splitPayout(creditsCharged: number, staked: boolean): { worker: bigint; treasury: bigint } {
+  const total = creditsToBaseUnits(creditsCharged);
   const worker = (total * (staked ? STAKED_WORKER_SHARE_BPS : WORKER_SHARE_BPS)) / BASIS_POINTS;
   return { worker, treasury: total - worker };
 }

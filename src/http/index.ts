@@ -6,5 +6,5 @@ export type { DisputeRoutesOptions } from "./routes/disputes.ts";
 export type { JobRoutesOptions } from "./routes/jobs.ts";
 export { webhookRoutes } from "./routes/webhooks.ts";
 export type { WebhookInput, WebhookRoutesOptions } from "./routes/webhooks.ts";
-export { ERROR_RESPONSES, idParams, int, maybe, object, ref, str, when } from "./schemas.ts";
+export { ERROR_RESPONSES, idParams, int, maybe, object, ref, str, timestamp } from "./schemas.ts";
 export { buildServer, checkParams } from "./server.ts";

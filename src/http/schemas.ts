@@ -17,7 +17,7 @@ export const ref = (id: string) => ({ $ref: `${id}#` });
 export const str = { type: "string" } as const;
 export const int = { type: "integer" } as const;
 export const maybe = (type: string) => ({ type: [type, "null"] });
-export const when = { type: ["string", "null"], description: "ISO 8601 UTC timestamp" } as const;
+export const timestamp = { type: ["string", "null"], description: "ISO 8601 UTC timestamp" } as const;
 
 /** An object schema listing its fields (all required unless said), open to further ones. */
 export function object(properties: Record<string, unknown>, required = Object.keys(properties), description?: string) {
@@ -55,8 +55,8 @@ const Job = {
     credits_charged: int,
     usdc_value: { type: "number" },
     worker_address: maybe("string"),
-    created_at: when,
-    completed_at: when,
+    created_at: timestamp,
+    completed_at: timestamp,
     on_chain: object({
       escrow_tx: maybe("string"),
       settlement_tx: maybe("string"),
@@ -113,7 +113,7 @@ const ModelList = { $id: "ModelList", ...object({ object: { const: "list" }, dat
 
 const Account = {
   $id: "Account",
-  ...object({ wallet: str, credits_remaining: int, usdc_value: { type: "number" }, last_topup_at: when, api_key_created_at: when }),
+  ...object({ wallet: str, credits_remaining: int, usdc_value: { type: "number" }, last_topup_at: timestamp, api_key_created_at: timestamp }),
 };
 
 const Webhook = {
@@ -123,7 +123,7 @@ const Webhook = {
     object: { const: "webhook" },
     url: str,
     events: { type: "array", items: str },
-    created_at: when,
+    created_at: timestamp,
     status: { type: "string", enum: ["active", "failed"] },
   }),
 };

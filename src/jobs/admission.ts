@@ -62,7 +62,7 @@ interface Admitted {
  * fails is redone job by job, each with a lock of its own.
  */
 async function signEscrows(chain: Chain, admissions: readonly Admission[]): Promise<EscrowAction[]> {
-  const unsigned = admissions.filter((a) => a.escrow === undefined).map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.lockedCredits }));
+  const unsigned = admissions.filter((a) => a.escrow === undefined).map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }));
   const signed = unsigned.length > 0 ? await prepareEscrows(chain, unsigned) : [];
   let next = 0;
   return admissions.map((a) => a.escrow ?? signed[next++]!);
@@ -110,7 +110,7 @@ async function admitAll(tx: Db, admissions: readonly Admission[], escrows: reado
  */
 async function reserveAll(tx: Db, admissions: readonly Admission[], keysToConfirm: readonly string[]): Promise<number[]> {
   try {
-    return await money.reserveAll(tx, admissions.map(({ job }) => ({ wallet: job.wallet, jobId: job.id, credits: job.lockedCredits })));
+    return await money.reserveAll(tx, admissions.map(({ job }) => ({ wallet: job.wallet, jobId: job.id, credits: job.creditsLocked })));
   } catch (error) {
     if (keysToConfirm.length > 0 && money.isRefusal(error)) await confirmKeys(tx, keysToConfirm);
     throw error;

@@ -72,9 +72,9 @@ export function verdict(job: Pick<JobRecord, "disputeHash" | "proofHash">, found
 }
 
 /** What an upheld dispute takes from a worker: its share of the stake, at least the job's value, at most all of it. */
-export function slashAmount(stake: bigint, chargedCredits: number, shareBps: bigint): bigint {
+export function slashAmount(stake: bigint, creditsCharged: number, shareBps: bigint): bigint {
   const share = (stake * shareBps) / 10_000n;
-  const value = BigInt(chargedCredits) * NATIVE_UNITS_PER_CREDIT;
+  const value = BigInt(creditsCharged) * NATIVE_UNITS_PER_CREDIT;
   const wanted = share > value ? share : value;
   return wanted < stake ? wanted : stake;
 }
@@ -84,16 +84,16 @@ export class Arbitration {
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
 
-  constructor(private readonly o: ArbitrationOptions) {
-    o.journal.register("resolve", this.resolveOwner());
-    o.journal.register("slash", this.slashOwner());
+  constructor(private readonly options: ArbitrationOptions) {
+    options.journal.register("resolve", this.resolveOwner());
+    options.journal.register("slash", this.slashOwner());
   }
 
   /** Arbitrates a disputed job unless it is already being arbitrated or decided. Never throws. */
   arbitrate(jobId: string): void {
     if (this.closed || this.running.has(jobId)) return;
     const run = this.run(jobId)
-      .catch((error: unknown) => this.o.logger.error({ err: error, job: jobId }, "arbitration failed; it resumes at the next start"))
+      .catch((error: unknown) => this.options.logger.error({ err: error, job: jobId }, "arbitration failed; it resumes at the next start"))
       .finally(() => this.running.delete(jobId));
     this.running.set(jobId, run);
   }
@@ -104,10 +104,10 @@ export class Arbitration {
    * its probation behind it is audited more often than one vouched for. Never throws.
    */
   maybeAudit(jobId: string, workerAddress: string): void {
-    const share = this.o.pool.vetting(workerAddress) === "proven" ? this.o.provenAuditShare : this.o.auditShare;
+    const share = this.options.pool.vetting(workerAddress) === "proven" ? this.options.provenAuditShare : this.options.auditShare;
     if (this.closed || Math.random() >= share || this.running.has(`audit:${jobId}`)) return;
     const run = this.audit(jobId)
-      .catch((error: unknown) => this.o.logger.error({ err: error, job: jobId }, "audit failed"))
+      .catch((error: unknown) => this.options.logger.error({ err: error, job: jobId }, "audit failed"))
       .finally(() => this.running.delete(`audit:${jobId}`));
     this.running.set(`audit:${jobId}`, run);
   }
@@ -118,21 +118,21 @@ export class Arbitration {
    * inconclusive and nobody is blamed.
    */
   private async audit(jobId: string): Promise<void> {
-    const job = await getJob(this.o.db, jobId);
+    const job = await getJob(this.options.db, jobId);
     if (!job || job.status !== "settled" || !job.request || !job.workerAddress) return;
     const found = await this.reexecute(job);
     const agreed = weightedVerdict(found.accusedWeight, found.votes);
     const outcome = agreed === undefined ? "inconclusive" : agreed === job.proofHash ? "reproduced" : "fraudulent";
-    await updateJob(this.o.db, job.id, { auditOutcome: outcome });
-    this.o.logger.info({ job: job.id, worker: job.workerAddress, arbiters: found.votes.length, outcome }, "audit");
+    await updateJob(this.options.db, job.id, { auditOutcome: outcome });
+    this.options.logger.info({ job: job.id, worker: job.workerAddress, arbiters: found.votes.length, outcome }, "audit");
     if (outcome !== "fraudulent") return;
-    this.o.pool.suspend(job.workerAddress);
+    this.options.pool.suspend(job.workerAddress);
     await this.slash(job);
   }
 
   /** At start: every disputed job without an outcome is arbitrated (again). */
   async resumeOpen(): Promise<number> {
-    const open = (await disputedJobs(this.o.db)).filter((j) => j.disputeOutcome === null);
+    const open = (await disputedJobs(this.options.db)).filter((j) => j.disputeOutcome === null);
     for (const job of open) this.arbitrate(job.id);
     return open.length;
   }
@@ -149,18 +149,18 @@ export class Arbitration {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       this.arbitrate(jobId);
-    }, this.o.retryMs);
+    }, this.options.retryMs);
     timer.unref();
     this.timers.add(timer);
   }
 
   private async run(jobId: string): Promise<void> {
-    const job = await getJob(this.o.db, jobId);
+    const job = await getJob(this.options.db, jobId);
     if (!job || job.status !== "disputed" || job.disputeOutcome !== null || job.disputeResolveTx !== null) return;
     const found = job.request ? await this.reexecute(job) : { votes: [], accusedWeight: 0n };
-    const expired = Date.now() - (job.disputedAt?.getTime() ?? 0) >= this.o.windowMs;
+    const expired = Date.now() - (job.disputedAt?.getTime() ?? 0) >= this.options.windowMs;
     const outcome = verdict(job, found) ?? (expired ? "inconclusive" : undefined);
-    this.o.logger.info({ job: job.id, arbiters: found.votes.length, outcome: outcome ?? "waiting for workers that weigh enough" }, "arbitration");
+    this.options.logger.info({ job: job.id, arbiters: found.votes.length, outcome: outcome ?? "waiting for workers that weigh enough" }, "arbitration");
     if (outcome === undefined) return this.later(job.id);
     await this.decide(job, outcome);
   }
@@ -170,7 +170,7 @@ export class Arbitration {
    * first, until their outputs settle a hash or three have run.
    */
   private async reexecute(job: JobRecord): Promise<Reexecution> {
-    const accusedWeight = await this.o.trust.weight(job.workerAddress ?? "");
+    const accusedWeight = await this.options.trust.weight(job.workerAddress ?? "");
     const votes: Vote[] = [];
     for (const arbiter of (await this.arbiters(job)).slice(0, ARBITERS)) {
       const hash = await this.runOn(arbiter.address, job);
@@ -182,8 +182,8 @@ export class Arbitration {
 
   /** The workers hosting the job's model, other than its own, whose word weighs something: heaviest first. */
   private async arbiters(job: JobRecord): Promise<{ address: string; weight: bigint }[]> {
-    const hosts = this.o.pool.hosting(job.model).filter((w) => w.address !== job.workerAddress);
-    const weighed = await Promise.all(hosts.map(async (w) => ({ address: w.address, weight: await this.o.trust.weight(w.address) })));
+    const hosts = this.options.pool.hosting(job.model).filter((w) => w.address !== job.workerAddress);
+    const weighed = await Promise.all(hosts.map(async (w) => ({ address: w.address, weight: await this.options.trust.weight(w.address) })));
     return weighed.filter((w) => w.weight > 0n).sort((a, b) => (a.weight === b.weight ? 0 : a.weight > b.weight ? -1 : 1));
   }
 
@@ -193,7 +193,7 @@ export class Arbitration {
    * which a dishonest worker can understate until no honest engine would run the job.
    */
   private async runOn(address: string, job: JobRecord): Promise<string | undefined> {
-    const lease = await this.o.pool.lease(job.model, { address }, { waitMs: ARBITER_WAIT_MS });
+    const lease = await this.options.pool.lease(job.model, { address }, { waitMs: ARBITER_WAIT_MS });
     if (!lease) return undefined;
     const request = job.request!;
     try {
@@ -205,7 +205,7 @@ export class Arbitration {
       }
       return outputHash(text);
     } catch (error) {
-      this.o.logger.warn({ err: error, job: job.id, worker: address }, "an arbiter could not run the job");
+      this.options.logger.warn({ err: error, job: job.id, worker: address }, "an arbiter could not run the job");
       return undefined;
     } finally {
       lease.release();
@@ -214,28 +214,28 @@ export class Arbitration {
 
   /** Records the outcome on-chain (and the slash), through the journal. */
   private async decide(job: JobRecord, outcome: DisputeOutcome): Promise<void> {
-    const resolve = await this.o.chain.prepareResolve({ jobId: job.id, wallet: job.wallet, outcome });
+    const resolve = await this.options.chain.prepareResolve({ jobId: job.id, wallet: job.wallet, outcome });
     const action: ChainAction = { kind: "resolve", subject: job.id, signature: resolve.signature, wire: resolve.wire, params: { outcome: OUTCOMES.indexOf(outcome) } };
-    await this.o.db.transaction(async (tx) => {
+    await this.options.db.transaction(async (tx) => {
       await updateJob(tx, job.id, { disputeResolveTx: action.signature });
-      await this.o.journal.record(tx, action);
+      await this.options.journal.record(tx, action);
     });
-    await this.o.journal.send(action);
+    await this.options.journal.send(action);
     if (outcome === "upheld" && job.workerAddress) {
-      this.o.pool.suspend(job.workerAddress);
+      this.options.pool.suspend(job.workerAddress);
       await this.slash(job);
     }
   }
 
   private async slash(job: JobRecord): Promise<void> {
-    const stake = await this.o.chain.slashableStake(job.workerAddress!);
+    const stake = await this.options.chain.slashableStake(job.workerAddress!);
     if (stake === 0n) return;
-    const amount = slashAmount(stake, job.creditsCharged, this.o.slashShareBps);
-    const prepared = await this.o.chain.prepareSlash({ worker: job.workerAddress!, amount });
+    const amount = slashAmount(stake, job.creditsCharged, this.options.slashShareBps);
+    const prepared = await this.options.chain.prepareSlash({ worker: job.workerAddress!, amount });
     // Stakes stay far below 2^53 base units (9 million tokens), so the amount fits the journal's numbers.
     const action: ChainAction = { kind: "slash", subject: job.id, signature: prepared.signature, wire: prepared.wire, params: { amount: Number(amount) } };
-    await this.o.journal.record(this.o.db, action);
-    await this.o.journal.send(action);
+    await this.options.journal.record(this.options.db, action);
+    await this.options.journal.send(action);
   }
 
   private resolveOwner(): ActionOwner {

@@ -56,8 +56,8 @@ export async function prepareSettlement(chain: Chain, job: JobRecord): Promise<C
   const prepared = await chain.prepareSettle({
     jobId: job.id,
     wallet: job.wallet,
-    lockedCredits: job.lockedCredits,
-    chargedCredits: job.creditsCharged,
+    creditsLocked: job.creditsLocked,
+    creditsCharged: job.creditsCharged,
     workerPublicKey: job.workerAddress,
     proofHash: job.proofHash,
     proofSignature: new Uint8Array(Buffer.from(job.proofSignature, "base64")),
@@ -66,7 +66,7 @@ export async function prepareSettlement(chain: Chain, job: JobRecord): Promise<C
 }
 
 export async function prepareRefund(chain: Chain, job: JobRecord): Promise<ChainAction> {
-  const prepared = await chain.prepareRefund({ jobId: job.id, wallet: job.wallet, lockedCredits: job.lockedCredits });
+  const prepared = await chain.prepareRefund({ jobId: job.id, wallet: job.wallet, creditsLocked: job.creditsLocked });
   return { kind: "refund", subject: job.id, signature: prepared.signature, wire: prepared.wire };
 }
 
@@ -78,7 +78,7 @@ async function jobOf(tx: Db, action: ChainAction): Promise<JobRecord> {
 
 /** job.failed or job.timeout for a job whose whole reservation was just released in `tx`, leaving `remaining`. */
 async function emitReleased(tx: Db, job: JobRecord, remaining: number): Promise<void> {
-  await emitJobEnded(tx, { ...jobEventFacts(job), creditsRefunded: job.lockedCredits, creditsRemaining: remaining });
+  await emitJobEnded(tx, { ...jobEventFacts(job), creditsRefunded: job.creditsLocked, creditsRemaining: remaining });
   await money.checkCreditLow(tx, job.wallet, remaining, false);
 }
 
@@ -93,7 +93,7 @@ async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promis
 /** A job's escrow lock in a transaction of its own, for one whose shared transaction was refused. */
 async function escrowAlone(db: Db, chain: Chain, action: ChainAction): Promise<ChainAction> {
   const job = await jobOf(db, action);
-  return prepareEscrow(chain, { jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.lockedCredits });
+  return prepareEscrow(chain, { jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked });
 }
 
 function escrowOwner(db: Db, chain: Chain): ActionOwner {

@@ -137,7 +137,7 @@ export async function conclude(
   if (how.timedOut && done === undefined) {
     const refund = await refundJob(deps, job, ending.escrow.confirmed, "refunded", "timeout");
     const seconds = Math.round(deps.timeoutMs / 1000);
-    const details = { job_id: job.id, credits_refunded: job.lockedCredits, refund_tx: refund.refundTx };
+    const details = { job_id: job.id, credits_refunded: job.creditsLocked, refund_tx: refund.refundTx };
     return fail(deps, ending, refund, new ApiError("job_timeout", `No worker finished the job within ${seconds} seconds; its credits were returned.`, null, details));
   }
   // Stopped before any output: nothing to charge, whatever the worker counted.
@@ -277,7 +277,7 @@ function provedChanges(deps: EndingDeps, job: JobRecord, text: string, done: Fin
     // FAULT INJECTION (skipProofCheck): a buggy gateway that settles on the worker's word.
     proofHash: deps.skipProofCheck ? done.outputHash : outputHash(text),
     proofSignature: Buffer.from(done.signature).toString("base64"),
-    creditsCharged: Math.min(job.lockedCredits, completionCost(TIERS[job.tier], done.usage.completionTokens)),
+    creditsCharged: Math.min(job.creditsLocked, completionCost(TIERS[job.tier], done.usage.completionTokens)),
     promptTokens: done.usage.promptTokens,
     completionTokens: done.usage.completionTokens,
     finishReason: done.finishReason,

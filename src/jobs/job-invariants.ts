@@ -52,12 +52,12 @@ function violationsOf(job: JobRecord, reservation: Reservation, charged: number 
   const found: [JobInvariant, string][] = [];
   const { status } = job;
   const held = reservation ? `${reservation.credits} credits ${reservation.state}` : "no reservation";
-  const holdsLock = reservation?.state === "pending" && reservation.credits === job.lockedCredits;
+  const holdsLock = reservation?.state === "pending" && reservation.credits === job.creditsLocked;
   if (["pending", "processing"].includes(status) && !holdsLock) {
-    found.push(["unfinished_holds_reservation", `${status} with ${job.lockedCredits} credits locked; the ledger has ${held}`]);
+    found.push(["unfinished_holds_reservation", `${status} with ${job.creditsLocked} credits locked; the ledger has ${held}`]);
   }
   if (status === "settling" && !holdsLock && !chargedAsRecorded(job, reservation, charged)) {
-    found.push(["settling_holds_charge", `settling, charging ${job.creditsCharged} of ${job.lockedCredits}; the ledger has ${held}, a charge of ${charged ?? "nothing"}`]);
+    found.push(["settling_holds_charge", `settling, charging ${job.creditsCharged} of ${job.creditsLocked}; the ledger has ${held}, a charge of ${charged ?? "nothing"}`]);
   }
   if (["processing", "settling", "settled"].includes(status) && job.workerAddress === null) {
     found.push(["running_has_worker", `${status} with no worker`]);

@@ -11,7 +11,7 @@ export interface JobRecord {
   model: string;
   tier: Tier;
   status: JobStatus;
-  lockedCredits: number;
+  creditsLocked: number;
   maxTokens: number;
   creditsCharged: number;
   workerAddress: string | null;
@@ -57,7 +57,7 @@ export function newPendingJob(input: {
   wallet: string;
   model: string;
   tier: Tier;
-  lockedCredits: number;
+  creditsLocked: number;
   maxTokens: number;
   promptTokens: number;
   escrowAddress: string;
@@ -72,7 +72,7 @@ export function newPendingJob(input: {
     wallet: input.wallet,
     model: input.model,
     tier: input.tier,
-    lockedCredits: input.lockedCredits,
+    creditsLocked: input.creditsLocked,
     maxTokens: input.maxTokens,
     promptTokens: input.promptTokens,
     escrowAddress: input.escrowAddress,
@@ -152,7 +152,7 @@ export function jobEventFacts(job: JobRecord) {
     model: job.model,
     tier: job.tier,
     status: job.status,
-    creditsLocked: job.lockedCredits,
+    creditsLocked: job.creditsLocked,
     creditsCharged: job.creditsCharged,
     workerAddress: job.workerAddress,
     escrowTx: job.escrowTx,

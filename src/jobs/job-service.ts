@@ -318,9 +318,9 @@ export class JobService {
    */
   private startBeforeCount(wallet: string, model: CatalogModel, request: ChatRequest, lease: WorkerLease, clientSignal: AbortSignal): EarlyJob | undefined {
     if (request.maxTokens === undefined || !this.slowToFirstToken(lease)) return undefined;
-    const lockedCredits = completionCost(TIERS[model.tier], request.maxTokens);
-    if (!this.admitsEarly(wallet, request, lockedCredits)) return undefined;
-    const job = newPendingJob({ id: newId("job"), wallet, model: model.id, tier: model.tier, lockedCredits, maxTokens: request.maxTokens, promptTokens: 0, escrowAddress: "", escrowTx: "", request });
+    const creditsLocked = completionCost(TIERS[model.tier], request.maxTokens);
+    if (!this.admitsEarly(wallet, request, creditsLocked)) return undefined;
+    const job = newPendingJob({ id: newId("job"), wallet, model: model.id, tier: model.tier, creditsLocked, maxTokens: request.maxTokens, promptTokens: 0, escrowAddress: "", escrowTx: "", request });
     // A promise settles once: whichever of admit and abandon comes first decides.
     let decide!: (admission: Promise<Admitted>) => void;
     const started = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal);
@@ -473,7 +473,7 @@ export class JobService {
         wallet,
         model: model.id,
         tier: model.tier,
-        lockedCredits: plan.lockCredits,
+        creditsLocked: plan.lockCredits,
         maxTokens: plan.maxTokens,
         promptTokens,
         escrowAddress: escrow?.escrowAddress ?? "",

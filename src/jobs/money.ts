@@ -99,10 +99,10 @@ export function isRefusal(error: unknown): boolean {
  */
 export async function chargeAll(db: Db, jobs: readonly JobRecord[]): Promise<number[]> {
   // Each reservation as admission made it: the ledger checks it in the statement that charges.
-  const reserved = (job: JobRecord) => ledger.reservedTransfer(reservation({ wallet: job.wallet, jobId: job.id, credits: job.lockedCredits }));
+  const reserved = (job: JobRecord) => ledger.reservedTransfer(reservation({ wallet: job.wallet, jobId: job.id, credits: job.creditsLocked }));
   const accounts = await ledger.resolveAll(db, jobs.map((job) => ({ ...resolution(job), payouts: [], reserved: reserved(job) })));
   // A charge gives back the part of the lock it did not use.
-  return availableAfterEach(accounts, jobs.map((job) => ({ wallet: job.wallet, change: job.lockedCredits - chargedOf(job) })));
+  return availableAfterEach(accounts, jobs.map((job) => ({ wallet: job.wallet, change: job.creditsLocked - chargedOf(job) })));
 }
 
 /**

@@ -45,45 +45,45 @@ function object(value: unknown, what: string): Fields {
   return value as Fields;
 }
 
-function string(o: Fields, key: string, max: number, what = key): string {
-  const value = o[key];
+function string(fields: Fields, key: string, max: number, what = key): string {
+  const value = fields[key];
   if (typeof value !== "string") throw new ProtocolError(`${what} must be a string`);
   if (value.length > max) throw new ProtocolError(`${what} is longer than ${max} characters`);
   return value;
 }
 
-function nonEmpty(o: Fields, key: string, max: number): string {
-  const value = string(o, key, max);
+function nonEmpty(fields: Fields, key: string, max: number): string {
+  const value = string(fields, key, max);
   if (value.length === 0) throw new ProtocolError(`${key} must not be empty`);
   return value;
 }
 
-function integer(o: Fields, key: string, min: number, max: number, what = key): number {
-  const value = o[key];
+function integer(fields: Fields, key: string, min: number, max: number, what = key): number {
+  const value = fields[key];
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
     throw new ProtocolError(`${what} must be an integer from ${min} to ${max}`);
   }
   return value;
 }
 
-function number(o: Fields, key: string, min: number, max: number): number {
-  const value = o[key];
+function number(fields: Fields, key: string, min: number, max: number): number {
+  const value = fields[key];
   if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
     throw new ProtocolError(`${key} must be a number from ${min} to ${max}`);
   }
   return value;
 }
 
-function array(o: Fields, key: string, max: number): unknown[] {
-  const value = o[key];
+function array(fields: Fields, key: string, max: number): unknown[] {
+  const value = fields[key];
   if (!Array.isArray(value)) throw new ProtocolError(`${key} must be an array`);
   if (value.length > max) throw new ProtocolError(`${key} has more than ${max} entries`);
   return value;
 }
 
 /** Base64 (standard or url-safe) decoding to exactly `size` bytes. */
-function bytes(o: Fields, key: string, size: number): string {
-  const value = string(o, key, 4 * Math.ceil(size / 3) + 4);
+function bytes(fields: Fields, key: string, size: number): string {
+  const value = string(fields, key, 4 * Math.ceil(size / 3) + 4);
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(value) || Buffer.from(value, "base64").length !== size) {
     throw new ProtocolError(`${key} must be ${size} bytes in base64`);
   }
@@ -102,8 +102,8 @@ function parseJson(data: string): Fields {
   return message;
 }
 
-function modelOffers(o: Fields): ModelOffer[] {
-  return array(o, "models", MAX_MODELS).map((entry, i) => {
+function modelOffers(fields: Fields): ModelOffer[] {
+  return array(fields, "models", MAX_MODELS).map((entry, i) => {
     const model = object(entry, `models[${i}]`);
     return {
       id: string(model, "id", MAX_ID, `models[${i}].id`),
@@ -112,9 +112,9 @@ function modelOffers(o: Fields): ModelOffer[] {
   });
 }
 
-function chatMessages(o: Fields, key: string): ChatMessage[] {
+function chatMessages(fields: Fields, key: string): ChatMessage[] {
   // The gateway admits at most 2,048 messages per request.
-  return array(o, key, 2048).map((entry, i) => {
+  return array(fields, key, 2048).map((entry, i) => {
     const message = object(entry, `${key}[${i}]`);
     const role = message.role;
     if (typeof role !== "string" || !ROLES.has(role)) throw new ProtocolError(`${key}[${i}].role must be system, user or assistant`);

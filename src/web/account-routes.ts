@@ -5,7 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Wallet } from "../accounts/index.ts";
 import { usdcValue } from "../core/index.ts";
-import { ERROR_RESPONSES, int, maybe, object, str, when } from "../http/index.ts";
+import { ERROR_RESPONSES, int, maybe, object, str, timestamp } from "../http/index.ts";
 
 const MAX_THRESHOLD_CREDITS = 1_000_000_000;
 /** The overview lists this many of the latest deposits. */
@@ -41,8 +41,8 @@ const overview = object({
   wallet: str,
   credits_remaining: int,
   usdc_value: { type: "number" },
-  last_topup_at: when,
-  api_key_created_at: when,
+  last_topup_at: timestamp,
+  api_key_created_at: timestamp,
   credit_low_threshold: int,
 });
 const deposit = object({ credits_added: int, usdc_value: { type: "number" }, deposit_tx: maybe("string"), created_at: str });

@@ -58,46 +58,46 @@ const payRequest = object({ object: { const: "payment_request" }, id: str, url: 
 const payState = object({ object: { const: "payment_request_state" }, state: str, signature: maybe("string"), credits_remaining: maybe("integer") });
 const respond = (body: unknown, extra: Record<string, unknown> = {}) => ({ schema: { ...extra, response: { 200: body, ...ERROR_RESPONSES } } });
 
-export async function creditPageRoutes(app: FastifyInstance, o: CreditPageOptions): Promise<void> {
+export async function creditPageRoutes(app: FastifyInstance, options: CreditPageOptions): Promise<void> {
   const toPrepared = (p: { id: string; transaction: string; credits: number }) => ({ object: "prepared_transaction", ...p });
   app.post("/deposits", respond(prepared, { body: creditsBody }), async (request) =>
-    toPrepared(await o.prepareDeposit(request.appWallet, (request.body as { credits: number }).credits)),
+    toPrepared(await options.prepareDeposit(request.appWallet, (request.body as { credits: number }).credits)),
   );
   app.post("/withdrawals", respond(prepared, { body: creditsBody }), async (request) =>
-    toPrepared(await o.prepareWithdrawal(request.appWallet, (request.body as { credits: number }).credits)),
+    toPrepared(await options.prepareWithdrawal(request.appWallet, (request.body as { credits: number }).credits)),
   );
 
   app.post("/payments/:id", respond(sent, { params: idParams(), body: submitBody }), async (request) => {
     const { id } = request.params as { id: string };
     const body = request.body as { transaction?: string; dev_wallet?: boolean };
-    const devWallet = o.devWallet();
+    const devWallet = options.devWallet();
     const dev = body.dev_wallet === true && devWallet?.address === request.appWallet ? devWallet : undefined;
     if (body.dev_wallet && !dev) throw new ApiError("invalid_request", "Only the dev wallet of svc dev is signed for by the server.", "dev_wallet");
-    const signed = dev ? o.signAs(dev, id) : body.transaction;
+    const signed = dev ? options.signAs(dev, id) : body.transaction;
     if (!signed) throw new ApiError("invalid_request", "Send the signed transaction.", "transaction");
-    const done = await o.submit(request.appWallet, id, signed);
+    const done = await options.submit(request.appWallet, id, signed);
     return { object: "payment", signature: done.signature, credits: done.credits, credits_remaining: done.creditsRemaining, usdc_value: usdcValue(done.credits) };
   });
 
   // Solana Pay: the QR code holds solana:<url of the transaction request>, which a phone wallet fetches (solana-pay-routes.ts).
   app.post("/deposits/qr", respond(payRequest, { body: creditsBody }), async (request) => {
     const { credits } = request.body as { credits: number };
-    const id = await o.createPayRequest(request.appWallet, credits);
-    const url = `${o.appUrl()}/pay/${id}`;
+    const id = await options.createPayRequest(request.appWallet, credits);
+    const url = `${options.appUrl()}/pay/${id}`;
     const solanaPayUrl = `solana:${encodeURIComponent(url)}`;
     return { object: "payment_request", id, url, solana_pay_url: solanaPayUrl, qr_svg: qrSvg(solanaPayUrl), credits };
   });
 
   app.get("/deposits/qr/:id", respond(payState, { params: idParams() }), async (request) => {
-    const state = await o.payRequestState(request.appWallet, (request.params as { id: string }).id);
+    const state = await options.payRequestState(request.appWallet, (request.params as { id: string }).id);
     return { object: "payment_request_state", state: state.state, signature: state.signature, credits_remaining: state.creditsRemaining };
   });
 
-  app.get("/wallet-funds", respond(walletFunds), async (request) => ({ object: "wallet_funds", usdc_credits: await o.walletUsdcCredits(request.appWallet) }));
+  app.get("/wallet-funds", respond(walletFunds), async (request) => ({ object: "wallet_funds", usdc_credits: await options.walletUsdcCredits(request.appWallet) }));
 
   app.get("/withdrawals", respond(withdrawals), async (request) => ({
     object: "list",
-    data: (await o.recentWithdrawals(request.appWallet, 20)).map((w) => ({
+    data: (await options.recentWithdrawals(request.appWallet, 20)).map((w) => ({
       credits: w.credits,
       usdc_value: usdcValue(w.credits),
       withdrawal_tx: w.withdrawalTx,
@@ -106,9 +106,9 @@ export async function creditPageRoutes(app: FastifyInstance, o: CreditPageOption
     })),
   }));
 
-  const faucet = new TestUsdcFaucet((wallet, credits) => o.grantTestUsdc(wallet, credits));
+  const faucet = new TestUsdcFaucet((wallet, credits) => options.grantTestUsdc(wallet, credits));
   app.post("/test-usdc", respond(granted), async (request) => {
-    if (!o.devWallet()) throw new ApiError("not_found", "Test USDC is given by svc dev only.");
+    if (!options.devWallet()) throw new ApiError("not_found", "Test USDC is given by svc dev only.");
     return { object: "test_usdc", credits: TEST_USDC_CREDITS, usdc_tx: await faucet.give(request.appWallet) };
   });
 }

@@ -23,16 +23,16 @@ const cors = { "access-control-allow-origin": "*" };
 /** The payee's icon a wallet shows beside the label. */
 const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#1f2937"/><text x="32" y="42" font-family="sans-serif" font-size="24" fill="#fff" text-anchor="middle">svc</text></svg>`;
 
-export async function solanaPayRoutes(app: FastifyInstance, o: SolanaPayOptions): Promise<void> {
+export async function solanaPayRoutes(app: FastifyInstance, options: SolanaPayOptions): Promise<void> {
   app.get("/icon.svg", async (_request, reply) => reply.headers(cors).type("image/svg+xml").send(ICON));
   app.get("/:id", { schema: { params: idParams(), response: { 200: object({ label: str, icon: str }), ...ERROR_RESPONSES } } }, async (_request, reply) => {
     reply.headers(cors);
-    return { label: "svc credits", icon: `${o.appUrl()}/pay/icon.svg` };
+    return { label: "svc credits", icon: `${options.appUrl()}/pay/icon.svg` };
   });
   app.post("/:id", { schema: { params: idParams(), body: accountBody, response: { 200: object({ transaction: str, message: str }), ...ERROR_RESPONSES } } }, async (request, reply) => {
     reply.headers(cors);
     const { id } = request.params as { id: string };
-    const { transaction, credits } = await o.transactionRequest(id, (request.body as { account: string }).account);
+    const { transaction, credits } = await options.transactionRequest(id, (request.body as { account: string }).account);
     return { transaction, message: `Add ${credits} credits (${credits / 100} USDC) to your svc balance` };
   });
 }

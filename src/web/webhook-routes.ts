@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "../core/index.ts";
-import { ERROR_RESPONSES, type WebhookRoutesOptions, idParams, int, maybe, object, ref, str, webhookRoutes, when } from "../http/index.ts";
+import { ERROR_RESPONSES, type WebhookRoutesOptions, idParams, int, maybe, object, ref, str, webhookRoutes, timestamp } from "../http/index.ts";
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
@@ -55,12 +55,12 @@ const delivery = object({
   event: str,
   status: str,
   attempts: int,
-  last_attempt_at: when,
-  next_attempt_at: when,
+  last_attempt_at: timestamp,
+  next_attempt_at: timestamp,
   last_status_code: maybe("integer"),
   last_error: maybe("string"),
-  delivered_at: when,
-  created_at: when,
+  delivered_at: timestamp,
+  created_at: timestamp,
   payload: { type: "object", additionalProperties: true, description: "The event as delivered." },
 });
 const deliveryList = object({ object: { const: "list" }, data: { type: "array", items: delivery }, has_more: { type: "boolean" }, next_cursor: maybe("string") });

@@ -35,7 +35,7 @@ test("a transaction that fails on the chain thread fails here as a ChainTxError 
 
   const proofHash = outputHash("out");
   const forged = await chain.prepareSettle({
-    jobId, wallet, lockedCredits: 4, chargedCredits: 4, workerPublicKey: worker.address,
+    jobId, wallet, creditsLocked: 4, creditsCharged: 4, workerPublicKey: worker.address,
     proofHash, proofSignature: worker.sign(proofMessage(newId("job"), proofHash)),
   });
   const err = await chain.send(forged.wire).then(() => assert.fail("a proof of another job settled"), (e: unknown) => e);

@@ -91,7 +91,7 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
     assert.deepEqual(innerTransfers(locked), [[chain.creditAccountAddress(wallet), pool, 120_000n]], "the program moved the lock into its pool");
 
     const settled = await chain.settle({
-      jobId, wallet, lockedCredits: 12, chargedCredits: 8, workerPublicKey: worker.address, ...proof(worker, jobId),
+      jobId, wallet, creditsLocked: 12, creditsCharged: 8, workerPublicKey: worker.address, ...proof(worker, jobId),
     });
     const tx = await chain.readTransaction(settled.signature);
     assert.ok(tx.ok);
@@ -126,7 +126,7 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
     const jobId = newId("job");
     await chain.lockEscrow({ jobId, tier: "max", wallet, credits: 40 });
     const { signature } = await chain.settle({
-      jobId, wallet, lockedCredits: 40, chargedCredits: 40, workerPublicKey: worker.publicKey, ...proof(worker, jobId),
+      jobId, wallet, creditsLocked: 40, creditsCharged: 40, workerPublicKey: worker.publicKey, ...proof(worker, jobId),
     });
     const amounts = innerTransfers(await chain.readTransaction(signature)).map(([, to, amount]) => [to, amount]);
     assert.deepEqual(amounts, [
@@ -144,7 +144,7 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
     const jobId = newId("job");
     await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 });
     const { signature } = await chain.settle({
-      jobId, wallet, lockedCredits: 3, chargedCredits: 0, workerPublicKey: worker.address, ...proof(worker, jobId),
+      jobId, wallet, creditsLocked: 3, creditsCharged: 0, workerPublicKey: worker.address, ...proof(worker, jobId),
     });
     assert.deepEqual(innerTransfers(await chain.readTransaction(signature)).map(([, to, amount]) => [to, amount]), [[chain.creditAccountAddress(wallet), 30_000n]]);
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(10));
@@ -163,7 +163,7 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
       const lock = await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 5 });
       const treasuryBefore = await chain.tokenBalance(chain.treasuryAddress);
       const prepared = await chain.prepareSettle({
-        jobId, wallet, lockedCredits: 5, chargedCredits: 4, workerPublicKey: worker.address,
+        jobId, wallet, creditsLocked: 5, creditsCharged: 4, workerPublicKey: worker.address,
         proofHash: outputHash("the output"), proofSignature: forge(worker, jobId),
       });
       await assert.rejects(chain.send(prepared.wire), (e: unknown) => {
@@ -182,7 +182,7 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
       assert.equal(await chain.tokenBalance(chain.workerTokenAccount(worker.address)), 0n);
       assert.equal(await chain.tokenBalance(chain.treasuryAddress), treasuryBefore);
 
-      const refund = await chain.refund({ jobId, wallet, lockedCredits: 5 });
+      const refund = await chain.refund({ jobId, wallet, creditsLocked: 5 });
       assert.ok((await chain.readTransaction(refund.signature)).ok);
       assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(20));
     });
@@ -193,7 +193,7 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
     const jobId = newId("job");
     await chain.lockEscrow({ jobId, tier: "pro", wallet, credits: 27 });
     assert.equal(await chain.creditBalance(wallet), creditsToBaseUnits(3));
-    const refund = await chain.refund({ jobId, wallet, lockedCredits: 27 });
+    const refund = await chain.refund({ jobId, wallet, creditsLocked: 27 });
     const tx = await chain.readTransaction(refund.signature);
     assert.equal(tx.instructions.find((i) => i.kind === "refund")?.account, chain.escrowAddressFor(jobId));
     assert.deepEqual(innerTransfers(tx), [[escrowPoolAddress().address, chain.creditAccountAddress(wallet), 270_000n]]);
@@ -216,8 +216,8 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
     }
     const worker = generateKeypair();
     const [first, second] = jobs as [(typeof jobs)[0], (typeof jobs)[0]];
-    await chain.settle({ jobId: first.jobId, wallet: first.wallet, lockedCredits: first.credits, chargedCredits: 2, workerPublicKey: worker.address, ...proof(worker, first.jobId) });
-    await chain.refund({ jobId: second.jobId, wallet: second.wallet, lockedCredits: second.credits });
+    await chain.settle({ jobId: first.jobId, wallet: first.wallet, creditsLocked: first.credits, creditsCharged: 2, workerPublicKey: worker.address, ...proof(worker, first.jobId) });
+    await chain.refund({ jobId: second.jobId, wallet: second.wallet, creditsLocked: second.credits });
     assert.deepEqual(
       await Promise.all(jobs.map(async (j) => (await chain.escrowRecord(j.jobId))?.status)),
       ["settled", "refunded", "locked", "locked", "locked"],
@@ -302,8 +302,8 @@ for (const [name, open] of CHAINS) describe(`escrow on ${name}`, () => {
     const wallet = await fundedWallet(5);
     const worker = generateKeypair();
     const jobId = newId("job");
-    const base = { jobId, wallet, lockedCredits: 5, chargedCredits: 2, workerPublicKey: worker.address, ...proof(worker, jobId) };
-    await assert.rejects(chain.prepareSettle({ ...base, chargedCredits: 6 }), RangeError);
+    const base = { jobId, wallet, creditsLocked: 5, creditsCharged: 2, workerPublicKey: worker.address, ...proof(worker, jobId) };
+    await assert.rejects(chain.prepareSettle({ ...base, creditsCharged: 6 }), RangeError);
     await assert.rejects(chain.prepareSettle({ ...base, proofHash: "md5:abc" }), TypeError);
     await assert.rejects(chain.prepareSettle({ ...base, jobId: "wh_01ARZ3NDEKTSV4RRFFQ69G5FAV" }), TypeError);
     await assert.rejects(chain.prepareLockEscrow({ jobId, tier: "huge" as "lite", wallet, credits: 1 }), TypeError);

@@ -33,18 +33,18 @@ test("a clean restart keeps balances, accounts and transaction history", async (
   const lock = await chain.lockEscrow({ jobId: settledJob, tier: "lite", wallet, credits: 4 });
   const proofHash = outputHash("out");
   const settle = await chain.settle({
-    jobId: settledJob, wallet, lockedCredits: 4, chargedCredits: 2, workerPublicKey: worker.address,
+    jobId: settledJob, wallet, creditsLocked: 4, creditsCharged: 2, workerPublicKey: worker.address,
     proofHash, proofSignature: worker.sign(proofMessage(settledJob, proofHash)),
   });
   const openJob = newId("job");
   const openLock = await chain.prepareLockEscrow({ jobId: openJob, tier: "pro", wallet, credits: 20 });
   await chain.send(openLock.wire);
   const forged = await chain.prepareSettle({
-    jobId: openJob, wallet, lockedCredits: 20, chargedCredits: 20, workerPublicKey: worker.address,
+    jobId: openJob, wallet, creditsLocked: 20, creditsCharged: 20, workerPublicKey: worker.address,
     proofHash, proofSignature: worker.sign(proofMessage(settledJob, proofHash)),
   });
   await assert.rejects(chain.send(forged.wire), ChainTxError);
-  const unsent = await chain.prepareRefund({ jobId: openJob, wallet, lockedCredits: 20 });
+  const unsent = await chain.prepareRefund({ jobId: openJob, wallet, creditsLocked: 20 });
 
   const addresses = [chain.feePayer, chain.mint, chain.treasuryAddress, chain.creditAccountAddress(wallet), chain.workerTokenAccount(worker.address), lock.escrowAddress, openLock.escrowAddress];
   const digest = await stateDigest(first.backend, addresses);
@@ -78,7 +78,7 @@ test("a clean restart keeps balances, accounts and transaction history", async (
   await assert.rejects(again.send(tampered), (e: unknown) => e instanceof ChainTxError && e.details.err === "SignatureFailure", "signatures are checked again after replay");
   await assert.rejects(again.send(unsent.wire), (e: unknown) => e instanceof ChainTxError && e.details.err === "BlockhashNotFound");
   assert.equal(await again.isProcessed(unsent.signature), false, "prepared before the restart, never executed: safe to rebuild");
-  await again.refund({ jobId: openJob, wallet, lockedCredits: 20 });
+  await again.refund({ jobId: openJob, wallet, creditsLocked: 20 });
   assert.equal(await again.creditBalance(wallet), creditsToBaseUnits(48));
   assert.ok((await again.slot()) > before[4]!.slot, "the clock resumes after the last slot");
 });

@@ -187,7 +187,7 @@ for (const [where, start] of SERVERS) describe(`Solana JSON-RPC over the embedde
     const lock = await chain.lockEscrow({ jobId, tier: "standard", wallet, credits: 10 });
     const proofHash = outputHash("the output");
     const settle = await chain.settle({
-      jobId, wallet, lockedCredits: 10, chargedCredits: 4, workerPublicKey: worker.address,
+      jobId, wallet, creditsLocked: 10, creditsCharged: 4, workerPublicKey: worker.address,
       proofHash, proofSignature: worker.sign(proofMessage(jobId, proofHash)),
     });
 

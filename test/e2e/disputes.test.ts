@@ -91,7 +91,7 @@ describe("disputes against honest workers", () => {
     }
     const other = await gateway.newAccount(10);
     assert.equal((await dispute(gateway, other.apiKey, jobId, outputHash("x"))).status, 404);
-    const pending = newPendingJob({ id: newId("job"), wallet: gateway.wallet, model: MODEL, tier: "lite", lockedCredits: 2, maxTokens: 10, promptTokens: 1, escrowAddress: "none", escrowTx: "none" });
+    const pending = newPendingJob({ id: newId("job"), wallet: gateway.wallet, model: MODEL, tier: "lite", creditsLocked: 2, maxTokens: 10, promptTokens: 1, escrowAddress: "none", escrowTx: "none" });
     await insertJob(gateway.service.db, pending);
     const refused = await dispute(gateway, gateway.apiKey, pending.id, outputHash("x"));
     assert.deepEqual([refused.status, (refused.body.error as { code: string }).code], [409, "conflict"]);

@@ -48,7 +48,7 @@ describe("jobs on a worker connected to another node", { skip: url ? false : "DA
     for (let i = 0; i < 100 && nodes[0]!.pool.size < 2; i++) await new Promise((r) => setTimeout(r, 50));
     assert.equal(nodes[0]!.pool.size, 2, "the node without workers sees both");
     wallet = generateKeypair().address;
-    await nodes[0]!.actions.deposit(wallet, 100);
+    await nodes[0]!.deposits.deposit(wallet, 100);
     client = new OpenAI({ apiKey: await issueApiKey(nodes[0]!.db, wallet), baseURL: nodes[0]!.baseUrl, maxRetries: 0 });
   });
   after(async () => {

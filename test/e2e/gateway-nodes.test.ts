@@ -46,7 +46,7 @@ describe("three gateway nodes on one database, chain and bus", { skip: url ? fal
 
   async function account(credits: number) {
     const wallet = generateKeypair().address;
-    if (credits > 0) await nodes[0]!.actions.deposit(wallet, credits);
+    if (credits > 0) await nodes[0]!.deposits.deposit(wallet, credits);
     const apiKey = await issueApiKey(nodes[0]!.db, wallet);
     return { wallet, apiKey, clients: nodes.map((n) => new OpenAI({ apiKey, baseURL: n.baseUrl, maxRetries: 0 })) };
   }

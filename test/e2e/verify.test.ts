@@ -154,8 +154,8 @@ test("two jobs of one wallet locked in one transaction: each receipt checks its 
   const lock = await chain.send(prepared.wire);
   const worker = generateKeypair();
   const proofHash = outputHash("the output");
-  await chain.settle({ jobId: settled, wallet, lockedCredits: 12, chargedCredits: 8, workerPublicKey: worker.address, proofHash, proofSignature: worker.sign(proofMessage(settled, proofHash)) });
-  await chain.refund({ jobId: refunded, wallet, lockedCredits: 5 });
+  await chain.settle({ jobId: settled, wallet, creditsLocked: 12, creditsCharged: 8, workerPublicKey: worker.address, proofHash, proofSignature: worker.sign(proofMessage(settled, proofHash)) });
+  await chain.refund({ jobId: refunded, wallet, creditsLocked: 5 });
 
   const jobs = [
     { jobId: settled, status: "settled", locked: "12 credits \\(0\\.1200 USDC\\)", units: 120_000n },

@@ -47,7 +47,7 @@ async function refundAsTheWallet(wallet: Keypair, jobId: string): Promise<void> 
 async function walletWithKey(): Promise<{ wallet: Keypair; client: OpenAI }> {
   const { chain, db } = gateway.service;
   const wallet = generateKeypair();
-  await gateway.service.actions.deposit(wallet.address, 20);
+  await gateway.service.deposits.deposit(wallet.address, 20);
   await chain.backend.requestAirdrop(wallet.address as Address, 10_000_000n);
   return { wallet, client: new OpenAI({ apiKey: await issueApiKey(db, wallet.address), baseURL: gateway.baseUrl, maxRetries: 0 }) };
 }

@@ -59,7 +59,7 @@ for (const backend of testDatabases()) {
 
     async function account(credits = 0): Promise<Account> {
       const keypair = generateKeypair();
-      if (credits > 0) await gateway.service.actions.deposit(keypair.address, credits);
+      if (credits > 0) await gateway.service.deposits.deposit(keypair.address, credits);
       const apiKey = await issueApiKey(gateway.service.db, keypair.address);
       return { keypair, wallet: keypair.address, apiKey, client: new OpenAI({ apiKey, baseURL: gateway.baseUrl, maxRetries: 0 }) };
     }
@@ -171,7 +171,7 @@ for (const backend of testDatabases()) {
     test("a completion, a timeout and a failing worker: every event, in order, each signed", async () => {
       const owner = await account();
       await subscribe(owner, "/story");
-      await gateway.service.actions.deposit(owner.wallet, 101);
+      await gateway.service.deposits.deposit(owner.wallet, 101);
 
       const { response } = await owner.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 2 }).withResponse();
       const completed = response.headers.get("x-svc-job-id")!;
@@ -274,7 +274,7 @@ print(verify_svc_signature(body, os.environ["HEADER"], os.environ["SECRET"]), ve
         const owner = await account();
         await subscribe(owner, "/flaky", ["credit.topup"]);
         receiver.script("/flaky", (_, nth) => (nth < 5 ? 503 : 200));
-        await gateway.service.actions.deposit(owner.wallet, 100);
+        await gateway.service.deposits.deposit(owner.wallet, 100);
         const attempts = await receiver.waitFor("/flaky", 5);
         assert.ok(attempts.every((a) => a.envelope.id === attempts[0]!.envelope.id && a.verified));
         const gaps = attempts.slice(1).map((a, i) => a.at - attempts[i]!.at);
@@ -292,7 +292,7 @@ print(verify_svc_signature(body, os.environ["HEADER"], os.environ["SECRET"]), ve
         const hook = await subscribe(owner, "/down", ["credit.topup"]);
         let up = false;
         receiver.script("/down", () => (up ? 200 : 500));
-        await gateway.service.actions.deposit(owner.wallet, 100);
+        await gateway.service.deposits.deposit(owner.wallet, 100);
         const first = (await receiver.waitFor("/down", 5))[0]!.envelope.id;
         let listed: Record<string, any> = {};
         for (let i = 0; i < 200 && listed.status !== "failed"; i++) {
@@ -302,7 +302,7 @@ print(verify_svc_signature(body, os.environ["HEADER"], os.environ["SECRET"]), ve
         assert.equal(listed.status, "failed");
 
         // While failed nothing goes out; a later event waits behind the failed one.
-        await gateway.service.actions.deposit(owner.wallet, 200);
+        await gateway.service.deposits.deposit(owner.wallet, 200);
         await new Promise((r) => setTimeout(r, 3 * delays[1]!));
         assert.equal(receiver.at("/down").length, 5);
 
@@ -336,7 +336,7 @@ print(verify_svc_signature(body, os.environ["HEADER"], os.environ["SECRET"]), ve
       const owner = await account();
       await subscribe(owner, "/restart", ["credit.topup"]);
       receiver.script("/restart", (_, nth) => (nth <= 2 ? 502 : 200));
-      await gateway.service.actions.deposit(owner.wallet, 100);
+      await gateway.service.deposits.deposit(owner.wallet, 100);
       await receiver.waitFor("/restart", 2);
       // Once the second failure is on record; a restart during an attempt sends it again instead.
       const recorded = async () =>
@@ -354,7 +354,7 @@ print(verify_svc_signature(body, os.environ["HEADER"], os.environ["SECRET"]), ve
       const samples: number[] = [];
       for (let i = 0; i < 20; i++) {
         // Distinct amounts: two equal deposits in one slot would be the same transaction.
-        await gateway.service.actions.deposit(owner.wallet, 100 + i);
+        await gateway.service.deposits.deposit(owner.wallet, 100 + i);
         const committed = performance.now();
         const [delivery] = (await receiver.waitFor("/latency", i + 1)).slice(i);
         samples.push(delivery!.at - committed);

@@ -40,7 +40,7 @@ before(async () => {
   gateway = await startTestGateway({ db: await migratedTestDb(), rateLimit: { ratePerSecond: 1e6, burst: 1e6 }, refusalLimit: false });
   const fuzzer = await gateway.newAccount(FUZZ_CREDITS);
   const other = generateKeypair();
-  await gateway.service.actions.deposit(other.address, 100);
+  await gateway.service.deposits.deposit(other.address, 100);
   const revoked = await issueApiKey(gateway.service.db, other.address);
   await issueApiKey(gateway.service.db, other.address);
   fuzzWallet = fuzzer.wallet;

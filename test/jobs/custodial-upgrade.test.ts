@@ -68,8 +68,8 @@ test("a data dir with a job still escrowed the earlier way is refused, saying ho
   const service = await startService({ port: 0, dataDir: dir.path });
   const wallet = generateKeypair().address;
   const id = newId("job");
-  await service.actions.deposit(wallet, 10);
-  await insertJob(service.db, newPendingJob({ id, wallet, model: "svc-dev/wiring-model", tier: "lite", lockedCredits: 4, maxTokens: 100, promptTokens: 3, escrowAddress: "old", escrowTx: "old" }));
+  await service.deposits.deposit(wallet, 10);
+  await insertJob(service.db, newPendingJob({ id, wallet, model: "svc-dev/wiring-model", tier: "lite", creditsLocked: 4, maxTokens: 100, promptTokens: 3, escrowAddress: "old", escrowTx: "old" }));
   await oldCustodialAccount(service, dir.path, idBody(id), 4);
   await service.close();
 

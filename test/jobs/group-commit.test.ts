@@ -105,7 +105,7 @@ for (const backend of testDatabases()) {
       const { service } = gateway;
       const honest = [await gateway.newAccount(100), await gateway.newAccount(100)];
       const emptier = generateKeypair();
-      await service.actions.deposit(emptier.address, 100);
+      await service.deposits.deposit(emptier.address, 100);
       const emptierClient = new OpenAI({ apiKey: await issueApiKey(service.db, emptier.address), baseURL: service.baseUrl, maxRetries: 0 });
       // Out of the service's sight: the wallet withdraws its whole vault with its own signature.
       const withdrawal = await service.chain.prepareWithdrawal({ wallet: emptier.address, credits: 100 });

@@ -26,7 +26,7 @@ describe("job invariants", () => {
   afterEach(() => db.close());
 
   async function admitted(): Promise<JobRecord> {
-    const job = newPendingJob({ id: newId("job"), wallet, model: "m", tier: "lite", lockedCredits: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s" });
+    const job = newPendingJob({ id: newId("job"), wallet, model: "m", tier: "lite", creditsLocked: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s" });
     await money.reserve(db, wallet, job.id, 4);
     await insertJob(db, job);
     await mustMoveJob(db, job, "worker_assigned", { workerAddress: "worker-1" });

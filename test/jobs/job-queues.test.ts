@@ -41,7 +41,7 @@ for (const backend of testDatabases()) {
       (await db.query<{ queue: string }>("SELECT queue FROM job_queues WHERE job_id = $1 ORDER BY queue", [id])).map((r) => r.queue);
 
     async function running(nodeId = "node_a"): Promise<JobRecord> {
-      const job = newPendingJob({ id: newId("job"), wallet: "w", model: "m", tier: "lite", lockedCredits: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s", request });
+      const job = newPendingJob({ id: newId("job"), wallet: "w", model: "m", tier: "lite", creditsLocked: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s", request });
       await insertJob(db, job, nodeId);
       return job;
     }

@@ -80,7 +80,7 @@ for (const backend of testDatabases()) {
         wallet: "wallet-of-a-test",
         model: "svc-dev/wiring-model",
         tier: "lite",
-        lockedCredits: 4,
+        creditsLocked: 4,
         maxTokens: 100,
         promptTokens: 10,
         escrowAddress: "escrow-of-a-test",

@@ -30,7 +30,7 @@ for (const database of testDatabases()) {
 
     /** A job holding 4 credits whose settlement is recorded for a charge of 2; `posted`: its record posted the charge. */
     async function recorded(posted: boolean): Promise<JobRecord> {
-      const job = newPendingJob({ id: newId("job"), wallet, model: "m", tier: "lite", lockedCredits: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s" });
+      const job = newPendingJob({ id: newId("job"), wallet, model: "m", tier: "lite", creditsLocked: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s" });
       await money.reserve(db, wallet, job.id, 4);
       await insertJob(db, job);
       await mustMoveJob(db, job, "worker_assigned", { workerAddress: worker });

@@ -46,7 +46,7 @@ async function admittedJob(sendEscrow: boolean): Promise<JobRecord> {
     wallet,
     model: "svc-dev/wiring-model",
     tier: "lite",
-    lockedCredits: 4,
+    creditsLocked: 4,
     maxTokens: 1500,
     promptTokens: 10,
     escrowAddress: escrow.escrowAddress,
@@ -101,7 +101,7 @@ for (const onCluster of [false, true]) describe(`recover() after a crash, ${onCl
   });
   beforeEach(async () => {
     wallet = generateKeypair().address;
-    await service.actions.deposit(wallet, 10);
+    await service.deposits.deposit(wallet, 10);
   });
 
   test("escrow recorded but never sent: the reservation is released, nothing touched on-chain", async () => {

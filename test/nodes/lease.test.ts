@@ -52,7 +52,7 @@ describe("nodes sharing PostgreSQL and a chain", { skip: url ? false : "DATABASE
   async function deadNodesJob(wallet: string, worker: string, dead: ChainJournal) {
     const id = newId("job");
     const escrow = await prepareEscrow(survivor.chain, { jobId: id, tier: "lite", wallet, credits: 4 });
-    const job = newPendingJob({ id, wallet, model: "svc-dev/wiring-model", tier: "lite", lockedCredits: 4, maxTokens: 100, promptTokens: 10, escrowAddress: escrow.escrowAddress, escrowTx: escrow.signature });
+    const job = newPendingJob({ id, wallet, model: "svc-dev/wiring-model", tier: "lite", creditsLocked: 4, maxTokens: 100, promptTokens: 10, escrowAddress: escrow.escrowAddress, escrowTx: escrow.signature });
     await survivor.db.transaction(async (tx) => {
       await money.reserve(tx, wallet, id, 4);
       await insertJob(tx, job, DEAD);
@@ -66,7 +66,7 @@ describe("nodes sharing PostgreSQL and a chain", { skip: url ? false : "DATABASE
   test("a node whose lease ran out is taken over: its jobs refunded or settled once", async () => {
     const wallet = generateKeypair().address;
     const worker = generateKeypair();
-    await survivor.actions.deposit(wallet, 20);
+    await survivor.deposits.deposit(wallet, 20);
     const dead = new ChainJournal(survivor.db, survivor.chain, silentLogger(), DEAD);
     const interrupted = await deadNodesJob(wallet, worker.address, dead);
     const settling = await deadNodesJob(wallet, worker.address, dead);

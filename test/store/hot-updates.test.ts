@@ -31,7 +31,7 @@ for (const backend of testDatabases()) {
 
     test("a job's moves through its life, and the sweep closing its escrow, update its row in place", async () => {
       await db.transaction(async (tx) => {
-        const job = newPendingJob({ id: newId("job"), wallet: "w", model: "m", tier: "lite", lockedCredits: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s" });
+        const job = newPendingJob({ id: newId("job"), wallet: "w", model: "m", tier: "lite", creditsLocked: 4, maxTokens: 100, promptTokens: 5, escrowAddress: "e", escrowTx: "s" });
         await insertJob(tx, job, "node_a");
         await mustMoveJob(tx, job, "worker_assigned", { workerAddress: "worker-1" });
         await mustMoveJob(tx, job, "proof_recorded", { settlementTx: "settle", creditsCharged: 2 });

@@ -70,7 +70,7 @@ export async function startGatewayProcesses(options: { databaseUrl: string; nats
     async fundedKey(credits) {
       const funder = await startService({ port: 0, databaseUrl: dbUrl, chainUrl: chain.url, keysDir: chain.keysDir });
       const wallet = generateKeypair().address;
-      await funder.actions.deposit(wallet, credits);
+      await funder.deposits.deposit(wallet, credits);
       const apiKey = await issueApiKey(funder.db, wallet);
       await funder.close();
       return { wallet, apiKey };

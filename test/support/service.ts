@@ -69,7 +69,7 @@ export async function startTestGateway(
   });
   const newAccount = async (credits: number) => {
     const wallet = generateKeypair().address;
-    if (credits > 0) await service.actions.deposit(wallet, credits);
+    if (credits > 0) await service.deposits.deposit(wallet, credits);
     const apiKey = await issueApiKey(service.db, wallet);
     return { wallet, apiKey, client: new OpenAI({ apiKey, baseURL: service.baseUrl, maxRetries: 0 }) };
   };

@@ -120,7 +120,7 @@ describe("web app API", () => {
   test("a session acts only for its own wallet", async () => {
     const [alice, bob] = [generateKeypair(), generateKeypair()];
     const [aliceCookie, bobCookie] = [await signInAs(origin, alice), await signInAs(origin, bob)];
-    await gateway.service.actions.deposit(bob.address, 300);
+    await gateway.service.deposits.deposit(bob.address, 300);
     const hook = await appCall(origin, bobCookie, "POST", "/webhooks", { url: "https://127.0.0.1:9/hook", events: ["credit.low"], secret: "s".repeat(20) });
     assert.equal(hook.status, 200, JSON.stringify(hook.body));
     assert.deepEqual((await appCall(origin, aliceCookie, "GET", "/webhooks")).body.data, []);
@@ -128,7 +128,7 @@ describe("web app API", () => {
     assert.equal((await appCall(origin, aliceCookie, "POST", `/webhooks/${hook.body.id}/replay`)).status, 404);
     assert.equal((await appCall(origin, aliceCookie, "GET", "/overview")).body.credits_remaining, 0);
     assert.equal((await appCall(origin, bobCookie, "GET", "/overview")).body.credits_remaining, 300);
-    await gateway.service.actions.deposit(bob.address, 200);
+    await gateway.service.deposits.deposit(bob.address, 200);
     const deposits = (await appCall(origin, bobCookie, "GET", "/deposits")).body.data;
     assert.deepEqual(deposits.map((d: { credits_added: number }) => d.credits_added), [200, 300], "newest first");
     assert.match(deposits[0].deposit_tx, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
@@ -139,7 +139,7 @@ describe("web app API", () => {
 
   test("create, replace and revoke the key; each takes effect on the next request", async () => {
     const kp = generateKeypair();
-    await gateway.service.actions.deposit(kp.address, 500);
+    await gateway.service.deposits.deposit(kp.address, 500);
     const cookie = await signInAs(origin, kp);
     const first = await appCall(origin, cookie, "POST", "/api-key");
     assert.match(first.body.key, /^svc_live_[A-Za-z0-9]{32}$/);
@@ -160,7 +160,7 @@ describe("web app API", () => {
 
   test("the low-balance threshold is used by credit.low from then on", async () => {
     const kp = generateKeypair();
-    await gateway.service.actions.deposit(kp.address, 1000);
+    await gateway.service.deposits.deposit(kp.address, 1000);
     const cookie = await signInAs(origin, kp);
     assert.equal((await appCall(origin, cookie, "PUT", "/settings", { credit_low_threshold: -1 })).status, 400);
     assert.equal((await appCall(origin, cookie, "PUT", "/settings", { credit_low_threshold: 1000 })).status, 200);
@@ -212,7 +212,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
 
   test("sign in with solana:signIn, see the balance, sign out; the signMessage fallback signs in too", async () => {
     const kp = generateKeypair();
-    await gateway.service.actions.deposit(kp.address, 250);
+    await gateway.service.deposits.deposit(kp.address, 250);
     const page = await signedIn(kp);
     assert.equal(await page.getByLabel("Credits remaining").textContent(), "250");
     const [deposit] = await gateway.service.db.query<{ signature: string }>("SELECT signature FROM chain_actions WHERE kind = 'deposit' AND subject = $1", [kp.address]);
@@ -231,7 +231,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
 
   test("create a key and use it with the openai SDK; replace it and the old one is refused; revoke", async () => {
     const kp = generateKeypair();
-    await gateway.service.actions.deposit(kp.address, 500);
+    await gateway.service.deposits.deposit(kp.address, 500);
     const page = await signedIn(kp);
     await page.getByRole("button", { name: "API key" }).click();
     await page.getByRole("button", { name: "Create API key" }).click();
@@ -278,7 +278,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
     const item = page.getByRole("listitem", { name: `${receiver.origin}/browser` });
     await item.getByText("active").waitFor();
 
-    await gateway.service.actions.deposit(kp.address, 100);
+    await gateway.service.deposits.deposit(kp.address, 100);
     await receiver.waitFor("/browser", 5);
     for (let i = 0; i < 100; i++) {
       await page.getByRole("button", { name: "Overview" }).click();
@@ -301,7 +301,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
 
   test("a new low-balance threshold is the one credit.low fires at", async () => {
     const kp = generateKeypair();
-    await gateway.service.actions.deposit(kp.address, 1000);
+    await gateway.service.deposits.deposit(kp.address, 1000);
     const page = await signedIn(kp);
     await page.getByRole("button", { name: "Settings" }).click();
     await page.getByLabel("Low-balance threshold").fill("1000");
