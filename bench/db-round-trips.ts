@@ -16,7 +16,7 @@ import { generateKeypair } from "../src/core/keys.ts";
 import { LlamaEngine } from "../src/inference/llama-engine.ts";
 import { ensureWiringModel } from "../src/inference/wiring-model.ts";
 import { startService } from "../src/service.ts";
-import { openDb, type Db } from "../src/store/db.ts";
+import { openDb, type Db } from "../src/store/index.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { BENCH_MAX_TOKENS, BENCH_MESSAGES, fundedClient } from "./support.ts";
 

@@ -292,9 +292,9 @@ function creditPage(payments: WalletPayments, chain: Chain, devWallet: () => Sig
 }
 
 /** The web app's credit pages and the Solana Pay transaction requests; the dev wallet and the origin are read when used. */
-function moneyPages(payments: WalletPayments, chain: Chain, ctx: HttpContext) {
+function moneyPages(payments: WalletPayments, chain: Chain, web: WebOptions, ctx: HttpContext) {
   return {
-    credits: creditPage(payments, chain, () => ctx.web.devWallet, () => ctx.appUrl),
+    credits: creditPage(payments, chain, () => web.devWallet, () => ctx.appUrl),
     solanaPay: (id: string, account: string) => payments.transactionRequest(id, account),
   };
 }
@@ -403,14 +403,14 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       logger,
       readiness: readinessProbes(db, chain, pool, bus),
       appUrl: options.appUrl ?? "",
-      web: { ...options.web },
       ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
       ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
       ...(options.refusalLimit !== undefined ? { refusalLimit: options.refusalLimit } : {}),
     };
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
-    const money = moneyPages(payments, chain, ctx);
-    const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, ...money, appUrl: () => ctx.appUrl, options: ctx.web, checkRequest: checkParams }));
+    const web: WebOptions = { ...options.web };
+    const money = moneyPages(payments, chain, web, ctx);
+    const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, ...money, appUrl: () => ctx.appUrl, options: web, checkRequest: checkParams }));
     const workers = workerGateway(options, { pool, catalog, logger, chain, db });
     bridge?.start();
     workers.attach(app.server);
@@ -437,7 +437,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       webhooks,
       delivery,
       enableDevSignIn: (wallet) => {
-        ctx.web.devWallet = wallet;
+        web.devWallet = wallet;
       },
       close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus }, onStep),
     };

@@ -8,7 +8,6 @@ import type { AccountRoutesOptions } from "./routes/account.ts";
 import type { DisputeRoutesOptions } from "./routes/disputes.ts";
 import type { JobRoutesOptions } from "./routes/jobs.ts";
 import type { WebhookRoutesOptions } from "./routes/webhooks.ts";
-import type { WebOptions } from "../web/index.ts";
 
 /** Who sent a request, as its API key says. */
 export interface KeyOwner {
@@ -50,8 +49,6 @@ export interface HttpContext {
   refusalLimit?: RateLimitOptions | false;
   /** How long a request (headers and body) may take to arrive; default REQUEST_TIMEOUT_MS. */
   requestTimeoutMs?: number;
-  /** The web app's sign-in options (dev wallet, session lifetime). */
-  web: WebOptions;
   /** What GET /readyz checks. */
   readiness: ReadinessProbes;
 }

@@ -6,7 +6,7 @@
  * this model's jobs have held their slots lately, is refused at once rather than at the end of
  * its wait; and the queue never holds more than MAX_WAITING_PER_SLOT per slot that could serve it.
  */
-import type { LeaseWanted, WorkerLease } from "./worker-pool.ts";
+import type { LeaseWanted, WorkerLease } from "./lease.ts";
 
 /** Requests that may wait for a model, per job slot of the workers hosting it, whatever the estimate. */
 export const MAX_WAITING_PER_SLOT = 64;

@@ -23,6 +23,7 @@ import { performance } from "node:perf_hooks";
 import { BoundedMap, RecentSamples, median } from "../core/index.ts";
 import { ModelOutages } from "./model-outages.ts";
 import { SlotQueue } from "./slot-queue.ts";
+import type { LeaseWanted, WorkerLease } from "./lease.ts";
 import type { WorkerHandle } from "./worker-handle.ts";
 import { DEFAULT_CHECKS_TO_PROVE, WorkerHealth, type JobOutcome, type Standing, type WorkerStats } from "./worker-health.ts";
 import { WorkerTrust } from "./worker-trust.ts";
@@ -52,31 +53,8 @@ interface WorkerState {
   health: WorkerHealth;
 }
 
-export interface WorkerLease {
-  worker: WorkerHandle;
-  /** Record the time to first token of the job this lease routed. */
-  firstToken(ms: number): void;
-  /** Record how the job went on this worker; a worker that turns unfit leaves the pool. */
-  outcome(outcome: JobOutcome): void;
-  release(): void;
-}
-
 /** Told when a worker is removed for failing jobs, so its connection can be closed too. */
 export type UnfitListener = (worker: WorkerHandle, reason: string) => void;
-
-/** Which workers may take a job, besides hosting its model. */
-export interface LeaseWanted {
-  /** Workers the job already failed on. */
-  exclude?: ReadonlySet<string>;
-  /** Only workers whose context window holds this many tokens. */
-  minContextWindow?: number;
-  /** Only the worker at this address, whatever its vetting. */
-  address?: string;
-  /** Only workers on probation (for a check), else only workers that are sold. */
-  onProbation?: boolean;
-  /** Among free workers, a vouched one first (for a second opinion on a request). */
-  vouchedFirst?: boolean;
-}
 
 export interface WorkerPoolOptions {
   /** Who the operator vouches for; without it, only staked workers are vouched for. */

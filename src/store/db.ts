@@ -2,11 +2,9 @@
  * The database handle every part of the system uses. One SQL dialect (PostgreSQL's) runs on two
  * backends: PGlite in-process for the embedded default, a `pg` pool when `DATABASE_URL` is set.
  * Both return int8 as `bigint`, timestamptz as `Date`, jsonb as objects; numeric stays a string
- * so no precision is lost (cast sums of bigints with `::bigint`).
+ * so no precision is lost (cast sums of bigints with `::bigint`). The backends implement this
+ * file's interfaces; ./open.ts picks one, so no backend imports the module that imports it.
  */
-
-import { openPglite } from "./pglite.ts";
-import { openPostgres } from "./postgres.ts";
 
 export type DbKind = "pglite" | "postgres";
 
@@ -51,11 +49,6 @@ export interface OpenDbOptions {
   schema?: string;
   /** PostgreSQL only: connections in the pool (default 10). */
   poolSize?: number;
-}
-
-export async function openDb(options: OpenDbOptions = {}): Promise<Db> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
-  return openPglite(options.dataDir);
 }
 
 /** The SQLSTATE of a database error from either backend (e.g. "23505" unique violation). */

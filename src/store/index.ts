@@ -1,4 +1,5 @@
-export { openDb, sqlState, violatedConstraint } from "./db.ts";
+export { sqlState, violatedConstraint } from "./db.ts";
+export { openDb } from "./open.ts";
 export type { Db, DbKind, OpenDbOptions } from "./db.ts";
 export { migrate, MigrationChangedError } from "./migrate.ts";
 export type { Migration } from "./migrate.ts";

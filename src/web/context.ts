@@ -1,6 +1,5 @@
 /** What the web app's server routes are given. */
 import type { RateLimitOptions, Signer } from "../core/index.ts";
-import type { SignInNonces } from "./nonces.ts";
 
 export interface WebOptions {
   /** Session lifetime. Default 12 h. */
@@ -30,13 +29,21 @@ export interface SessionStore {
   closeSession(token: string): Promise<void>;
 }
 
+/** Hands out sign-in nonces within their limits (./nonces.ts) and uses them up. */
+export interface NonceIssuer {
+  /** A fresh nonce for `client` (its IP address); 429 rate_limited past the limits. */
+  issue(client: string, now?: Date): Promise<{ nonce: string; expiresAt: Date }>;
+  /** Uses the nonce up: its expiry once, undefined when it was used or is unknown. */
+  use(nonce: string): Promise<Date | undefined>;
+}
+
 /** What the sign-in routes and the session guard are given. */
 export interface WebContext {
   /** The app's origin; only known once the server listens. */
   appUrl(): string;
   sessions: SessionStore;
   /** The sign-in nonces this node hands out, within their limits. */
-  nonces: SignInNonces;
+  nonces: NonceIssuer;
   options: WebOptions;
 }
 

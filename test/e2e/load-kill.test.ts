@@ -16,7 +16,7 @@ import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
-import { openDb } from "../../src/store/db.ts";
+import { openDb } from "../../src/store/index.ts";
 import { exited, freePort, killDevs, startDev } from "../support/dev-process.ts";
 import { MODEL, tempDir } from "../support/service.ts";
 import { killWorkers, spawnWorker, workerAddress } from "../support/worker-process.ts";

@@ -14,7 +14,7 @@ import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
-import { openDb } from "../../src/store/db.ts";
+import { openDb } from "../../src/store/index.ts";
 import { exited, killDevs, startDev } from "../support/dev-process.ts";
 import { MODEL, tempDir } from "../support/service.ts";
 

@@ -14,7 +14,7 @@ import { emitEvent } from "../../src/events/outbox.ts";
 import type { Resolver } from "../../src/events/target.ts";
 import { insertWebhook } from "../../src/events/webhook-repo.ts";
 import { SERVICE_MIGRATIONS } from "../../src/service.ts";
-import { openDb, type Db } from "../../src/store/db.ts";
+import { openDb, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 import { testCert } from "../support/tls-cert.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { WorkerHandle } from "../../src/network/worker-handle.ts";
 import { MAX_WAITING_PER_SLOT } from "../../src/network/slot-queue.ts";
-import { WorkerPool, type WorkerLease } from "../../src/network/worker-pool.ts";
+import type { WorkerLease } from "../../src/network/lease.ts";
+import { WorkerPool } from "../../src/network/worker-pool.ts";
 import { WorkerTrust } from "../../src/network/worker-trust.ts";
 
 /** Routing reads only a worker's address, models, concurrency and stake; staked, it is sold to callers. */

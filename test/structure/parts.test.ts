@@ -75,22 +75,79 @@ function typeOnlyImport(statement: ts.ImportDeclaration): boolean {
 
 /** One module of each cycle of the run-time import graph, with the path back to itself. */
 function importCycles(files: string[]): string[] {
-  const graph = new Map(files.map((file) => [file, loadedModules(file)]));
-  const done = new Set<string>();
-  const cycles: string[] = [];
-  const visit = (file: string, path: string[]): void => {
-    if (path.includes(file)) {
-      cycles.push(path.slice(path.indexOf(file)).concat(file).map((f) => relative(SRC, f)).join(" -> "));
-      return;
-    }
-    if (done.has(file) || !graph.has(file)) return;
-    for (const next of graph.get(file)!) visit(next, [...path, file]);
-    done.add(file);
-  };
-  for (const file of files) visit(file, []);
-  return cycles;
+  return circles(new Map(files.map((file) => [file, loadedModules(file)])));
 }
 
 test("no module loads itself back through what it imports", () => {
   assert.deepEqual(importCycles(sourceFiles(SRC)), []);
+});
+
+/**
+ * The parts from the bottom up, as docs/architecture.md draws them: a part may use the parts of
+ * lower layers only. An arrow up (http reading the web app's options, say) makes the lower part
+ * depend on what is built on it, and a change above ripple down.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ["core"],
+  ["store", "bus", "catalog"],
+  ["accounts", "chain", "events", "ledger", "nodes", "inference"],
+  ["network", "verify"],
+  ["jobs", "worker"],
+  ["http"],
+  ["web"],
+  ["cli"],
+];
+
+const layerOf = (part: string): number => LAYERS.findIndex((layer) => layer.includes(part));
+
+/** Every import from one part to another that does not point to a lower layer, as "from -> to (file)". */
+function arrowsUp(edges: readonly { from: string; to: string; file: string }[]): string[] {
+  return edges.filter(({ from, to }) => !(layerOf(to) >= 0 && layerOf(to) < layerOf(from))).map(({ from, to, file }) => `${from} -> ${to} (${file})`);
+}
+
+function partEdges(): { from: string; to: string; file: string }[] {
+  return sourceFiles(SRC).flatMap((file) => {
+    const from = partOf(file);
+    if (from === undefined) return [];
+    return specifiers(readFileSync(file, "utf8")).flatMap((spec) => {
+      const to = partOf(resolve(dirname(file), spec));
+      return to === undefined || to === from || to === "(outside src)" ? [] : [{ from, to, file: relative(SRC, file) }];
+    });
+  });
+}
+
+test("every part is in a layer, and imports only from lower layers", () => {
+  const parts = new Set(sourceFiles(SRC).map(partOf).filter((p): p is string => p !== undefined && p !== "(outside src)"));
+  assert.deepEqual([...parts].filter((part) => layerOf(part) < 0), [], "parts missing from LAYERS");
+  assert.deepEqual(arrowsUp(partEdges()), []);
+});
+
+test("the check finds an arrow up and an import circle, type imports included", () => {
+  assert.deepEqual(arrowsUp([{ from: "http", to: "web", file: "http/context.ts" }, { from: "web", to: "http", file: "web/index.ts" }]), ["http -> web (http/context.ts)"]);
+  const a = join(SRC, "store", "db.ts");
+  const b = join(SRC, "store", "pglite.ts");
+  assert.deepEqual(circles(new Map([[a, [b]], [b, [a]]])), ["store/db.ts -> store/pglite.ts -> store/db.ts"]);
+});
+
+/** Every module's relative imports, type-only ones included. */
+function allImports(): Map<string, string[]> {
+  return new Map(sourceFiles(SRC).map((file) => [file, specifiers(readFileSync(file, "utf8")).map((spec) => resolve(dirname(file), spec))]));
+}
+
+/** One module of each circle of `graph`, with the path back to itself. */
+function circles(graph: Map<string, string[]>): string[] {
+  const done = new Set<string>();
+  const found: string[] = [];
+  const visit = (file: string, path: string[]): void => {
+    if (path.includes(file)) return void found.push(path.slice(path.indexOf(file)).concat(file).map((f) => relative(SRC, f)).join(" -> "));
+    if (done.has(file) || !graph.has(file)) return;
+    for (const next of graph.get(file)!) visit(next, [...path, file]);
+    done.add(file);
+  };
+  for (const file of graph.keys()) visit(file, []);
+  return found;
+}
+
+test("no module imports itself back, even for its types: each file reads as a whole without its importers", () => {
+  assert.deepEqual(circles(allImports()), []);
 });
