@@ -10,7 +10,7 @@ import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS, ApiKeyCache } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
 import { type ActionOwnerNode, CHAIN_MIGRATIONS, type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
-import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, type Logger, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
+import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, type Logger, awaitedLater, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
 import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
 import { httpPorts } from "./http-ports.ts";
 import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
@@ -366,8 +366,8 @@ function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions
  * while the database opens and migrates here. If either fails, what did open is closed.
  */
 async function openStorage(options: ServiceOptions, logger: Logger): Promise<{ db: Db; chain: Chain }> {
-  const chainOpening = openChain(chainOptions(options, logger));
-  chainOpening.catch(() => undefined);
+  // Awaited once the database is ready, or closed if it is not.
+  const chainOpening = awaitedLater(openChain(chainOptions(options, logger)));
   let db: Db | undefined;
   try {
     db = options.db ?? await openServiceDb(options);

@@ -18,6 +18,7 @@ export { generateKeypair, keypairFromSecretKey, loadOrCreateKeypair, publicKeyOf
 export type { Keypair, Signer } from "./keys.ts";
 export { PACKAGE_ROOT } from "./package-root.ts";
 export { threadModule } from "./thread-module.ts";
+export { awaitedLater, runInBackground } from "./promises.ts";
 export { RecentSamples, median } from "./recent-samples.ts";
 export { DEFAULT_RATE_LIMIT, RateLimiter, TokenBucket, parseRateLimit } from "./rate-limit.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";

@@ -9,6 +9,7 @@
  * saying what was tried and what to do instead.
  */
 import { stat } from "node:fs/promises";
+import { awaitedLater } from "../core/index.ts";
 import { nodeLlamaCpp } from "./node-llama.ts";
 
 export class ModelSourceError extends Error {
@@ -159,8 +160,8 @@ async function watchedDownload(
       onProgress?.(downloadedSize, totalSize);
     },
   });
-  // Once stalled, node-llama-cpp may still reject later (or retry on); that is no longer news.
-  download.catch(() => {});
+  // Raced below against the stall; once stalled, node-llama-cpp may still reject later, which the stall has already reported.
+  awaitedLater(download);
   try {
     return await Promise.race([download, stalled]);
   } catch (err) {

@@ -5,7 +5,7 @@
  * never lands.
  */
 import { MAX_LOCKS_PER_TRANSACTION, type ActionOwner, type ActionOwnerNode, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import type { Tier } from "../core/index.ts";
+import { type Tier, awaitedLater } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
@@ -282,8 +282,8 @@ export class EscrowLanding {
       this.writer = "landing";
       return journal.confirm(action, slot).then(() => slot);
     });
-    // Awaited later by the job's driver; never let an early rejection count as unhandled.
-    this.confirmed.catch(() => undefined);
+    // The job's driver awaits it.
+    awaitedLater(this.confirmed);
   }
 
   /** The lock that landed: the admitted one, or its copy alone when the transaction it shared was refused. */

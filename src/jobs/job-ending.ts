@@ -6,7 +6,7 @@
  */
 import { addCreditLowSides } from "../accounts/index.ts";
 import { ChainRejectedError, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import { ANSWER_BEFORE_CONFIRM_MARGIN_MS, ApiError, Channel, type Logger, TIERS, completionCost, outputHash, proofVerifies, splitPayout } from "../core/index.ts";
+import { ANSWER_BEFORE_CONFIRM_MARGIN_MS, ApiError, awaitedLater, Channel, type Logger, TIERS, completionCost, outputHash, proofVerifies, splitPayout } from "../core/index.ts";
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
@@ -220,8 +220,8 @@ type Finished = { finishReason: StopReason; usage: Usage; signature: Uint8Array;
 async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrow: EscrowLanding, proven: boolean): Promise<Charged> {
   const proved = provedChanges(deps, job, text, done);
   const signed = proven ? prepareSettlement(deps.chain, { ...job, ...proved }) : Promise.resolve(null);
-  // Awaited below once the escrow has landed; never let an early rejection count as unhandled.
-  signed.catch(() => undefined);
+  // Awaited below once the escrow has landed.
+  awaitedLater(signed);
   const landed = await escrow.forCharge().catch(() => null);
   if (landed === null) return { ok: false, ...(await refundJob(deps, job, escrow.confirmed, "failed", "escrow_failed")) };
   const charged = await recordCharge(deps, job, { ...proved, slot: landed.slot }, signed, escrow, landed);

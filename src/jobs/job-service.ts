@@ -13,7 +13,7 @@
 import { performance } from "node:perf_hooks";
 import type { Catalog, CatalogModel } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, BoundedMap, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
+import { ApiError, BoundedMap, awaitedLater, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
 import { generationOf, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
@@ -303,7 +303,7 @@ export class JobService {
     const credits = completionCost(TIERS[model.tier], request.maxTokens);
     const signed = prepareEscrow(this.chain, { jobId, tier: model.tier, wallet, credits });
     // Awaited only if the job is admitted; a request the count refuses drops it unsent.
-    signed.catch(() => undefined);
+    awaitedLater(signed);
     return { jobId, credits, signed };
   }
 
@@ -324,7 +324,7 @@ export class JobService {
     // A promise settles once: whichever of admit and abandon comes first decides.
     let decide!: (admission: Promise<Admitted>) => void;
     const started = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal);
-    started.catch(() => undefined);
+    awaitedLater(started);
     return { job, lease, started, admit: decide, abandon: () => decide(notAdmitted()) };
   }
 
@@ -484,11 +484,11 @@ export class JobService {
       const job = early ? Object.assign(early.job, record) : newPendingJob(record);
       const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), worker: held.lease.worker, keyToConfirm: caller.keyToConfirm });
       // A refusal is handled below.
-      admission.catch(() => undefined);
+      awaitedLater(admission);
       early?.admit(admission);
       const launched = early?.started ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.lease, request, clientSignal) : undefined);
       // Refused, it rejects as `admission` does, which is handled below.
-      launched?.catch(() => undefined);
+      if (launched) awaitedLater(launched);
       try {
         const { creditsAfterLock } = await admission;
         this.creditsSeen.set(wallet, creditsAfterLock);
@@ -715,8 +715,8 @@ export class JobService {
 
   /** Hand the job to another worker (after the first one failed before producing anything). */
   private async reassign(job: JobRecord, lease: WorkerLease, ready: Promise<number>): Promise<void> {
-    // The first assignment's write must land first, or it could overwrite this one.
-    await ready.catch(() => undefined);
+    // The first assignment's write must land first, or it could overwrite this one; whether it failed is its driver's news.
+    await Promise.allSettled([ready]);
     Object.assign(job, { workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
     await updateJob(this.db, job.id, { workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
   }
@@ -742,8 +742,7 @@ export class JobService {
 
   /** Sends back the escrow of an unfinished job that nothing drives; `slot` says whether it landed. */
   private async returnEscrow(job: JobRecord): Promise<void> {
-    const escrowLanded = job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain"));
-    escrowLanded.catch(() => undefined);
+    const escrowLanded = awaitedLater(job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain")));
     await refundJob(this.ending, job, escrowLanded, "failed", "interrupted");
   }
 
@@ -807,9 +806,7 @@ class OutputOverrunError extends Error {
 
 /** A handled rejection: an abandon that comes after the admission must not be an unhandled one. */
 function notAdmitted(): Promise<never> {
-  const refused = Promise.reject(new Error("the job was not admitted"));
-  refused.catch(() => undefined);
-  return refused;
+  return awaitedLater(Promise.reject(new Error("the job was not admitted")));
 }
 
 function noWorkers(model: string, pool: WorkerPool): never {

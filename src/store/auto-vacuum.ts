@@ -124,6 +124,7 @@ export class AutoVacuum {
   private readonly maxDeferMs: number;
   private readonly stepRows: number | undefined;
   private readonly afterCheck: (() => Promise<unknown>) | undefined;
+  private lastWarnedMs = -Infinity;
 
   /**
    * `stepRows`: vacuum a table in steps of this many dead or new rows (tablesDue). `afterCheck`:
@@ -138,10 +139,22 @@ export class AutoVacuum {
     this.stepRows = options.stepRows;
     this.afterCheck = options.afterCheck;
     this.timer = setInterval(() => {
-      this.running = this.running.then(() => this.check()).catch(() => undefined);
+      // A check that fails is tried again at the next tick: maintenance never stops the service.
+      this.running = this.running.then(() => this.check()).catch((err: unknown) => this.onFailure(err));
     }, options.intervalMs ?? CHECK_INTERVAL_MS);
     // Maintenance never keeps a process alive.
     this.timer.unref();
+  }
+
+  /**
+   * The store has no logger of its own: a failed check is a process warning on stderr, at most
+   * one a minute, and the next tick tries again.
+   */
+  private onFailure(err: unknown): void {
+    const now = performance.now();
+    if (now - this.lastWarnedMs < 60_000) return;
+    this.lastWarnedMs = now;
+    process.emitWarning(`the database's automatic VACUUM check failed and is tried again: ${(err as Error).message}`);
   }
 
   /** No check starts after this; resolves once the one under way, if any, has finished. */

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { Backoff } from "../core/index.ts";
+import { Backoff, runInBackground } from "../core/index.ts";
 import { AutoVacuum, autovacuumRuns } from "./auto-vacuum.ts";
 import type { Db, NotificationListener, OpenDbOptions } from "./db.ts";
 import { TxHandle } from "./tx.ts";
@@ -135,7 +135,7 @@ class ChannelListener {
     if (this.client !== client || this.closed) return;
     this.client = undefined;
     this.listener.lost();
-    client.end().catch(() => undefined);
+    runInBackground(client.end(), "closing a lost listening connection", "a new one replaces it, and the server drops the old one with its socket");
     void this.listenAgain();
   }
 

@@ -19,6 +19,7 @@ export interface RpcChain {
 /** Where the server reports what failed inside it (a pino logger is one). */
 export interface RpcLogger {
   error(details: object, message: string): void;
+  warn(details: object, message: string): void;
 }
 
 export interface RpcContext {

@@ -16,13 +16,16 @@ const data = workerData as RpcThreadData;
 const grants = new Map<number, { resolve(signature: string): void; reject(err: Error): void }>();
 let nextGrantId = 1;
 
-const logger: RpcLogger = {
-  error(details, message) {
+/** Log lines go to the starting thread, which has the service's logger. */
+function logAt(level: "error" | "warn") {
+  return (details: object, message: string) => {
     const err = (details as { err?: unknown }).err;
     const shown = err instanceof Error ? { ...details, err: { name: err.name, message: err.message, stack: err.stack } } : details;
-    post({ kind: "log", details: shown as Record<string, unknown>, message });
-  },
-};
+    post({ kind: "log", level, details: shown as Record<string, unknown>, message });
+  };
+}
+
+const logger: RpcLogger = { error: logAt("error"), warn: logAt("warn") };
 
 function grantUsdc(input: { to: string; amount: bigint }): Promise<{ signature: string }> {
   const id = nextGrantId++;

@@ -26,7 +26,7 @@ export interface RpcThreadData {
 export type FromRpcThread =
   | { kind: "listening"; url: string; wsUrl: string; port: number }
   | { kind: "failed"; message: string }
-  | { kind: "log"; details: Record<string, unknown>; message: string }
+  | { kind: "log"; level: "error" | "warn"; details: Record<string, unknown>; message: string }
   | { kind: "grant"; id: number; to: string; amount: bigint }
   | { kind: "stats"; id: number; stats: RpcServerStats }
   | { kind: "closed" };
@@ -70,7 +70,7 @@ export async function startChainRpcThread(options: ChainRpcOptions): Promise<Cha
 
 /** What the thread asks of this one: its log lines, and test USDC minted with the service's keys. */
 function answerThread(worker: Worker, options: ChainRpcOptions, message: FromRpcThread): void {
-  if (message.kind === "log") return options.logger?.error(message.details, message.message);
+  if (message.kind === "log") return options.logger?.[message.level](message.details, message.message);
   if (message.kind !== "grant") return;
   void grant(options.chain, message).then((reply) => worker.postMessage(reply satisfies ToRpcThread));
 }

@@ -214,7 +214,7 @@ export async function startChainRpc(options: ChainRpcOptions): Promise<ChainRpcS
   }
   // Attached only once listening: ws re-emits the server's errors, and a taken default port must
   // fall back to a free one rather than surface as ws's unhandled 'error'.
-  const subscriptions = new Subscriptions(ctx, limits, serving.perAddress);
+  const subscriptions = new Subscriptions(ctx, limits, serving.perAddress, options.logger);
   const wss = new WebSocketServer({ server: http, maxPayload: limits.maxBodyBytes });
   wss.on("connection", (socket, req) => subscriptions.attach(socket, req.socket.remoteAddress ?? ""));
   const { port } = http.address() as AddressInfo;

@@ -7,10 +7,10 @@
 import type { Address } from "@solana/kit";
 import type { RawData, WebSocket } from "ws";
 import { SYSTEM_PROGRAM } from "../addresses.ts";
-import { type RateLimiter, base58Encode } from "../../core/index.ts";
+import { type RateLimiter, base58Encode, runInBackground } from "../../core/index.ts";
 import type { ChainEvent } from "../backend.ts";
 import { isWritable, parseTransaction } from "../wire.ts";
-import type { RpcContext } from "./context.ts";
+import type { RpcContext, RpcLogger } from "./context.ts";
 import { checkAccountEncoding, encodeAccount, isTokenAccount, mintDecimals, toJson, tokenAccountFields, outcomeError, type AccountEncoding } from "./encoding.ts";
 import { INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RpcError, invalidParams } from "./errors.ts";
 import type { RpcLimits } from "./limits.ts";
@@ -50,8 +50,11 @@ export class Subscriptions {
     private readonly limits: RpcLimits,
     /** Shared with the HTTP side: each message counts as a request from its address. */
     private readonly perAddress: RateLimiter,
+    logger?: RpcLogger,
   ) {
-    this.unwatch = ctx.backend.watch((event) => void this.onChainEvent(event).catch(() => undefined));
+    this.unwatch = ctx.backend.watch((event) =>
+      runInBackground(this.onChainEvent(event), "notifying subscribers of a chain event", "the next change notifies them again", logger),
+    );
   }
 
   attach(socket: WebSocket, address: string): void {
