@@ -21,14 +21,13 @@ import {
   DEFAULT_FIRST_TOKEN_TIMEOUT_MS,
   DEFAULT_PROVEN_AUDIT_SHARE,
   DEFAULT_SLASH_SHARE_BPS,
-  Deposits,
   Disputes,
   JOBS_MIGRATIONS,
   JobService,
-  moveCustodialCredits,
   Probation,
-  WalletPayments,
+  unfinishedJobIds,
 } from "./jobs/index.ts";
+import { Deposits, WalletPayments, moveCustodialCredits } from "./wallets/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { FamilyTokenizers, ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
 import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool, WorkerTrust } from "./network/index.ts";
@@ -386,7 +385,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   try {
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
     const { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
-    await moveCustodialCredits(db, chain, logger);
+    await moveCustodialCredits(db, chain, logger, await unfinishedJobIds(db));
     const { bus, bridge } = await joinOtherNodes(options, db, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });
     await arbitration.resumeOpen();

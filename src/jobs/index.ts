@@ -1,10 +1,9 @@
 /** The jobs part's public surface: what other parts import from it. */
-export { Deposits } from "./deposits.ts";
 export { nextCursor, parseJobListQuery } from "./job-list-query.ts";
 export type { JobListQuery } from "./job-list-query.ts";
 export { JOB_STATUSES, jobToApi } from "./job-record.ts";
 export type { JobRecord } from "./job-record.ts";
-export { listJobs } from "./job-repo.ts";
+export { listJobs, unfinishedJobIds } from "./job-repo.ts";
 export { DEFAULT_FIRST_TOKEN_TIMEOUT_MS, JobService } from "./job-service.ts";
 export { Probation } from "./probation.ts";
 export type { JobCaller, JobEvent, StartedJob } from "./job-service.ts";
@@ -12,10 +11,6 @@ export * as money from "./money.ts";
 export { availableCredits } from "./money.ts";
 export { JOBS_MIGRATIONS } from "./schema.ts";
 export type { ChatRequest } from "./chat-request.ts";
-export { moveCustodialCredits } from "./custodial-upgrade.ts";
 export { ARBITRATION_WINDOW_HOURS, Disputes } from "./disputes.ts";
 export { Arbitration, DEFAULT_AUDIT_SHARE, DEFAULT_PROVEN_AUDIT_SHARE, DEFAULT_SLASH_SHARE_BPS } from "./arbitration.ts";
 export type { DisputeAnswer } from "./disputes.ts";
-export { MIN_DEPOSIT_CREDITS, WalletPayments } from "./wallet-payments.ts";
-export type { PreparedPayment, SentPayment } from "./wallet-payments.ts";
-export type { PayRequestState } from "./wallet-payments.ts";

@@ -329,6 +329,11 @@ export async function jobsWithStatus(db: Db, statuses: readonly JobStatus[]): Pr
   return rows.map(fromRow);
 }
 
+/** The ids of every job not yet ended, for the checks a start makes before anything runs. */
+export async function unfinishedJobIds(db: Db): Promise<string[]> {
+  return (await unfinishedJobs(db)).map((job) => job.id);
+}
+
 /** The jobs still running (pending, processing or settling); with `owner`, only those one node drives (and with `orUnowned`, those no named node does). */
 export async function unfinishedJobs(db: Db, owner?: { nodeId: string; orUnowned: boolean }): Promise<JobRecord[]> {
   const rows = await db.query(

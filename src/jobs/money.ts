@@ -8,56 +8,20 @@
  * applied twice.
  */
 import { baseUnitsToCredits, creditsToBaseUnits, splitPayout } from "../core/index.ts";
-import { recordCreditLowSide, type CreditLowSides } from "../accounts/index.ts";
-import { emitCreditLow, type CreditLowFacts } from "../events/index.ts";
+import type { CreditLowSides } from "../accounts/index.ts";
+import type { CreditLowFacts } from "../events/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { CombinedStatement, Db } from "../store/index.ts";
+import { availableAfter, availableCredits, checkCreditLow, toCredits } from "../wallets/index.ts";
 import type { JobRecord } from "./job-record.ts";
+
+// A job's credits come from its wallet's balance, which the wallets part keeps.
+export { availableCredits, checkCreditLow, toCredits };
 
 export const workerAccount = ledger.workerAccountId;
 
 const reservationId = (jobId: string) => `reserve:${jobId}`;
 const chargeId = (jobId: string) => `charge:${jobId}`;
-
-export function toCredits(units: bigint): number {
-  return baseUnitsToCredits(units);
-}
-
-/** Credits the wallet can spend now: its balance less what running jobs hold in escrow. */
-export async function availableCredits(db: Db, wallet: string): Promise<number> {
-  const account = await ledger.getAccount(db, ledger.walletAccountId(wallet));
-  return account ? toCredits(account.available) : 0;
-}
-
-/**
- * The wallet's available credits as a ledger operation left them: every operation returns the
- * accounts it changed, so a balance just changed is never read again.
- */
-function availableAfter(result: { accounts: ledger.Account[] }, wallet: string): number {
-  const account = result.accounts.find((a) => a.id === ledger.walletAccountId(wallet));
-  if (!account) throw new Error(`a ledger operation on wallet ${wallet} did not report its account`);
-  return toCredits(account.available);
-}
-
-/** Credit a wallet with funds that arrived on-chain (`reference`: the deposit's signature); returns its credits now available. */
-export async function deposit(db: Db, wallet: string, credits: number, reference: string): Promise<number> {
-  await ledger.ensureWalletAccounts(db, wallet);
-  const result = await ledger.transfer(db, {
-    id: `deposit:${reference}`,
-    debitAccountId: ledger.FUNDING_ACCOUNT,
-    creditAccountId: ledger.walletAccountId(wallet),
-    amount: creditsToBaseUnits(credits),
-    code: "deposit",
-    reference,
-  });
-  return availableAfter(result, wallet);
-}
-
-/** The wallet's latest deposits, newest first: credits added, when, and the deposit's transaction. */
-export async function recentDeposits(db: Db, wallet: string, limit: number): Promise<{ credits: number; at: Date; depositTx: string | null }[]> {
-  const transfers = await ledger.listTransfers(db, { accountId: ledger.walletAccountId(wallet), code: "deposit", limit, newestFirst: true });
-  return transfers.map((t) => ({ credits: toCredits(t.amount), at: t.createdAt, depositTx: t.reference }));
-}
 
 /**
  * Lock a job's credits. Throws ledger.ExceedsCreditsError when the wallet cannot cover them, and
@@ -235,18 +199,6 @@ export async function endDisputeBond(tx: Db, job: Pick<JobRecord, "id" | "wallet
   const end = { id: `${bondId(job.id)}:${forfeited ? "forfeited" : "returned"}`, pendingId: bondId(job.id) };
   if (forfeited) return void (await ledger.postPending(tx, end));
   await checkCreditLow(tx, job.wallet, availableAfter(await ledger.voidPending(tx, end), job.wallet), false);
-}
-
-/**
- * The credit.low rule (spec "Events"), called in the transaction of every change of a wallet's
- * available credits, after that change's own event. It fires when the balance goes from at or
- * above the wallet's threshold to below it, once; a later change that leaves it at or above the
- * threshold re-arms it. Only a change that lowered the balance (`fell`: a reservation, a
- * withdrawal) can fire it: a deposit that leaves a new wallet below the threshold has not crossed.
- */
-export async function checkCreditLow(tx: Db, wallet: string, creditsRemaining: number, fell: boolean): Promise<void> {
-  const side = await recordCreditLowSide(tx, wallet, creditsRemaining);
-  if (side?.below && fell) await emitCreditLow(tx, { wallet, creditsRemaining, thresholdCredits: side.thresholdCredits });
 }
 
 /**

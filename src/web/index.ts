@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { accounts } from "../accounts/index.ts";
 import { DELIVERY_STATUSES, deliveryToApi, getWebhook, listDeliveries, replayFailed, wakeDelivery, webhookToApi, type DeliveryStatus, type Webhooks } from "../events/index.ts";
 import { type HttpPorts, jobRoutes } from "../http/index.ts";
-import { money } from "../jobs/index.ts";
+import { availableCredits, recentDeposits } from "../wallets/index.ts";
 import type { Db } from "../store/index.ts";
 import { accountPageRoutes, type AccountPageOptions } from "./account-routes.ts";
 import { registerAppPage } from "./bundle.ts";
@@ -34,9 +34,9 @@ function sessionStore(db: Db): SessionStore {
 function accountPage(db: Db): AccountPageOptions {
   return {
     getWallet: (wallet) => accounts.getWallet(db, wallet),
-    availableCredits: (wallet) => money.availableCredits(db, wallet),
+    availableCredits: (wallet) => availableCredits(db, wallet),
     apiKeyCreatedAt: (wallet) => accounts.apiKeyCreatedAt(db, wallet),
-    recentDeposits: (wallet, limit) => money.recentDeposits(db, wallet, limit),
+    recentDeposits: (wallet, limit) => recentDeposits(db, wallet, limit),
     issueApiKey: (wallet) => accounts.issueApiKey(db, wallet),
     revokeApiKeys: (wallet) => accounts.revokeApiKeys(db, wallet),
     setCreditLowThreshold: (wallet, threshold, available) => accounts.setCreditLowThreshold(db, wallet, threshold, available),

@@ -24,6 +24,7 @@ import { emitEvent } from "../../src/events/outbox.ts";
 import type { EventName } from "../../src/events/names.ts";
 import { insertWebhook } from "../../src/events/webhook-repo.ts";
 import * as money from "../../src/jobs/money.ts";
+import { deposit } from "../../src/wallets/index.ts";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/index.ts";
 import { CombinedStatement, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
@@ -51,7 +52,7 @@ async function deliveriesOf(db: Db, webhookId: string): Promise<string[]> {
 async function fundedWallet(db: Db, credits: number): Promise<string> {
   const wallet = generateKeypair().address;
   await ensureWallet(db, wallet);
-  await money.deposit(db, wallet, credits, `ref-${wallet}`);
+  await deposit(db, wallet, credits, `ref-${wallet}`);
   return wallet;
 }
 
@@ -187,7 +188,7 @@ for (const backend of testDatabases()) {
       await reportTopup(db, wallet, 50, "first");
       await money.checkCreditLow(db, wallet, 48, true);
       assert.deepEqual((await eventsOf(db, wallet)).map((e) => e.name), ["credit.topup"]);
-      await money.deposit(db, wallet, 100, "second");
+      await deposit(db, wallet, 100, "second");
       await reportTopup(db, wallet, 100, "second");
       await money.checkCreditLow(db, wallet, 90, true);
       assert.deepEqual((await eventsOf(db, wallet)).map((e) => e.name), ["credit.topup", "credit.topup", "credit.low"]);

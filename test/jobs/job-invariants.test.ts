@@ -9,6 +9,7 @@ import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import { newPendingJob, type JobRecord } from "../../src/jobs/job-record.ts";
 import { insertJob, mustMoveJob, updateJob } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
+import { deposit } from "../../src/wallets/index.ts";
 import { JOBS_MIGRATIONS } from "../../src/jobs/schema.ts";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/index.ts";
 import type { Db } from "../../src/store/index.ts";
@@ -21,7 +22,7 @@ describe("job invariants", () => {
   const wallet = "wallet-of-a-test";
   beforeEach(async () => {
     db = await pglite!.open({ migrations: [...LEDGER_MIGRATIONS, ...JOBS_MIGRATIONS] });
-    await money.deposit(db, wallet, 100, "deposit-signature");
+    await deposit(db, wallet, 100, "deposit-signature");
   });
   afterEach(() => db.close());
 

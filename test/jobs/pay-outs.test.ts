@@ -12,6 +12,7 @@ import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import { newPendingJob, type JobRecord } from "../../src/jobs/job-record.ts";
 import { insertJob, mustMoveJob } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
+import { deposit } from "../../src/wallets/index.ts";
 import { JOBS_MIGRATIONS } from "../../src/jobs/schema.ts";
 import { getAccount, LEDGER_MIGRATIONS, TREASURY_ACCOUNT, workerAccountId } from "../../src/ledger/index.ts";
 import type { Db } from "../../src/store/index.ts";
@@ -24,7 +25,7 @@ for (const database of testDatabases()) {
     const worker = `worker-${randomUUID()}`;
     beforeEach(async () => {
       db = await database.open({ migrations: [...LEDGER_MIGRATIONS, ...JOBS_MIGRATIONS] });
-      await money.deposit(db, wallet, 100, `deposit-${randomUUID()}`);
+      await deposit(db, wallet, 100, `deposit-${randomUUID()}`);
     });
     afterEach(() => db.close());
 

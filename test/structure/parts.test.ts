@@ -91,7 +91,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["core"],
   ["store", "bus", "catalog"],
   ["accounts", "chain", "events", "ledger", "nodes", "inference"],
-  ["network", "verify"],
+  ["network", "verify", "wallets"],
   ["jobs", "worker"],
   ["http"],
   ["web"],

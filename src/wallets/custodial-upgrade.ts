@@ -9,13 +9,11 @@ import type { Chain } from "../chain/index.ts";
 import type { Logger } from "../core/index.ts";
 import * as ledger from "../ledger/index.ts";
 import type { Db } from "../store/index.ts";
-import { unfinishedJobs } from "./job-repo.ts";
 
 /** Refuses a data dir with jobs still open in the old custodial escrow. */
-async function refuseOldOpenEscrows(db: Db, chain: Chain): Promise<void> {
-  const open = await unfinishedJobs(db);
+async function refuseOldOpenEscrows(chain: Chain, openJobIds: string[]): Promise<void> {
   const old: string[] = [];
-  for (const job of open) if (await chain.hasCustodialEscrow(job.id)) old.push(job.id);
+  for (const jobId of openJobIds) if (await chain.hasCustodialEscrow(jobId)) old.push(jobId);
   if (old.length === 0) return;
   throw new Error(
     `this data dir has ${old.length} job(s) escrowed by an earlier version of svc, before the escrow program held credits ` +
@@ -23,9 +21,12 @@ async function refuseOldOpenEscrows(db: Db, chain: Chain): Promise<void> {
   );
 }
 
-/** Moves every wallet's old custodial credits into its vault; returns how many wallets moved. */
-export async function moveCustodialCredits(db: Db, chain: Chain, logger: Logger): Promise<number> {
-  await refuseOldOpenEscrows(db, chain);
+/**
+ * Moves every wallet's old custodial credits into its vault; returns how many wallets moved.
+ * `openJobIds`: the jobs not yet ended (the jobs part's), refused when escrowed the old way.
+ */
+export async function moveCustodialCredits(db: Db, chain: Chain, logger: Logger, openJobIds: string[]): Promise<number> {
+  await refuseOldOpenEscrows(chain, openJobIds);
   let moved = 0;
   for (const wallet of await ledger.walletAddresses(db)) {
     const prepared = await chain.prepareCustodialCreditsMove(wallet);

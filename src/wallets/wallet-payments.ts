@@ -13,7 +13,7 @@ import { ApiError, creditsToBaseUnits, generateKeypair, newId, type Signer } fro
 import * as ledger from "../ledger/index.ts";
 import { sqlState, type Db } from "../store/index.ts";
 import { creditDeposit } from "./deposits.ts";
-import * as money from "./money.ts";
+import { availableCredits, checkCreditLow, toCredits } from "./balance.ts";
 
 /** The spec's smallest top-up. */
 export const MIN_DEPOSIT_CREDITS = 100;
@@ -99,8 +99,8 @@ function withdrawalOwner(): ActionOwner {
   return {
     async confirmed(tx, action) {
       const result = await ledger.postPending(tx, { id: `post:${action.signature}`, pendingId: withdrawalId(action.signature) });
-      const remaining = money.toCredits(result.accounts.find((a) => a.id === ledger.walletAccountId(action.subject))?.available ?? 0n);
-      await money.checkCreditLow(tx, action.subject, remaining, true);
+      const remaining = toCredits(result.accounts.find((a) => a.id === ledger.walletAccountId(action.subject))?.available ?? 0n);
+      await checkCreditLow(tx, action.subject, remaining, true);
       return remaining;
     },
     rejected: release,
@@ -147,7 +147,7 @@ export class WalletPayments {
     if (credits < MIN_DEPOSIT_CREDITS) throw new ApiError("invalid_request", `A deposit is at least ${MIN_DEPOSIT_CREDITS} credits (${MIN_DEPOSIT_CREDITS / 100} USDC).`, "credits");
     const held = await this.chain.walletUsdc(wallet);
     if (creditsToBaseUnits(credits) > held) {
-      throw new ApiError("invalid_request", `Your wallet holds ${money.toCredits(held)} credits' worth of USDC (${Number(held) / 1e6} USDC); ${credits} credits need ${credits / 100} USDC.`, "credits");
+      throw new ApiError("invalid_request", `Your wallet holds ${toCredits(held)} credits' worth of USDC (${Number(held) / 1e6} USDC); ${credits} credits need ${credits / 100} USDC.`, "credits");
     }
   }
 
@@ -181,12 +181,12 @@ export class WalletPayments {
     if (!request || request.wallet !== wallet) throw new ApiError("not_found", `No payment request '${id}' is open.`, "id");
     if (!request.action) return { state: request.expiresAt < Date.now() ? "dropped" : "waiting", signature: null, creditsRemaining: null };
     const state = await this.journal.observe(request.action, request.lastValidBlockHeight!);
-    const creditsRemaining = state === "confirmed" ? await money.availableCredits(this.db, wallet) : null;
+    const creditsRemaining = state === "confirmed" ? await availableCredits(this.db, wallet) : null;
     return { state, signature: request.action.signature, creditsRemaining };
   }
 
   async prepareWithdrawal(wallet: string, credits: number): Promise<PreparedPayment> {
-    const available = await money.availableCredits(this.db, wallet);
+    const available = await availableCredits(this.db, wallet);
     if (credits > available) throw new ApiError("invalid_request", `You can withdraw up to ${available} credits: the rest is held for running jobs or not there.`, "credits");
     const tx = await this.chain.prepareWithdrawal({ wallet, credits });
     return this.keep({ kind: "withdrawal", wallet, credits, wire: tx.wire, signature: tx.signature });
@@ -222,7 +222,7 @@ export class WalletPayments {
     const action: ChainAction = { kind: p.kind, subject: wallet, signature: p.signature, wire: signed, params: { credits: p.credits } };
     await this.recordSubmitted(id, p, action);
     const sent = await this.journal.send(action);
-    const creditsRemaining = typeof sent.outcome === "number" ? sent.outcome : await money.availableCredits(this.db, wallet);
+    const creditsRemaining = typeof sent.outcome === "number" ? sent.outcome : await availableCredits(this.db, wallet);
     return { signature: action.signature, credits: p.credits, creditsRemaining };
   }
 
@@ -265,6 +265,6 @@ export class WalletPayments {
   /** The wallet's withdrawals, newest first, with their transactions. */
   async recentWithdrawals(wallet: string, limit: number): Promise<{ credits: number; at: Date; withdrawalTx: string | null; state: string }[]> {
     const transfers = await ledger.listTransfers(this.db, { accountId: ledger.walletAccountId(wallet), code: "withdrawal", kind: "pending", limit, newestFirst: true });
-    return transfers.map((t) => ({ credits: money.toCredits(t.amount), at: t.createdAt, withdrawalTx: t.reference, state: t.pendingState ?? "pending" }));
+    return transfers.map((t) => ({ credits: toCredits(t.amount), at: t.createdAt, withdrawalTx: t.reference, state: t.pendingState ?? "pending" }));
   }
 }

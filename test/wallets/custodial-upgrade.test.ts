@@ -16,6 +16,7 @@ import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { newPendingJob } from "../../src/jobs/job-record.ts";
 import { insertJob } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
+import { deposit } from "../../src/wallets/index.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { startService, type Service } from "../../src/service.ts";
 import { assertChainAgrees } from "../support/chain-checks.ts";
@@ -43,7 +44,7 @@ test("an earlier version's custodial credits move into the wallet's vault at sta
   let service = await startService({ port: 0, dataDir: dir.path });
   const wallet = generateKeypair().address;
   const old = await oldCustodialAccount(service, dir.path, creditSeed(wallet as Address), 7);
-  await money.deposit(service.db, wallet, 7, "deposit-made-by-the-earlier-version");
+  await deposit(service.db, wallet, 7, "deposit-made-by-the-earlier-version");
   assert.equal(await service.chain.creditBalance(wallet), 0n, "the vault is empty: the credits sit in the old account");
   await service.close();
 

@@ -8,7 +8,8 @@ import { recordTopup } from "../accounts/index.ts";
 import type { ActionOwner, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { emitCreditTopup } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
-import * as money from "./money.ts";
+import { checkCreditLow } from "./balance.ts";
+import { deposit } from "./funding.ts";
 
 async function prepareDeposit(chain: Chain, wallet: string, credits: number): Promise<ChainAction> {
   const prepared = await chain.prepareDeposit({ wallet, credits });
@@ -22,10 +23,10 @@ async function prepareDeposit(chain: Chain, wallet: string, credits: number): Pr
  */
 export async function creditDeposit(tx: Db, action: ChainAction): Promise<number> {
   const credits = action.params?.credits ?? 0;
-  const remaining = await money.deposit(tx, action.subject, credits, action.signature);
+  const remaining = await deposit(tx, action.subject, credits, action.signature);
   await recordTopup(tx, action.subject, new Date());
   await emitCreditTopup(tx, { wallet: action.subject, creditsAdded: credits, creditsRemaining: remaining, depositTx: action.signature });
-  await money.checkCreditLow(tx, action.subject, remaining, false);
+  await checkCreditLow(tx, action.subject, remaining, false);
   return remaining;
 }
 
