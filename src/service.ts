@@ -10,9 +10,9 @@ import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS, ApiKeyCache } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
 import { type ActionOwnerNode, CHAIN_MIGRATIONS, type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
-import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, type Logger, awaitedLater, type RateLimitOptions, type Signer, baseUnitsToCredits, creditsToBaseUnits, silentLogger } from "./core/index.ts";
+import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, type Logger, awaitedLater, type RateLimitOptions, type Signer, silentLogger } from "./core/index.ts";
 import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
-import { httpPorts } from "./http-ports.ts";
+import { httpPorts, moneyPages, webAppPorts } from "./ports.ts";
 import { EVENTS_MIGRATIONS, emitWorkerRegistered, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "./events/index.ts";
 import {
   ARBITRATION_WINDOW_HOURS,
@@ -34,7 +34,7 @@ import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, Worker
 import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
-import { type CreditPageOptions, WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
+import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
 export const DEFAULT_PORT = 8080;
 /** How long a shutdown lets HTTP connections end by themselves once every job is done. */
@@ -273,31 +273,6 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
   return { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments };
 }
 
-/** The web app's credit routes, bound to the wallet payments and the chain. */
-function creditPage(payments: WalletPayments, chain: Chain, devWallet: () => Signer | undefined, appUrl: () => string): CreditPageOptions {
-  return {
-    prepareDeposit: (wallet, credits) => payments.prepareDeposit(wallet, credits),
-    prepareWithdrawal: (wallet, credits) => payments.prepareWithdrawal(wallet, credits),
-    submit: (wallet, id, signed) => payments.submit(wallet, id, signed),
-    signAs: (signer, id) => payments.signAs(signer, id),
-    walletUsdcCredits: async (wallet) => baseUnitsToCredits(await chain.walletUsdc(wallet)),
-    recentWithdrawals: (wallet, limit) => payments.recentWithdrawals(wallet, limit),
-    grantTestUsdc: async (wallet, credits) => (await chain.grantUsdc({ to: wallet, amount: creditsToBaseUnits(credits) })).signature,
-    devWallet,
-    createPayRequest: (wallet, credits) => payments.createPayRequest(wallet, credits),
-    payRequestState: (wallet, id) => payments.payRequestState(wallet, id),
-    appUrl,
-  };
-}
-
-/** The web app's credit pages and the Solana Pay transaction requests; the dev wallet and the origin are read when used. */
-function moneyPages(payments: WalletPayments, chain: Chain, web: WebOptions, ctx: HttpContext) {
-  return {
-    credits: creditPage(payments, chain, () => web.devWallet, () => ctx.appUrl),
-    solanaPay: (id: string, account: string) => payments.transactionRequest(id, account),
-  };
-}
-
 /**
  * Holds this node's lease, finishes what its last run left open, and from then on takes over
  * the work of nodes whose leases run out. Chain actions first: a job whose action finishes now
@@ -409,7 +384,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const web: WebOptions = { ...options.web };
     const money = moneyPages(payments, chain, web, ctx);
-    const app = await buildServer(ctx, (server) => registerWebApp(server, { db, webhooks, ports, ...money, appUrl: () => ctx.appUrl, options: web, checkRequest: checkParams }));
+    const app = await buildServer(ctx, (server) => registerWebApp(server, { ...webAppPorts({ db, webhooks, ports }), ports, ...money, appUrl: () => ctx.appUrl, options: web, checkRequest: checkParams }));
     const workers = workerGateway(options, { pool, catalog, logger, chain, db });
     bridge?.start();
     workers.attach(app.server);

@@ -19,7 +19,7 @@ export interface KeyOwner {
 
 /**
  * The functions the routes are given, bound to the parts that own the data by whoever assembles
- * the service (src/http-ports.ts), so that nothing in this part holds a database handle.
+ * the service (src/ports.ts), so that nothing in this part holds a database handle.
  */
 export interface HttpPorts {
   /**
