@@ -164,6 +164,28 @@ interface JobWatch {
  */
 const NOT_ADMITTED = "not_admitted";
 
+/**
+ * The worker slot a request holds while it is counted and admitted: the count, or an admission
+ * refused after its run began, may move the request to another worker's slot, and whoever fails
+ * first gives back the one held then.
+ */
+class HeldSlot {
+  constructor(private lease: WorkerLease) {}
+
+  get current(): WorkerLease {
+    return this.lease;
+  }
+
+  /** Holds `next` instead; the slot held before has been given back or moved on with its run. */
+  moveTo(next: WorkerLease): void {
+    this.lease = next;
+  }
+
+  release(): void {
+    this.lease.release();
+  }
+}
+
 /** How many of this node's latest admissions say how long one takes now (slowToFirstToken). */
 const RECENT_ADMISSIONS = 8;
 
@@ -234,26 +256,25 @@ export class JobService {
     const arrived = performance.now();
     if (!model) throw new ApiError("model_not_found", `The model '${request.model}' does not exist.`, "model");
     await this.refuseUnfittable(model, request);
-    // The lease in use: counting or admitting may move the job to another worker's.
-    const held = { lease: await this.slotFor(model.id, clientSignal) };
-    let early = this.startBeforeCount(wallet, model, request, held.lease, clientSignal);
+    const held = new HeldSlot(await this.slotFor(model.id, clientSignal));
+    let early = this.startBeforeCount(wallet, model, request, held.current, clientSignal);
     // With another job on its way to admission, this one will likely share its group, and its locks' transaction.
     const alone = this.admitting++ === 0;
     try {
       // The count is asked for first: the lock's signing then runs while its answer travels.
-      const counting = this.countOnWorkers(model.id, held.lease, request.messages);
+      const counting = this.countOnWorkers(model.id, held.current, request.messages);
       let escrow = alone ? this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job")) : undefined;
       const { lease, promptTokens } = await counting;
       const wanted = promptTokens + (request.maxTokens ?? 1);
-      held.lease = await this.roomFor(model, lease, wanted, clientSignal);
+      held.moveTo(await this.roomFor(model, lease, wanted, clientSignal));
       // The count moved the job to another worker: the run begun on the first one stops, and its
       // job id (which the lock signed ahead names) goes with it.
-      if (early !== undefined && held.lease !== early.lease) {
+      if (early !== undefined && held.current !== early.lease) {
         early.abandon();
         early = undefined;
         escrow = undefined;
       }
-      const contextWindow = Math.min(model.contextWindow, held.lease.worker.contextWindow(model.id));
+      const contextWindow = Math.min(model.contextWindow, held.current.worker.contextWindow(model.id));
       if (wanted > contextWindow) {
         // The window GET /models shows: the largest a request can get, whichever worker was picked.
         const largest = Math.min(model.contextWindow, Math.max(contextWindow, this.pool.contextWindow(model.id)));
@@ -266,7 +287,7 @@ export class JobService {
       return started;
     } catch (error) {
       early?.abandon();
-      held.lease.release();
+      held.release();
       throw error;
     } finally {
       this.admitting--;
@@ -444,14 +465,14 @@ export class JobService {
    * The ledger's check is the authority on the balance: with max_tokens the lock is its cost
    * whatever the balance, so the balance is not read before; without it the lock is what the
    * balance allows, and a concurrent request can change that, so it is re-planned a couple of times.
-   * `held.lease` is the lease in use, for the caller to release if this fails.
+   * `held` is the slot in use, for the caller to release if this fails.
    */
   private async reserve(
     caller: JobCaller,
     model: CatalogModel,
     request: ChatRequest,
     fit: { promptTokens: number; wanted: number; contextWindow: number },
-    held: { lease: WorkerLease },
+    held: HeldSlot,
     clientSignal: AbortSignal,
     head: HeadStart,
   ): Promise<StartedJob> {
@@ -482,17 +503,17 @@ export class JobService {
         request,
       };
       const job = early ? Object.assign(early.job, record) : newPendingJob(record);
-      const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), worker: held.lease.worker, keyToConfirm: caller.keyToConfirm });
+      const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
       // A refusal is handled below.
       awaitedLater(admission);
       early?.admit(admission);
-      const launched = early?.started ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.lease, request, clientSignal) : undefined);
+      const launched = early?.started ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.current, request, clientSignal) : undefined);
       // Refused, it rejects as `admission` does, which is handled below.
       if (launched) awaitedLater(launched);
       try {
         const { creditsAfterLock } = await admission;
         this.creditsSeen.set(wallet, creditsAfterLock);
-        return await (launched ?? this.launch(job, admission, held.lease, request, clientSignal));
+        return await (launched ?? this.launch(job, admission, held.current, request, clientSignal));
       } catch (error) {
         this.creditsSeen.delete(wallet);
         const remaining = refusedBalance(error);
@@ -501,7 +522,7 @@ export class JobService {
           throw insufficientCredits(remaining, request.maxTokens !== undefined ? plan.lockCredits : rates.creditsPerRequest, model.tier);
         }
         // The early run gave its lease back when its job was refused.
-        if (launched) held.lease = await this.slotFor(model.id, clientSignal, { minContextWindow: wanted });
+        if (launched) held.moveTo(await this.slotFor(model.id, clientSignal, { minContextWindow: wanted }));
       }
     }
   }
