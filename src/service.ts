@@ -74,6 +74,8 @@ export interface ServiceOptions {
   jobTimeoutMs?: number;
   /** The per-IP limit (`parseRateLimit`); false turns it off. */
   rateLimit?: RateLimitOptions | false;
+  /** The proxies in front of the gateway whose X-Forwarded-For names the client (addresses or CIDRs). */
+  trustProxy?: string[];
   /** Refused requests per address before it is answered 429 (http REFUSALS_PER_ADDRESS); false turns it off. */
   refusalLimit?: RateLimitOptions | false;
   /** How long a request (headers and body) may take to arrive at the API and the app (default 30 s). */
@@ -217,6 +219,7 @@ function workerGateway(options: ServiceOptions, parts: { pool: WorkerPool; catal
     ...(options.workerPublicHost !== undefined ? { publicHost: options.workerPublicHost } : {}),
     ...(options.workerProbeTimeoutMs !== undefined ? { probeTimeoutMs: options.workerProbeTimeoutMs } : {}),
     ...(options.workerLimits ? { limits: options.workerLimits } : {}),
+    ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
     isStaked: (address) => parts.chain.isStaked(address),
     onRegistered: (worker) => emitWorkerRegistered(parts.db, worker),
   });
@@ -380,6 +383,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
       ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
       ...(options.refusalLimit !== undefined ? { refusalLimit: options.refusalLimit } : {}),
+      ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
     };
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const web: WebOptions = { ...options.web };

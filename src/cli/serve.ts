@@ -41,6 +41,9 @@ Options (each also read from the environment variable named after it):
                       serves none; a cluster has its own)
   --rate-limit <r:b>  Requests a second and burst each client IP may send, or off (SVC_RATE_LIMIT;
                       default 50:100)
+  --trust-proxy <a,b> Addresses or CIDR ranges of the proxies in front of this gateway, comma-
+                      separated (SVC_TRUST_PROXY): their X-Forwarded-For names the client, whom the
+                      per-IP limits then count; without it every client behind a proxy shares one
   --seed-workers <a,b>
                       Addresses of the operator's own workers, comma-separated (SVC_SEED_WORKERS):
                       their outputs outweigh any stake when workers disagree (docs/workers.md)
@@ -57,6 +60,7 @@ interface ServeOptions {
   rpcPort: number | "off";
   /** Undefined: the default limit. */
   rateLimit: RateLimitOptions | false | undefined;
+  trustProxy: string[];
   seedPool: string[];
   logFormat: LogFormat;
 }
@@ -75,6 +79,7 @@ export async function runServe(argv: string[]): Promise<void> {
     ...options.shared,
     ...(options.nodeId ? { nodeId: options.nodeId } : {}),
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
+    trustProxy: options.trustProxy,
     seedPool: options.seedPool,
   });
   const { chainUrl } = options.shared;
@@ -121,6 +126,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         "node-id": { type: "string" },
         "rpc-port": { type: "string", default: env.SVC_RPC_PORT ?? String(DEFAULT_RPC_PORT) },
         "rate-limit": { type: "string" },
+        "trust-proxy": { type: "string", default: env.SVC_TRUST_PROXY ?? "" },
         "seed-workers": { type: "string" },
         "log-format": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
@@ -144,6 +150,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     nodeId: values["node-id"] ?? env.SVC_NODE_ID,
     rpcPort: rpc === "off" ? "off" : valueOf(portOption("--rpc-port", rpc)),
     rateLimit: valueOf(rateLimitOption(values["rate-limit"])),
+    trustProxy: values["trust-proxy"]!.split(",").map((a) => a.trim()).filter((a) => a !== ""),
     seedPool: valueOf(seedPoolOption(values["seed-workers"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),
   };

@@ -45,6 +45,11 @@ export interface HttpContext {
   appUrl: string;
   /** The per-IP limit; false turns it off (DECISIONS: 50/s, burst 100 by default). */
   rateLimit?: RateLimitOptions | false;
+  /**
+   * The proxies in front of the server (addresses or CIDR ranges) whose X-Forwarded-For names the
+   * client: the per-address limits then count clients, not the proxy. None by default.
+   */
+  trustProxy?: string[];
   /** Refused requests per address (default REFUSALS_PER_ADDRESS); false turns the limit off. */
   refusalLimit?: RateLimitOptions | false;
   /** How long a request (headers and body) may take to arrive; default REQUEST_TIMEOUT_MS. */

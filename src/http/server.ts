@@ -154,6 +154,7 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
     // Node checks its timeouts every 30 s by default, which let a slow client hold a connection that much longer.
     http: { headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs), connectionsCheckingInterval: 1_000 },
     requestTimeout: requestTimeoutMs,
+    ...(ctx.trustProxy?.length ? { trustProxy: ctx.trustProxy } : {}),
     // Model ids hold a slash; keep the router from treating encoded ones specially.
     routerOptions: { ignoreTrailingSlash: true },
     genReqId: requestIdFor,

@@ -8,6 +8,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
+import proxyAddr from "@fastify/proxy-addr";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import type { Catalog } from "../catalog/index.ts";
 import { type Logger, RateLimiter } from "../core/index.ts";
@@ -54,6 +55,11 @@ export interface WorkerGatewayOptions {
   /** Time a new worker has to finish its probe job (default 30 s). */
   probeTimeoutMs?: number;
   limits?: Partial<WorkerLimits>;
+  /**
+   * The proxies in front of the gateway (addresses or CIDR ranges) whose X-Forwarded-For names
+   * the worker's address, which the per-address and per-subnet limits count; none by default.
+   */
+  trustProxy?: string[];
 }
 
 export class WorkerGateway {
@@ -63,6 +69,7 @@ export class WorkerGateway {
   private readonly byAddress = new Map<string, WorkerConnection>();
   private closing = false;
   readonly heartbeatTimeoutMs: number;
+  private readonly trustsProxy: ((address: string, hop: number) => boolean) | undefined;
   readonly limits: WorkerLimits;
   private readonly handshakes: RateLimiter;
   private readonly subnetHandshakes: RateLimiter;
@@ -74,6 +81,7 @@ export class WorkerGateway {
     this.limits = { ...DEFAULT_WORKER_LIMITS, ...options.limits };
     this.handshakes = new RateLimiter({ ratePerSecond: this.limits.handshakesPerSecondPerIp, burst: this.limits.handshakeBurstPerIp });
     this.subnetHandshakes = new RateLimiter({ ratePerSecond: this.limits.handshakesPerSecondPerSubnet, burst: this.limits.handshakeBurstPerSubnet });
+    this.trustsProxy = options.trustProxy?.length ? proxyAddr.compile(options.trustProxy) : undefined;
     options.pool.onUnfit((worker, reason) => {
       this.logger.warn({ worker: worker.address, reason }, "worker dropped for failing jobs");
       void this.byAddress.get(worker.address)?.drop(CloseCode.unfit, `dropped for failing or stalling jobs: ${reason}`);
@@ -93,12 +101,18 @@ export class WorkerGateway {
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
   }
 
+  /** The worker's address: the socket's, or behind a trusted proxy the one it forwarded. */
+  private peerOf(request: IncomingMessage): string {
+    if (!this.trustsProxy) return request.socket.remoteAddress ?? "unknown";
+    return proxyAddr(request, this.trustsProxy);
+  }
+
   private upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => undefined);
     const path = new URL(request.url ?? "/", "http://gateway").pathname;
     if (path !== WORKER_CONNECT_PATH) return refuseUpgrade(socket, 404, "Not Found");
     if (this.closing) return refuseUpgrade(socket, 503, "Service Unavailable");
-    const peer = request.socket.remoteAddress ?? "unknown";
+    const peer = this.peerOf(request);
     const retryAfter = Math.max(this.handshakes.take(peer), this.subnetHandshakes.take(subnetOf(peer)));
     if (retryAfter > 0 || (this.pending.get(peer) ?? 0) >= this.limits.pendingPerIp) {
       return refuseUpgrade(socket, 429, "Too Many Requests", `Retry-After: ${Math.max(1, retryAfter)}\r\n`);

@@ -263,6 +263,20 @@ describe("every stage of a request is bounded in time", () => {
     }
   });
 
+  test("behind a trusted proxy the limits count each forwarded client, not the proxy", async () => {
+    const proxied = await startTestGateway({ db: await migratedTestDb(), refusalLimit: { ratePerSecond: 1, burst: 2 }, trustProxy: ["127.0.0.1"] });
+    try {
+      const from = (client: string, body = "{") => fetch(`${proxied.baseUrl}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${proxied.apiKey}`, "content-type": "application/json", "x-forwarded-for": client }, body });
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await from("203.0.113.7")).status);
+      assert.deepEqual(statuses, [400, 400, 400, 429], "one client refused too often");
+      const other = await fetch(`${proxied.baseUrl}/models`, { headers: { authorization: `Bearer ${proxied.apiKey}`, "x-forwarded-for": "198.51.100.9" } });
+      assert.equal(other.status, 200, "another client behind the same proxy is not");
+    } finally {
+      await proxied.close();
+    }
+  });
+
   test("3,000 headers get the spec's body", async () => {
     const many = Array.from({ length: 3_000 }, (_, i): [string, string] => [`X-H${i}`, "1"]);
     const response = await rawRequest(slow.baseUrl, httpText("GET", "/v1/models", [["Authorization", `Bearer ${slow.apiKey}`], ...many]));
