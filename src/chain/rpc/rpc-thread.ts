@@ -59,6 +59,8 @@ export async function startChainRpcThread(options: ChainRpcOptions): Promise<Cha
     });
   });
   worker.unref();
+  // The gateway serves on without it: callers of the RPC see the port closed, the service's own chain calls go on.
+  worker.on("error", (err) => options.logger?.error({ err }, "the chain RPC server's thread failed; Solana RPC is not served until the gateway restarts"));
   return {
     url: listening.url,
     wsUrl: listening.wsUrl,
