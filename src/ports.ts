@@ -51,7 +51,8 @@ function accountPort(db: Db): AccountRoutesOptions {
   return {
     async balanceOf(wallet) {
       const [record, credits] = await Promise.all([getWallet(db, wallet), availableCredits(db, wallet)]);
-      return { credits, lastTopupAt: record?.lastTopupAt ?? null };
+      // The spec's last_topup_at is a timestamp: a wallet never funded has its balance since its account opened.
+      return { credits, lastTopupAt: record?.lastTopupAt ?? record?.createdAt ?? null };
     },
   };
 }

@@ -43,6 +43,9 @@ export function installErrorHandling(app: FastifyInstance, ctx: { appUrl: string
       return reply.status(500).send(internal.toBody(ctx.appUrl));
     }
     if (apiError.status === 429 || apiError.status === 503) reply.header("retry-after", String(retryAfterSeconds(apiError)));
+    // The spec sends the balance on every completion's response, the 402 that refuses one too.
+    const remaining = apiError.details?.credits_remaining;
+    if (typeof remaining === "number") reply.header("x-svc-credits-remaining", String(remaining));
     return reply.status(apiError.status).send(apiError.toBody(ctx.appUrl));
   });
 

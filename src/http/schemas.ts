@@ -102,7 +102,7 @@ const Model = {
       credits_per_request: int,
       credits_per_1k_tokens: int,
       active_workers: int,
-      median_latency_ms: { ...maybe("number"), description: "p50 time to first token; null until measured" },
+      median_latency_ms: { ...maybe("number"), description: "p50 time to first token (a worker's join probe is its first sample); null only for in-process workers not yet measured" },
       parameters: str,
       context_window: int,
     }),

@@ -169,12 +169,15 @@ export class WorkerGateway {
     return { accepted, refused };
   }
 
-  /** A connection proved its key: it takes over the address from any earlier connection. */
-  registered(connection: WorkerConnection, handle: RemoteWorkerHandle): void {
+  /**
+   * A connection proved its key and passed its probes: it takes over the address from any earlier
+   * connection, its probes' times to first token its first latency samples.
+   */
+  registered(connection: WorkerConnection, handle: RemoteWorkerHandle, firstTokenMs: number[]): void {
     const previous = this.byAddress.get(handle.address);
     this.byAddress.set(handle.address, connection);
     if (previous && previous !== connection) void previous.drop(CloseCode.replaced, "replaced by a newer connection with the same key");
-    this.options.pool.add(handle);
+    this.options.pool.add(handle, firstTokenMs);
     void Promise.resolve(this.options.onRegistered?.({ address: handle.address, models: handle.models(), staked: handle.staked })).catch((error: unknown) =>
       this.logger.error({ err: error, worker: handle.address }, "worker registration hook failed"),
     );
@@ -386,11 +389,11 @@ class WorkerConnection {
     // Messages now reach the handle, which runs the probe jobs like any other.
     this.handle = handle;
     this.budget.setSlots(hello.concurrency);
-    const failure = await this.probe(handle, accepted.map((m) => m.id));
+    const probed = await this.probe(handle, accepted.map((m) => m.id));
     if (this.dropped || this.draining) return;
-    if (failure !== undefined) {
-      this.gateway.logger.warn({ worker: handle.address, peer: this.peer, reason: failure }, "worker refused: failed its probe");
-      void this.drop(CloseCode.unfit, `failed the gateway's probe: ${failure}`);
+    if ("failure" in probed) {
+      this.gateway.logger.warn({ worker: handle.address, peer: this.peer, reason: probed.failure }, "worker refused: failed its probe");
+      void this.drop(CloseCode.unfit, `failed the gateway's probe: ${probed.failure}`);
       return;
     }
     if (!staked && this.gateway.pool.vetting(handle.address) === "probation" && this.gateway.subnetOnProbationFull(this.peer, handle.address)) {
@@ -400,16 +403,19 @@ class WorkerConnection {
     }
     this.admitted = true;
     this.gateway.settledPending(this.peer);
-    this.gateway.registered(this, handle);
+    this.gateway.registered(this, handle, probed.firstTokenMs);
     this.send({ type: "registered", address: handle.address, models: accepted, refused });
     this.gateway.logger.info({ worker: handle.address, models: accepted.map((m) => m.id), refused, concurrency: hello.concurrency, staked, peer: this.peer }, "worker registered");
   }
 
-  /** Probes every offered model at once; the first failure's reason, or undefined when all passed. */
-  private async probe(handle: RemoteWorkerHandle, models: string[]): Promise<string | undefined> {
+  /** Probes every offered model at once: the first failure's reason, or the probes' times to first token. */
+  private async probe(handle: RemoteWorkerHandle, models: string[]): Promise<{ failure: string } | { firstTokenMs: number[] }> {
     const results = await Promise.all(models.map((model) => probeWorker(handle, model, this.gateway.probeTimeoutMs)));
-    const failed = results.findIndex((r) => !r.ok);
-    const result = results[failed];
-    return result && !result.ok ? `${models[failed]}: ${result.reason}` : undefined;
+    const firstTokenMs: number[] = [];
+    for (const [i, result] of results.entries()) {
+      if (!result.ok) return { failure: `${models[i]}: ${result.reason}` };
+      firstTokenMs.push(result.firstTokenMs);
+    }
+    return { firstTokenMs };
   }
 }

@@ -105,12 +105,17 @@ export class WorkerPool {
     return this.suspended.has(address);
   }
 
-  /** Adds a worker; one already here under the same address is replaced (a reconnection). */
-  add(handle: WorkerHandle): void {
+  /**
+   * Adds a worker; one already here under the same address is replaced (a reconnection).
+   * `firstTokenMs`: its latency samples so far (its probes'), so a model it makes listed has a
+   * median at once.
+   */
+  add(handle: WorkerHandle, firstTokenMs: readonly number[] = []): void {
     if (this.suspended.has(handle.address)) return;
     let health = this.records.get(handle.address);
     if (health === undefined) this.records.set(handle.address, (health = new WorkerHealth()));
     const state = { handle, outstanding: 0, firstTokenMs: new RecentSamples(LATENCY_WINDOW), lastAssigned: 0, health };
+    for (const ms of firstTokenMs) state.firstTokenMs.add(ms);
     this.workers.set(handle.address, state);
     if (this.sold(state)) for (const model of handle.models()) this.outages.hosted(model);
     this.queue.serve();
@@ -215,9 +220,13 @@ export class WorkerPool {
     return [...this.workers.values()].filter((w) => w.handle.models().includes(model) && this.sold(w));
   }
 
-  /** Workers sold for the model and in good standing: the capacity `active_workers` reports. */
+  /**
+   * Workers sold for the model, demoted ones included: the spec's `active_workers`, the workers
+   * serving it now (a demoted worker still takes jobs when no good one is free), so a listed
+   * model never reports none.
+   */
   activeWorkers(model: string): number {
-    return this.sellers(model).filter((w) => w.health.standing === "good").length;
+    return this.sellers(model).length;
   }
 
   /** A worker's standing and job record (undefined for one not in the pool). */

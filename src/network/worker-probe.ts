@@ -21,7 +21,8 @@ export const PROBE_REQUEST: GenerationRequest = {
   presencePenalty: 0,
 };
 
-export type ProbeResult = { ok: true } | { ok: false; reason: string };
+/** Passed, with its time to first token (the worker's first latency sample); or why not. */
+export type ProbeResult = { ok: true; firstTokenMs: number } | { ok: false; reason: string };
 
 /** Runs the probe job on `worker` for `model`; resolves with why it failed, never rejects. */
 export async function probeWorker(worker: WorkerHandle, model: string, timeoutMs = DEFAULT_PROBE_TIMEOUT_MS): Promise<ProbeResult> {
@@ -31,10 +32,14 @@ export async function probeWorker(worker: WorkerHandle, model: string, timeoutMs
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   let text = "";
   let done: Extract<WorkerEvent, { type: "done" }> | undefined;
+  const started = performance.now();
+  let firstTokenMs = 0;
   try {
     for await (const event of worker.run({ jobId, model, request: PROBE_REQUEST }, abort.signal)) {
-      if (event.type === "delta") text += event.text;
-      else done = event;
+      if (event.type === "delta") {
+        if (text === "") firstTokenMs = performance.now() - started;
+        text += event.text;
+      } else done = event;
     }
   } catch (error) {
     return { ok: false, reason: `the probe job failed: ${error instanceof Error ? error.message : String(error)}` };
@@ -42,17 +47,19 @@ export async function probeWorker(worker: WorkerHandle, model: string, timeoutMs
     clearTimeout(timer);
   }
   if (done === undefined) return { ok: false, reason: `no finished probe job within ${timeoutMs} ms` };
-  return await judge(worker.address, jobId, text, done);
+  const refused = await judge(worker.address, jobId, text, done);
+  return refused ? { ok: false, reason: refused } : { ok: true, firstTokenMs };
 }
 
-async function judge(address: string, jobId: string, text: string, done: Extract<WorkerEvent, { type: "done" }>): Promise<ProbeResult> {
-  if (text === "") return { ok: false, reason: "the probe job produced no output" };
+/** Why the probe's output refuses the worker, or undefined when it passes. */
+async function judge(address: string, jobId: string, text: string, done: Extract<WorkerEvent, { type: "done" }>): Promise<string | undefined> {
+  if (text === "") return "the probe job produced no output";
   if (!proofVerifies(jobId, text, address, done.signature)) {
-    return { ok: false, reason: "the probe job's proof does not verify against its output" };
+    return "the probe job's proof does not verify against its output";
   }
   const most = Math.min(PROBE_REQUEST.maxTokens, completionTokensAtMost({ text, stop: PROBE_REQUEST.stop, finishReason: done.finishReason }));
   if (done.usage.completionTokens > most) {
-    return { ok: false, reason: `the probe job claimed ${done.usage.completionTokens} completion tokens; its output holds at most ${most}` };
+    return `the probe job claimed ${done.usage.completionTokens} completion tokens; its output holds at most ${most}`;
   }
-  return { ok: true };
+  return undefined;
 }

@@ -203,14 +203,24 @@ describe("errors surface as the SDK's typed errors with the spec's codes", () =>
     });
   });
 
-  test("insufficient credits: 402 with the figures", async () => {
+  test("insufficient credits: 402 with the figures, and the balance in x-svc-credits-remaining as on every completion", async () => {
     const poor = await gateway.newAccount(3);
     await assert.rejects(poor.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 1600 }), (e: unknown) => {
       if (!(e instanceof OpenAI.APIError) || e.status !== 402 || e.code !== "insufficient_credits") return false;
       const details = (e.error as { details: Record<string, unknown> }).details;
       // cost(1600) on lite = 2 + ceil(1100 / 1000) = 4
-      return details.credits_remaining === 3 && details.credits_required === 4 && details.tier === "lite";
+      return details.credits_remaining === 3 && details.credits_required === 4 && details.tier === "lite" && e.headers?.get("x-svc-credits-remaining") === "3";
     });
+  });
+
+  test("a wallet never funded: /account's last_topup_at is when its account opened, as the contract's timestamp", async () => {
+    const opened = Date.now();
+    const fresh = await gateway.newAccount(0);
+    const res = await fetch(`${gateway.baseUrl}/account`, { headers: { authorization: `Bearer ${fresh.apiKey}` } });
+    const account = (await res.json()) as { credits_remaining: number; last_topup_at: string };
+    assert.equal(account.credits_remaining, 0);
+    assert.equal(typeof account.last_topup_at, "string");
+    assert.ok(Math.abs(Date.parse(account.last_topup_at) - opened) < 60_000, account.last_topup_at);
   });
 
   test("404, 405 and 413 bodies", async () => {

@@ -115,7 +115,9 @@ describe("a worker that fails every request", () => {
         const record = gateway.service.pool.health(turncoat.signer.address)!;
         assert.equal(record.standing, "demoted", "two refusals another worker ran cost it its standing");
         assert.equal(record.stats.failed, 2);
-        assert.equal(gateway.service.pool.activeWorkers(MODEL), 1, "it is no capacity any more");
+        const next = gateway.service.pool.acquire(MODEL);
+        assert.equal(next?.worker.address, seed, "it gets a job only when no good worker is free");
+        next?.release();
       } finally {
         turncoat.close();
       }

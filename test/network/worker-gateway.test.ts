@@ -81,6 +81,9 @@ describe("the handshake", () => {
     assert.deepEqual(registered.models, [{ id: MODEL, contextWindow: 2048 }]);
     assert.deepEqual(hosting(), [worker.signer.address]);
     assert.equal(gateway.service.pool.hosting(MODEL)[0]!.concurrency, 3);
+    const listed = await api<{ svc: { active_workers: number; median_latency_ms: number | null } }>(`/models/${MODEL}`);
+    assert.equal(listed.body.svc.active_workers, 1);
+    assert.equal(typeof listed.body.svc.median_latency_ms, "number", "its probe's time to first token, before any caller's job");
 
     const [reply, jobId] = await Promise.all([
       gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).withResponse(),
