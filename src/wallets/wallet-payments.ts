@@ -112,11 +112,6 @@ function withdrawalOwner(): ActionOwner {
 export class WalletPayments {
   private readonly prepared = new Map<string, Prepared>();
   private readonly requests = new Map<string, PayRequest>();
-  /**
-   * Signatures of the transactions submitted here, until any prepared copy of them has expired:
-   * a transaction is sent once, whichever id names it.
-   */
-  private readonly submitted = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
@@ -130,7 +125,6 @@ export class WalletPayments {
   private keep(p: Omit<Prepared, "expiresAt">): PreparedPayment {
     const now = Date.now();
     for (const [id, old] of this.prepared) if (old.expiresAt < now) this.prepared.delete(id);
-    for (const [signature, until] of this.submitted) if (until < now) this.submitted.delete(signature);
     const id = newId("pay");
     this.prepared.set(id, { ...p, expiresAt: now + PREPARED_TTL_MS });
     return { id, transaction: Buffer.from(p.wire).toString("base64"), credits: p.credits };
@@ -201,8 +195,8 @@ export class WalletPayments {
 
   /**
    * Checks the wallet's signed copy, records it (a withdrawal reserving its credits first) and
-   * sends it. A transaction is taken once: a repeat, or another id naming the same transaction,
-   * answers 409 conflict with its signature.
+   * sends it. A prepared payment is taken once (each is a transaction of its own: the chain's
+   * payments carry a fresh nonce); a repeat answers 409 conflict with its signature.
    */
   async submit(wallet: string, id: string, signedBase64: string): Promise<SentPayment> {
     const p = this.prepared.get(id);
@@ -216,9 +210,7 @@ export class WalletPayments {
       throw new ApiError("invalid_request", `Refused: ${(error as Error).message}. Nothing was sent.`, "transaction");
     }
     // Claimed before the first await, so a concurrent repeat cannot pass the checks above too.
-    if (this.submitted.has(p.signature)) throw alreadySubmitted(p);
     p.submitted = true;
-    this.submitted.set(p.signature, Date.now() + PREPARED_TTL_MS);
     const action: ChainAction = { kind: p.kind, subject: wallet, signature: p.signature, wire: signed, params: { credits: p.credits } };
     await this.recordSubmitted(id, p, action);
     const sent = await this.journal.send(action);
@@ -240,7 +232,6 @@ export class WalletPayments {
     } catch (error) {
       if (sqlState(error) === "23505") throw alreadySubmitted(p);
       this.prepared.delete(id);
-      this.submitted.delete(p.signature);
       throw error;
     }
   }

@@ -42,7 +42,6 @@ export class Subscriptions {
   private readonly byId = new Map<number, Subscription>();
   private readonly byKey = new Map<string, Set<Subscription>>();
   private readonly connections = new Map<WebSocket, Connection>();
-  private readonly connectionsPerAddress = new Map<string, number>();
   private readonly unwatch: () => void;
 
   constructor(
@@ -58,19 +57,16 @@ export class Subscriptions {
   }
 
   attach(socket: WebSocket, address: string): void {
-    const fromAddress = this.connectionsPerAddress.get(address) ?? 0;
+    // Counted over the open connections (at most maxConnections), not kept in a second map.
+    const fromAddress = [...this.connections.values()].filter((c) => c.address === address).length;
     if (fromAddress >= this.limits.maxConnectionsPerAddress || this.connections.size >= this.limits.maxConnections) {
       return socket.close(TRY_AGAIN_LATER, "too many connections");
     }
     this.connections.set(socket, { address, subscriptions: 0 });
-    this.connectionsPerAddress.set(address, fromAddress + 1);
     socket.on("message", (data: RawData) => void this.onMessage(socket, data));
     socket.on("close", () => {
       for (const sub of [...this.byId.values()]) if (sub.socket === socket) this.remove(sub.id);
       this.connections.delete(socket);
-      const left = (this.connectionsPerAddress.get(address) ?? 1) - 1;
-      if (left === 0) this.connectionsPerAddress.delete(address);
-      else this.connectionsPerAddress.set(address, left);
     });
   }
 
