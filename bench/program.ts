@@ -2,22 +2,84 @@
  * Compute units of each escrow-program instruction, as LiteSVM meters them running the committed
  * program/escrow.so, with each transaction's size and the signatures its fee is charged for.
  * Varying addresses change how many bumps a program-address search tries, so each instruction
- * runs `samples` times with fresh keys and the median and maximum are printed.
+ * runs `samples` times with fresh keys and the median and maximum are printed; the table
+ * instructions also per job, and how many jobs one transaction holds when the service pays.
  * Run: npm run bench:program [samples=20]
  */
 import { statSync } from "node:fs";
-import { generateKeypair } from "../src/core/keys.ts";
+import { generateKeypair, type Keypair } from "../src/core/keys.ts";
+import { newId } from "../src/core/ids.ts";
+import { leafBytes, leafHash, merkleRoot, settlementMessage, type SettlementEntry } from "../src/core/settlement-proof.ts";
+import { addressBytes } from "../src/chain/addresses.ts";
+import { ed25519Verify } from "../src/chain/instructions.ts";
+import { buildTransaction } from "../src/chain/wire.ts";
 import { MIN_ACTIVE_STAKE } from "../src/core/payout.ts";
-import { DEFAULT_RULES, escrowInstructions as ix } from "../src/chain/escrow-program/index.ts";
+import { DEFAULT_RULES, escrowInstructions as ix, tableAddress } from "../src/chain/escrow-program/index.ts";
+import type { Address, Instruction } from "@solana/kit";
 import { EscrowChain, PROGRAM_PATH, proofOf, type Sent } from "../test/program/harness.ts";
 import { percentile } from "./support.ts";
 
 const samples = Number(process.argv[2] ?? 20);
-const results = new Map<string, Sent[]>();
-const record = (name: string, sent: Sent) => {
+const results = new Map<string, { sent: Sent[]; jobs: number }>();
+const record = (name: string, sent: Sent, jobs = 1) => {
   if (!sent.ok) throw new Error(`${name} failed: ${sent.err}\n${sent.logs.join("\n")}`);
-  results.set(name, [...(results.get(name) ?? []), sent]);
+  results.set(name, { sent: [...(results.get(name)?.sent ?? []), sent], jobs });
 };
+
+const locks = (n: number, amount = 100_000n) => Array.from({ length: n }, () => ({ jobId: newId("job"), tier: 1, amount }));
+const lockBatch = (wallet: Address, tableId: bigint, n: number): Instruction =>
+  ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet, tableId, capacity: 128, jobs: locks(n) });
+/** The worker's signature over a settlement of `entries` of a table, then settle_batch. */
+function settlement(worker: Keypair, workerAccount: Address, wallet: Address, tableId: bigint, entries: SettlementEntry[]): Instruction[] {
+  const root = merkleRoot(entries.map((_, i) => leafHash(leafBytes({ jobId: newId("job"), outputHash: new Uint8Array(32).fill(i), promptTokens: 100, completionTokens: 200 }))));
+  const message = settlementMessage(addressBytes(tableAddress(wallet, tableId).address), root, entries);
+  return [
+    ed25519Verify({ publicKey: worker.publicKey, signature: worker.sign(message), message }),
+    ix.settleBatch({ serviceAuthority: chain.authority.address, wallet, tableId, worker: worker.address, workerTokenAccount: workerAccount, treasury: chain.treasury }),
+  ];
+}
+
+/** Escrow tables: locks, settlements and refunds of one and of as many jobs as a transaction holds. */
+function tableSamples(i: number, worker: Keypair, workerAccount: Address): void {
+  const funded = chain.fundedWallet(100_000_000n);
+  const w = funded.wallet.address;
+  const id = BigInt(i);
+  record("lock_batch (1 job, new table)", chain.send([lockBatch(w, id, 1)], [chain.authority]));
+  record("lock_batch (24 jobs)", chain.send([lockBatch(w, id, 24)], [chain.authority]), 24);
+  chain.send([lockBatch(w, id, 24)], [chain.authority]);
+  record("settle_batch (1 job)", chain.send(settlement(worker, workerAccount, w, id, [{ slot: 0, charge: 50_000n }]), [chain.authority]));
+  const entries = Array.from({ length: 40 }, (_, k) => ({ slot: 1 + k, charge: 50_000n }));
+  record("settle_batch (40 jobs)", chain.send(settlement(worker, workerAccount, w, id, entries), [chain.authority]), 40);
+  record("refund_slots (authority, 7 slots)", chain.send([ix.refundSlots({ wallet: w, tableId: id, slots: [41, 42, 43, 44, 45, 46, 47], caller: chain.authority.address })], [chain.authority]), 7);
+  chain.advance(DEFAULT_RULES.jobTimeoutSeconds + 1n);
+  record("refund_slots (wallet, after timeout)", chain.send([ix.refundSlots({ wallet: w, tableId: id, slots: [48], caller: w })], [funded.wallet]));
+  chain.advance(DEFAULT_RULES.disputeWindowSeconds + 1n);
+  record("close_table", chain.send([ix.closeTable({ serviceAuthority: chain.authority.address, wallet: w, tableId: id, destination: chain.payer.address })], [chain.authority]));
+}
+
+/** The most jobs one lock_batch and one settle_batch transaction holds when the service authority pays its fee, as in service. */
+function mostPerTransaction(): { lock: number; settle: number } {
+  const worker = generateKeypair(), wallet = generateKeypair().address;
+  const fits = (instructions: Instruction[]) => {
+    try {
+      buildTransaction(chain.authority, instructions, new Uint8Array(32), []);
+      return true;
+    } catch (e) {
+      if (e instanceof RangeError) return false;
+      throw e;
+    }
+  };
+  const most = (build: (n: number) => Instruction[]) => {
+    let n = 1;
+    while (n < 255 && fits(build(n + 1))) n++;
+    return n;
+  };
+  const owner = { serviceAuthority: chain.authority.address, payer: chain.authority.address, wallet, tableId: 1n, capacity: 255 };
+  return {
+    lock: most((n) => [ix.lockBatch({ ...owner, jobs: locks(n) })]),
+    settle: most((n) => settlement(worker, worker.address, wallet, 1n, Array.from({ length: n }, (_, slot) => ({ slot, charge: 1n })))),
+  };
+}
 
 const chain = await EscrowChain.open();
 for (let i = 0; i < Math.min(samples, 5); i++) record("initialize", (await EscrowChain.open()).initialized);
@@ -75,12 +137,15 @@ for (let i = 0; i < samples; i++) {
   record("request_unstake", chain.send([ix.requestUnstake({ worker: worker.address, amount: MIN_ACTIVE_STAKE - 1n })], [worker]));
   chain.advance(DEFAULT_RULES.unstakeCooldownSeconds);
   record("withdraw_stake", chain.send([ix.withdrawStake({ worker: worker.address, destination: stakeSource })], [worker]));
+  tableSamples(i, worker, workerAccount);
 }
 
 console.log(`program/escrow.so: ${statSync(PROGRAM_PATH).size} bytes; ${samples} samples per instruction (initialize: ${Math.min(samples, 5)})`);
-const columns = (cells: (string | number)[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(32) : String(c).padStart(10))).join("");
-console.log(columns(["instruction", "CU p50", "CU max", "tx bytes", "fee sigs"]));
-for (const [name, sent] of results) {
+const columns = (cells: (string | number)[]) => cells.map((c, i) => (i === 0 ? String(c).padEnd(38) : String(c).padStart(10))).join("");
+console.log(columns(["instruction", "CU p50", "CU max", "tx bytes", "fee sigs", "jobs", "CU/job"]));
+for (const [name, { sent, jobs }] of results) {
   const units = sent.map((s) => Number(s.computeUnits));
-  console.log(columns([name, percentile(units, 50), Math.max(...units), sent[0]!.bytes, sent[0]!.signatures]));
+  console.log(columns([name, percentile(units, 50), Math.max(...units), sent[0]!.bytes, sent[0]!.signatures, jobs, Math.round(percentile(units, 50) / jobs)]));
 }
+const most = mostPerTransaction();
+console.log(`one 1,232-byte transaction paid by the service authority holds ${most.lock} jobs' locks or ${most.settle} jobs' settlement`);

@@ -20,6 +20,10 @@ enum Op {
   OP_RESOLVE = 10,
   OP_SLASH = 11,
   OP_CLOSE_ESCROW = 12,
+  OP_LOCK_BATCH = 13,
+  OP_SETTLE_BATCH = 14,
+  OP_REFUND_SLOTS = 15,
+  OP_CLOSE_TABLE = 16,
 };
 
 /* Custom error codes (InstructionError::Custom(n)). */
@@ -47,10 +51,11 @@ enum Error {
   E_SAME_HASH = 20,
   E_WINDOW_CLOSED = 21,
   E_WINDOW_OPEN = 22,
+  E_TABLE_FULL = 23,
 };
 
 /* The first byte of every account this program owns. */
-enum Tag { TAG_CONFIG = 1, TAG_ESCROW = 2, TAG_STAKE = 3, TAG_DISPUTE = 4 };
+enum Tag { TAG_CONFIG = 1, TAG_ESCROW = 2, TAG_STAKE = 3, TAG_DISPUTE = 4, TAG_TABLE = 5 };
 
 /* A job escrow's life. A dispute moves SETTLED to DISPUTED; its resolution moves it back to
    SETTLED (rejected) or to REVERSED (the charge went back to the vault). */
@@ -143,10 +148,45 @@ typedef struct {
   u8 reserved[24];
 } Dispute;
 
+/*
+ * An escrow table: the jobs of one wallet locked within APPEND_WINDOW_S of the table's opening, at
+ * ["table", wallet, table id u64 LE]. Each job is a 12-byte slot instead of an account of its own;
+ * its job id, tier and the worker's proof are in the transactions that locked and settled it.
+ */
+typedef struct {
+  u8 tag;
+  u8 bump;
+  u8 capacity; /* slots the account has room for, fixed when it is created */
+  u8 used;     /* slots locked so far, in order */
+  u8 open;     /* slots still LOCKED or DISPUTED */
+  u8 pad[3];
+  u64 table_id;
+  Pubkey wallet;
+  Pubkey vault;
+  i64 opened_at;
+  i64 last_closed_at; /* the latest settlement or refund of any of its slots */
+} Table;
+
+/* One job's slot. `amount` is what is locked while LOCKED, the charge once SETTLED, DISPUTED or
+   REVERSED, what went back once REFUNDED. */
+typedef struct {
+  u8 amount[8];
+  u8 status;       /* an EscrowStatus */
+  u8 locked_after; /* bits 0-6: seconds after the table opened; bit 7: the worker was staked */
+  u8 closed_after[2]; /* u16 seconds after the table opened, 65535 for anything later */
+} Slot;
+
+/* How long a table takes new locks; a slot's lock time is at most this after the opening, and
+   fits in 7 bits. */
+#define APPEND_WINDOW_S 60
+#define SLOT_STAKED 0x80
+
 _Static_assert(sizeof(Config) == 288, "config layout");
 _Static_assert(sizeof(Escrow) == 256, "escrow layout");
 _Static_assert(sizeof(Stake) == 128, "stake layout");
 _Static_assert(sizeof(Dispute) == 128, "dispute layout");
+_Static_assert(sizeof(Table) == 96, "table layout");
+_Static_assert(sizeof(Slot) == 12, "slot layout");
 
 /* SPL token account fields the program reads. */
 #define TOKEN_ACCOUNT_SIZE 165

@@ -11,6 +11,7 @@
 #include "job.c"
 #include "stake.c"
 #include "dispute.c"
+#include "table.c"
 
 u64 entrypoint(u8 *input) {
   Input in;
@@ -30,6 +31,10 @@ u64 entrypoint(u8 *input) {
     case OP_RESOLVE: return resolve(&in);
     case OP_SLASH: return slash(&in);
     case OP_CLOSE_ESCROW: return close_escrow(&in);
+    case OP_LOCK_BATCH: return lock_batch(&in);
+    case OP_SETTLE_BATCH: return settle_batch(&in);
+    case OP_REFUND_SLOTS: return refund_slots(&in);
+    case OP_CLOSE_TABLE: return close_table(&in);
     default: return E_INVALID_INSTRUCTION;
   }
 }

@@ -9,8 +9,20 @@
 #define SELF_INSTRUCTION 0xffff
 #define ED25519_OFFSETS_SIZE 14
 
-/* Whether one precompile instruction's data verifies `message` under `worker`'s key. */
-static bool ed25519_covers(const u8 *ix, u64 len, const Pubkey *worker, const u8 *message, u64 message_len) {
+/* A message the precompile verified: under `worker`'s key, starting with `prefix`; `exact` asks
+   for the prefix to be the whole message. Found, `message` and `message_len` point into the
+   instructions sysvar. */
+typedef struct {
+  const Pubkey *worker;
+  const u8 *prefix;
+  u64 prefix_len;
+  bool exact;
+  const u8 *message;
+  u64 message_len;
+} SignedMessage;
+
+/* Whether one precompile instruction's data holds a signature `want` asks for. */
+static bool ed25519_covers(const u8 *ix, u64 len, SignedMessage *want) {
   if (len < 2) return false;
   for (u64 s = 0; s < ix[0]; s++) {
     const u8 *o = ix + 2 + ED25519_OFFSETS_SIZE * s;
@@ -21,13 +33,19 @@ static bool ed25519_covers(const u8 *ix, u64 len, const Pubkey *worker, const u8
         read_u16(o + 12) != SELF_INSTRUCTION)
       continue;
     u64 key_at = read_u16(o + 4), message_at = read_u16(o + 8), size = read_u16(o + 10);
-    if (key_at + 32 > len || message_at + size > len || size != message_len) continue;
-    if (bytes_equal(ix + key_at, worker, 32) && bytes_equal(ix + message_at, message, message_len)) return true;
+    if (key_at + 32 > len || message_at + size > len || size < want->prefix_len) continue;
+    if (want->exact && size != want->prefix_len) continue;
+    if (bytes_equal(ix + key_at, want->worker, 32) && bytes_equal(ix + message_at, want->prefix, want->prefix_len)) {
+      want->message = ix + message_at;
+      want->message_len = size;
+      return true;
+    }
   }
   return false;
 }
 
-static u64 check_proof(const AccountInfo *sysvar, const Pubkey *worker, const u8 *message, u64 message_len) {
+/* Finds, among the transaction's instructions, a precompile signature `want` asks for. */
+static u64 find_signed(const AccountInfo *sysvar, SignedMessage *want) {
   TRY(expect_key(sysvar, &INSTRUCTIONS_SYSVAR));
   const u8 *d = sysvar->data;
   u64 len = sysvar->data_len;
@@ -42,11 +60,14 @@ static u64 check_proof(const AccountInfo *sysvar, const Pubkey *worker, const u8
     u64 data_len = read_u16(d + program_at + 32);
     const u8 *data = d + program_at + 34;
     if (program_at + 34 + data_len > len) return E_PROOF_MISSING;
-    if (key_equal((const Pubkey *)(d + program_at), &ED25519_PROGRAM) &&
-        ed25519_covers(data, data_len, worker, message, message_len))
-      return E_OK;
+    if (key_equal((const Pubkey *)(d + program_at), &ED25519_PROGRAM) && ed25519_covers(data, data_len, want)) return E_OK;
   }
   return E_PROOF_MISSING;
+}
+
+static u64 check_proof(const AccountInfo *sysvar, const Pubkey *worker, const u8 *message, u64 message_len) {
+  SignedMessage want = {worker, message, message_len, true, NULL, 0};
+  return find_signed(sysvar, &want);
 }
 
 /* `<job id>:sha256:<64 lowercase hex digits>` into `out`; returns its length. */

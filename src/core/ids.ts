@@ -36,3 +36,25 @@ export function isId(prefix: IdPrefix, value: string): boolean {
 export function idBody(id: string): string {
   return id.slice(id.indexOf("_") + 1);
 }
+
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/** A job id's ULID as its 16 bytes (big-endian 128 bits): how a batched lock carries the id on-chain. */
+export function jobKey(jobId: string): Uint8Array {
+  if (!isId("job", jobId)) throw new TypeError(`not a job id: ${jobId}`);
+  let value = 0n;
+  for (const c of idBody(jobId)) value = (value << 5n) | BigInt(CROCKFORD.indexOf(c));
+  if (value >> 128n !== 0n) throw new TypeError(`a ULID is 128 bits: ${jobId}`);
+  const out = new Uint8Array(16);
+  for (let i = 15; i >= 0; i--, value >>= 8n) out[i] = Number(value & 0xffn);
+  return out;
+}
+
+/** The job id whose key `key` is (jobKey's inverse). */
+export function jobIdOfKey(key: Uint8Array): string {
+  if (key.length !== 16) throw new TypeError("a job key is 16 bytes");
+  let value = key.reduce((v, b) => (v << 8n) | BigInt(b), 0n);
+  let body = "";
+  for (let i = 0; i < 26; i++, value >>= 5n) body = CROCKFORD[Number(value & 31n)]! + body;
+  return `job_${body}`;
+}

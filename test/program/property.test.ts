@@ -4,7 +4,8 @@
  * disputes, their resolutions, slashes and closed records among them) against one chain, checking
  * after each that no token was created or lost, that the escrow pool holds exactly what the open
  * escrows lock, that a closed escrow's money never changes (only a dispute moves its status, and
- * `close_escrow` may delete it), and that a vault only shrinks through a lock the service authority
+ * `close_escrow` may delete it) and a final table slot's neither, that a table counts its locked
+ * slots, and that a vault only shrinks through a lock the service authority
  * signed or a withdrawal its own wallet signed.
  */
 import assert from "node:assert/strict";
@@ -23,16 +24,21 @@ import {
   configAddress,
   decodeDispute,
   decodeEscrow,
+  decodeTable,
   disputeAddress,
   escrowAddress,
   escrowInstructions as ix,
   escrowPoolAddress,
   stakeAddress,
   stakePoolAddress,
+  tableAddress,
   vaultAddress,
   vaultAuthorityAddress,
 } from "../../src/chain/escrow-program/index.ts";
 import { EscrowChain, proofOf, type Sent } from "./harness.ts";
+import { ed25519Verify } from "../../src/chain/instructions.ts";
+import { newId } from "../../src/core/ids.ts";
+import { settlementMessage } from "../../src/core/settlement-proof.ts";
 
 const SEED = Number(process.env.PROPERTY_SEED ?? 20261122);
 const STEPS = Number(process.env.PROPERTY_STEPS ?? 2000);
@@ -105,6 +111,29 @@ class World {
     return `job_prop${Math.floor(step / 30) + this.rng.int(8)}`;
   }
 
+  /** A window of table ids sliding with the steps, so tables keep being opened, filled and closed. */
+  tableAt(step: number): bigint {
+    return BigInt(Math.floor(step / 60) + this.rng.int(3));
+  }
+
+  /** A table with a slot still locked, or (`finished`) with none: its wallet and id. */
+  tableWith(finished: boolean): { wallet: Wallet; tableId: bigint } | undefined {
+    for (const entry of this.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
+      const data = entry.account().data();
+      if (data[0] !== Tag.table) continue;
+      const t = decodeTable(data);
+      const wallet = this.wallets.find((w) => w.key.address === t.wallet);
+      if (wallet && (t.open === 0) === finished) return { wallet, tableId: t.tableId };
+    }
+    return undefined;
+  }
+
+  /** The slots of a wallet's table, or none when it does not exist. */
+  slotsOf(wallet: Address, tableId: bigint) {
+    const data = this.chain.data(tableAddress(wallet, tableId).address);
+    return data && data[0] === Tag.table ? decodeTable(data).slots : [];
+  }
+
   amount(balance: bigint): bigint {
     const { rng } = this;
     return rng.pick([0n, 1n, balance, balance + 1n, U64_MAX, BigInt(rng.int(1_000_000)), (balance * BigInt(rng.int(100))) / 100n]);
@@ -147,7 +176,7 @@ function action(w: World, step: number): Instruction[] {
   const worker = rng.pick(w.workers);
   const jobId = w.jobAt(step);
   const owner = w.escrowWallet(jobId) ?? wallet.key.address;
-  switch (rng.int(11)) {
+  switch (rng.int(14)) {
     case 0:
     case 1:
       return [ix.lock({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: wallet.key.address, jobId, tier: rng.int(4), amount: w.amount(chain.balance(wallet.vault)) })];
@@ -187,9 +216,50 @@ function action(w: World, step: number): Instruction[] {
         ix.slash({ serviceAuthority: chain.authority.address, worker: worker.key.address, destination: w.treasuryStake, treasury: chain.treasury, amount: w.amount(MIN_ACTIVE_STAKE) }),
         ix.closeEscrow({ serviceAuthority: chain.authority.address, jobId, destination: chain.payer.address }),
       ])];
+    case 11:
+    case 12:
+    case 13:
+      return tableAction(w, step, wallet, worker);
     default:
       chain.advance(BigInt(rng.pick([1, 60, 121, 400_000])));
       return [];
+  }
+}
+
+/** A lock of a few jobs into a wallet's table, a settlement of some of its slots, a refund of some, or its closing. */
+function tableAction(w: World, step: number, someWallet: Wallet, worker: Worker): Instruction[] {
+  const { chain, rng } = w;
+  const kind = rng.int(4);
+  const withLocks = kind === 0 || rng.next() < 0.2 ? undefined : w.tableWith(kind === 3);
+  const wallet = withLocks?.wallet ?? someWallet;
+  const tableId = withLocks?.tableId ?? w.tableAt(step);
+  const all = w.slotsOf(wallet.key.address, tableId);
+  const locked = all.flatMap((s, i) => (s.status === "locked" ? [i] : []));
+  // Mostly distinct locked slots, so that settlements and refunds land; otherwise any index.
+  const slots = () => rng.next() < 0.8 && locked.length > 0
+    ? locked.filter(() => rng.next() < 0.5).concat(locked[0]!).filter((x, i, xs) => xs.indexOf(x) === i)
+    : Array.from({ length: 1 + rng.int(3) }, () => rng.int(all.length + 1));
+  const charge = (amount: bigint) => (rng.next() < 0.7 ? (amount * BigInt(rng.int(101))) / 100n : w.amount(amount));
+  const table = { wallet: wallet.key.address, tableId };
+  switch (kind) {
+    case 0: {
+      const count = 1 + rng.int(4);
+      const amount = () => (rng.next() < 0.8 ? BigInt(1 + rng.int(100_000)) : w.amount(chain.balance(wallet.vault) / BigInt(count)));
+      const jobs = Array.from({ length: count }, () => ({ jobId: newId("job"), tier: 1, amount: amount() }));
+      return [ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, ...table, capacity: rng.pick([1, 4, 128, 128]), jobs })];
+    }
+    case 1: {
+      const entries = slots().map((slot) => ({ slot, charge: charge(all[slot]?.amount ?? 0n) }));
+      const signedFor = rng.next() < 0.9 ? tableAddress(table.wallet, tableId).address : tableAddress(table.wallet, tableId + 1n).address;
+      const prover = rng.next() < 0.9 ? worker.key : rng.pick(w.workers).key;
+      const message = settlementMessage(addressBytes(signedFor), new Uint8Array(32).fill(rng.int(256)), entries);
+      const settle = ix.settleBatch({ serviceAuthority: chain.authority.address, ...table, worker: worker.key.address, workerTokenAccount: worker.usdc, treasury: chain.treasury });
+      return [ed25519Verify({ publicKey: prover.publicKey, signature: prover.sign(message), message }), settle];
+    }
+    case 2:
+      return [ix.refundSlots({ ...table, slots: slots(), caller: rng.pick([...w.signers.keys()]) })];
+    default:
+      return [ix.closeTable({ serviceAuthority: chain.authority.address, ...table, destination: chain.payer.address })];
   }
 }
 
@@ -233,7 +303,7 @@ function checkVaults(w: World, before: bigint[], instructions: Instruction[], si
   w.wallets.forEach((wallet, i) => {
     if (w.chain.balance(wallet.vault) >= before[i]!) return;
     assert.ok(sent.ok, context);
-    const byLock = (op === Op.lock || op === Op.dispute) && signed.has(w.chain.authority.address);
+    const byLock = (op === Op.lock || op === Op.lockBatch || op === Op.dispute) && signed.has(w.chain.authority.address);
     const byOwner = op === Op.withdraw && signed.has(wallet.key.address);
     assert.ok(byLock || byOwner, `a vault shrank by op ${op} at ${context}`);
   });
@@ -249,6 +319,10 @@ function checkEscrows(w: World, context: string): void {
   for (const entry of w.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
     const data = Buffer.from(entry.account().data());
     if (data[0] === Tag.dispute && data[1] === 0) lockedTotal += decodeDispute(data).bond;
+    if (data[0] === Tag.table) {
+      lockedTotal += checkTable(w, Buffer.from(entry.address).toString("hex"), data, present, context);
+      continue;
+    }
     if (data[0] !== Tag.escrow) continue;
     present.add(Buffer.from(entry.address).toString("hex"));
     if (data[1] === EscrowStatus.locked) {
@@ -270,6 +344,26 @@ function checkEscrows(w: World, context: string): void {
   assert.equal(w.chain.balance(escrowPoolAddress().address), lockedTotal, `the pool differs from the open locks and bonds at ${context}`);
   // close_escrow deleted these; their job id may be locked again (the service never reuses one).
   for (const key of w.closed.keys()) if (!present.has(key)) ((w.deleted += 1), w.closed.delete(key));
+}
+
+/** A table's slots: what its locked ones hold (returned), and a final slot's money never changes. */
+function checkTable(w: World, address: string, data: Buffer, present: Set<string>, context: string): bigint {
+  const table = decodeTable(data);
+  let locked = 0n;
+  table.slots.forEach((slot, i) => {
+    if (slot.status === "locked") {
+      locked += slot.amount;
+      return;
+    }
+    const key = `${address}:${i}`;
+    present.add(key);
+    const money = `${slot.status}:${slot.amount}:${slot.workerStaked}`;
+    const earlier = w.closed.get(key);
+    if (earlier) assert.equal(earlier.toString(), money, `a final slot's money changed at ${context}`);
+    else w.closed.set(key, Buffer.from(money));
+  });
+  assert.equal(table.open, table.slots.filter((s) => s.status === "locked").length, `a table's open count is off at ${context}`);
+  return locked;
 }
 
 test(`random and mutated instructions create or lose no money (seed ${SEED}, ${STEPS} steps)`, async (t) => {
@@ -303,7 +397,7 @@ test(`random and mutated instructions create or lose no money (seed ${SEED}, ${S
   t.diagnostic(`${landed} transactions landed, ${mutated} mutated, ${w.closed.size} escrows closed, ${w.deleted} records deleted`);
   const name = (op: number) => Object.entries(Op).find(([, v]) => v === op)?.[0] ?? String(op);
   t.diagnostic(`landed by instruction: ${[...byOp].sort(([a], [b]) => a - b).map(([op, n]) => `${name(op)} ${n}`).join(", ")}`);
-  for (const op of [Op.dispute, Op.resolve, Op.slash, Op.closeEscrow]) assert.ok((byOp.get(op) ?? 0) > 0, `no ${name(op)} landed`);
+  for (const op of [Op.dispute, Op.resolve, Op.slash, Op.closeEscrow, Op.lockBatch, Op.settleBatch, Op.refundSlots, Op.closeTable]) assert.ok((byOp.get(op) ?? 0) > 0, `no ${name(op)} landed`);
   // The run must exercise the program, not only its refusals.
   assert.ok(landed > STEPS / 10, `only ${landed} transactions landed`);
   assert.ok(w.closed.size >= STEPS / 100, `only ${w.closed.size} escrows closed`);

@@ -60,3 +60,10 @@ export function stakeAddress(worker: Address, program?: Address): ProgramAddress
 export function disputeAddress(jobId: string, program?: Address): ProgramAddress {
   return deriveAddress([text("dispute"), text(jobId)], program);
 }
+
+/** A wallet's escrow table `tableId` (the service numbers each wallet's tables). */
+export function tableAddress(wallet: Address, tableId: bigint, program?: Address): ProgramAddress {
+  const id = new Uint8Array(8);
+  new DataView(id.buffer).setBigUint64(0, tableId, true);
+  return deriveAddress([text("table"), addressBytes(wallet), id], program);
+}

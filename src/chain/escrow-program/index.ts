@@ -7,4 +7,4 @@ export { ESCROW_PROGRAM_PATH, escrowProgramImage } from "./artifact.ts";
 export * from "./layouts.ts";
 export * from "./decode.ts";
 export * as escrowInstructions from "./instructions.ts";
-export { DEFAULT_RULES, Op, Outcome, type EscrowRules, type OutcomeName } from "./instructions.ts";
+export { DEFAULT_RULES, Op, Outcome, type BatchLock, type EscrowRules, type OutcomeName } from "./instructions.ts";

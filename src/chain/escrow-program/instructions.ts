@@ -6,6 +6,7 @@
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
 import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS } from "../../core/index.ts";
 import { SYSTEM_PROGRAM, TOKEN_PROGRAM, addressBytes } from "../addresses.ts";
+import { jobKey } from "../../core/index.ts";
 import {
   ESCROW_PROGRAM,
   INSTRUCTIONS_SYSVAR,
@@ -16,6 +17,7 @@ import {
   programDataAddress,
   stakeAddress,
   stakePoolAddress,
+  tableAddress,
   vaultAddress,
   vaultAuthorityAddress,
 } from "./addresses.ts";
@@ -36,6 +38,10 @@ export const Op = {
   resolve: 10,
   slash: 11,
   closeEscrow: 12,
+  lockBatch: 13,
+  settleBatch: 14,
+  refundSlots: 15,
+  closeTable: 16,
 } as const;
 
 /** How an arbitration ended, as `resolve` records it. */
@@ -339,4 +345,99 @@ export function closeEscrow(a: { serviceAuthority: Address; jobId: string; desti
     [escrowAddress(a.jobId, a.program).address, WRITABLE],
     [a.destination, WRITABLE],
   ], new Data(Op.closeEscrow).done(), a.program);
+}
+
+/** One job of a lock_batch: its estimate in USDC base units, its tier code and its id (a `job_` id, carried as its 16-byte ULID). */
+export interface BatchLock {
+  jobId: string;
+  tier: number;
+  amount: bigint;
+}
+
+/**
+ * Locks several jobs of one wallet into its escrow table `tableId`, which the instruction creates
+ * with room for `capacity` slots when it does not exist yet; the jobs take the table's next slots
+ * in order.
+ */
+export function lockBatch(a: {
+  serviceAuthority: Address;
+  payer: Address;
+  wallet: Address;
+  tableId: bigint;
+  capacity: number;
+  jobs: readonly BatchLock[];
+  program?: Address;
+}): Instruction {
+  const vault = vaultAddress(a.wallet, a.program);
+  const data = new Data(Op.lockBatch).bytes(addressBytes(a.wallet)).u8(vault.bump).u64(a.tableId).u8(a.capacity).u8(a.jobs.length);
+  for (const job of a.jobs) data.u64(job.amount).u8(job.tier).bytes(jobKey(job.jobId));
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [a.payer, WRITABLE_SIGNER],
+    [tableAddress(a.wallet, a.tableId, a.program).address, WRITABLE],
+    [vault.address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+    [SYSTEM_PROGRAM, READONLY],
+  ], data.done(), a.program);
+}
+
+/**
+ * Settles slots of one table for one worker. The same transaction must carry the worker's Ed25519
+ * signature of `settlementMessage(table, root, entries)` (src/core/settlement-proof.ts), which
+ * names the slots and their charges.
+ */
+export function settleBatch(a: {
+  serviceAuthority: Address;
+  wallet: Address;
+  tableId: bigint;
+  worker: Address;
+  workerTokenAccount: Address;
+  treasury: Address;
+  program?: Address;
+}): Instruction {
+  const data = new Data(Op.settleBatch).bytes(addressBytes(a.worker)).done();
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [tableAddress(a.wallet, a.tableId, a.program).address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [a.workerTokenAccount, WRITABLE],
+    [a.treasury, WRITABLE],
+    [stakeAddress(a.worker, a.program).address, READONLY],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [INSTRUCTIONS_SYSVAR, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+  ], data, a.program);
+}
+
+/**
+ * Returns the whole lock of each of `slots` to the table's vault. `caller` signs: the service
+ * authority at any time, anyone else for slots locked longer ago than the job timeout.
+ */
+export function refundSlots(a: { wallet: Address; tableId: bigint; slots: readonly number[]; caller: Address; program?: Address }): Instruction {
+  const data = new Data(Op.refundSlots).u8(a.slots.length);
+  for (const slot of a.slots) data.u8(slot);
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [tableAddress(a.wallet, a.tableId, a.program).address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+    [a.caller, READONLY_SIGNER],
+  ], data.done(), a.program);
+}
+
+/** Deletes a table whose every slot is final once the dispute window has passed; its rent goes to `destination`. */
+export function closeTable(a: { serviceAuthority: Address; wallet: Address; tableId: bigint; destination: Address; program?: Address }): Instruction {
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [tableAddress(a.wallet, a.tableId, a.program).address, WRITABLE],
+    [a.destination, WRITABLE],
+  ], new Data(Op.closeTable).done(), a.program);
 }

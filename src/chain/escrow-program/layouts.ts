@@ -10,8 +10,13 @@ export const CONFIG_SIZE = 288;
 export const ESCROW_SIZE = 256;
 export const STAKE_SIZE = 128;
 export const DISPUTE_SIZE = 128;
+/** An escrow table's header; its slots follow, SLOT_SIZE bytes each. */
+export const TABLE_HEADER_SIZE = 96;
+export const SLOT_SIZE = 12;
+/** Seconds after a table opens during which further locks may join it. */
+export const TABLE_APPEND_WINDOW_S = 60;
 
-export const Tag = { config: 1, escrow: 2, stake: 3, dispute: 4 } as const;
+export const Tag = { config: 1, escrow: 2, stake: 3, dispute: 4, table: 5 } as const;
 
 /**
  * A job escrow's life. A dispute holds a settled escrow `disputed`; its resolution settles it again
@@ -44,6 +49,7 @@ export const ProgramError = {
   sameHash: 20,
   windowClosed: 21,
   windowOpen: 22,
+  tableFull: 23,
 } as const;
 export type ProgramErrorName = keyof typeof ProgramError;
 
@@ -137,10 +143,8 @@ export function decodeConfig(data: Uint8Array): EscrowConfig {
 
 export function decodeEscrow(data: Uint8Array): JobEscrow {
   const r = reader(data, Tag.escrow, ESCROW_SIZE, "escrow");
-  const status = (Object.keys(EscrowStatus) as EscrowStatusName[]).find((k) => EscrowStatus[k] === data[1]);
-  if (!status) throw new Error(`unknown escrow status ${data[1]}`);
   return {
-    status,
+    status: statusOf(data[1]!),
     tier: data[3]!,
     jobId: new TextDecoder().decode(data.subarray(8, 8 + data[4]!)),
     workerStaked: data[5] === 1,
@@ -169,6 +173,56 @@ export function decodeStake(data: Uint8Array): WorkerStake {
     slashedTotal: r.u64(64),
     lastSlashedAt: r.i64(72),
   };
+}
+
+/** One job's slot of an escrow table. */
+export interface TableSlot {
+  status: EscrowStatusName;
+  /** Locked while `locked`; the charge once settled, disputed or reversed; what went back once refunded. */
+  amount: bigint;
+  /** Chain-clock seconds; the table's opening plus the slot's offset. */
+  lockedAt: bigint;
+  /** Seconds after the table opened at which the slot was settled or refunded (65535: later); 0 while locked. */
+  closedAfter: number;
+  /** The settling worker held the minimum active stake (its share was the staked one). */
+  workerStaked: boolean;
+}
+
+export interface EscrowTable {
+  tableId: bigint;
+  capacity: number;
+  wallet: Address;
+  vault: Address;
+  openedAt: bigint;
+  lastClosedAt: bigint;
+  /** Slots still locked or disputed. */
+  open: number;
+  slots: TableSlot[];
+}
+
+export function decodeTable(data: Uint8Array): EscrowTable {
+  const r = reader(data, Tag.table, TABLE_HEADER_SIZE, "table");
+  const capacity = data[2]!, used = data[3]!;
+  if (data.length < TABLE_HEADER_SIZE + capacity * SLOT_SIZE) throw new Error("escrow table shorter than its capacity");
+  const openedAt = r.i64(80);
+  const slots = Array.from({ length: used }, (_, i): TableSlot => {
+    const at = TABLE_HEADER_SIZE + i * SLOT_SIZE;
+    const status = statusOf(data[at + 8]!);
+    return {
+      status,
+      amount: r.u64(at),
+      lockedAt: openedAt + BigInt(data[at + 9]! & 0x7f),
+      workerStaked: (data[at + 9]! & 0x80) !== 0,
+      closedAfter: r.u16(at + 10),
+    };
+  });
+  return { tableId: r.u64(8), capacity, wallet: r.key(16), vault: r.key(48), openedAt, lastClosedAt: r.i64(88), open: data[4]!, slots };
+}
+
+function statusOf(code: number): EscrowStatusName {
+  const status = (Object.keys(EscrowStatus) as EscrowStatusName[]).find((k) => EscrowStatus[k] === code);
+  if (!status) throw new Error(`unknown escrow status ${code}`);
+  return status;
 }
 
 const OUTCOMES = ["open", "upheld", "rejected", "inconclusive"] as const;
