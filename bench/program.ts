@@ -50,6 +50,10 @@ function tableSamples(i: number, worker: Keypair, workerAccount: Address): void 
   record("settle_batch (1 job)", chain.send(settlement(worker, workerAccount, w, id, [{ slot: 0, charge: 50_000n }]), [chain.authority]));
   const entries = Array.from({ length: 40 }, (_, k) => ({ slot: 1 + k, charge: 50_000n }));
   record("settle_batch (40 jobs)", chain.send(settlement(worker, workerAccount, w, id, entries), [chain.authority]), 40);
+  const disputed = { serviceAuthority: chain.authority.address, wallet: w, tableId: id, slot: 1 };
+  record("dispute_slot (with a bond)", chain.send([ix.disputeSlot({ ...disputed, payer: chain.payer.address, callerHash: new Uint8Array(32).fill(3), bond: 10_000n })], [chain.authority]));
+  chain.mint(chain.treasury, chain.usdcMint.address, 50_000n);
+  record("resolve_slot (upheld)", chain.send([ix.resolveSlot({ ...disputed, treasury: chain.treasury, treasuryOwner: chain.treasuryOwner.address, outcome: "upheld" })], [chain.authority, chain.treasuryOwner]));
   record("refund_slots (authority, 7 slots)", chain.send([ix.refundSlots({ wallet: w, tableId: id, slots: [41, 42, 43, 44, 45, 46, 47], caller: chain.authority.address })], [chain.authority]), 7);
   chain.advance(DEFAULT_RULES.jobTimeoutSeconds + 1n);
   record("refund_slots (wallet, after timeout)", chain.send([ix.refundSlots({ wallet: w, tableId: id, slots: [48], caller: w })], [funded.wallet]));

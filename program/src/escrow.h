@@ -24,6 +24,8 @@ enum Op {
   OP_SETTLE_BATCH = 14,
   OP_REFUND_SLOTS = 15,
   OP_CLOSE_TABLE = 16,
+  OP_DISPUTE_SLOT = 17,
+  OP_RESOLVE_SLOT = 18,
 };
 
 /* Custom error codes (InstructionError::Custom(n)). */
@@ -133,12 +135,14 @@ typedef struct {
   u8 reserved[48];
 } Stake;
 
-/* One dispute of a settled job, at ["dispute", job id]. */
+/* One dispute of a settled job, at ["dispute", job id], or of a table's slot, at ["dispute", table, slot u8]. */
 typedef struct {
   u8 tag;
   u8 outcome;
   u8 bump;
-  u8 pad[5];
+  u8 slot;     /* the disputed slot, when of_table */
+  u8 of_table; /* 1: `escrow` is a table and `slot` its disputed slot */
+  u8 pad[3];
   Pubkey escrow;
   u8 caller_hash[32];
   i64 opened_at;

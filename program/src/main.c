@@ -12,6 +12,7 @@
 #include "stake.c"
 #include "dispute.c"
 #include "table.c"
+#include "table_dispute.c"
 
 u64 entrypoint(u8 *input) {
   Input in;
@@ -35,6 +36,8 @@ u64 entrypoint(u8 *input) {
     case OP_SETTLE_BATCH: return settle_batch(&in);
     case OP_REFUND_SLOTS: return refund_slots(&in);
     case OP_CLOSE_TABLE: return close_table(&in);
+    case OP_DISPUTE_SLOT: return dispute_slot(&in);
+    case OP_RESOLVE_SLOT: return resolve_slot(&in);
     default: return E_INVALID_INSTRUCTION;
   }
 }

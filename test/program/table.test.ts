@@ -17,8 +17,10 @@ import {
   SLOT_SIZE,
   TABLE_APPEND_WINDOW_S,
   TABLE_HEADER_SIZE,
+  decodeDispute,
   decodeTable,
   escrowInstructions as ix,
+  slotDisputeAddress,
   escrowPoolAddress,
   stakeAddress,
   tableAddress,
@@ -200,5 +202,45 @@ describe("escrow tables", () => {
     const sent = chain.expectOk(chain.send(settlement(t, entries), [chain.authority]));
     assert.ok(sent.bytes <= 1232, `${sent.bytes} bytes`);
     assert.equal(decodeTable(chain.data(t.table)!).open, 0);
+  });
+
+  test("a dispute names one slot: upheld, its charge goes back and the table's other slot stays settled", () => {
+    const t = lockedTable([100_000n, 100_000n]);
+    chain.expectOk(chain.send(settlement(t, [{ slot: 0, charge: 60_000n }, { slot: 1, charge: 70_000n }]), [chain.authority]));
+    const dispute = (slot: number, bond = 30_000n) => ix.disputeSlot({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: t.wallet.address, tableId: t.tableId, slot, callerHash: new Uint8Array(32).fill(5), bond });
+    const resolve = (slot: number, outcome: "upheld" | "rejected") => ix.resolveSlot({ serviceAuthority: chain.authority.address, wallet: t.wallet.address, tableId: t.tableId, slot, treasury: chain.treasury, treasuryOwner: chain.treasuryOwner.address, outcome });
+    const vault = chain.balance(t.vault);
+    chain.expectOk(chain.send([dispute(1)], [chain.authority]));
+    assert.equal(chain.balance(t.vault), vault - 30_000n, "the bond left the vault");
+    assert.equal(chain.send([dispute(1)], [chain.authority]).err?.startsWith("InstructionError(0"), true, "a slot is disputed once");
+    const record = decodeDispute(chain.data(slotDisputeAddress(t.table, 1).address)!);
+    assert.deepEqual([record.escrow, record.slot, record.bond, record.outcome], [t.table, 1, 30_000n, "open"]);
+    assert.equal(decodeTable(chain.data(t.table)!).open, 1, "a disputed slot keeps its table open");
+    assert.equal(chain.send([demote(resolve(1, "upheld"), 5)], [chain.authority]).err, customError("missingSigner"), "the treasury's owner pays it back");
+    chain.mint(chain.treasury, chain.usdcMint.address, 70_000n);
+    chain.expectOk(chain.send([resolve(1, "upheld")], [chain.authority, chain.treasuryOwner]));
+    assert.equal(chain.balance(t.vault), vault + 70_000n, "the charge and the bond came back");
+    const table = decodeTable(chain.data(t.table)!);
+    assert.deepEqual(table.slots.map((s) => [s.status, s.amount]), [["settled", 60_000n], ["reversed", 70_000n]]);
+    assert.equal(table.open, 0);
+    assert.equal(chain.send([resolve(1, "rejected")], [chain.authority]).err, customError("wrongStatus"), "resolved once");
+
+    chain.expectOk(chain.send([dispute(0, 1_000n)], [chain.authority]));
+    const treasury = chain.balance(chain.treasury);
+    chain.expectOk(chain.send([resolve(0, "rejected")], [chain.authority]));
+    assert.equal(chain.balance(chain.treasury), treasury + 1_000n, "a rejected dispute's bond pays the treasury");
+    assert.equal(decodeTable(chain.data(t.table)!).slots[0]!.status, "settled");
+  });
+
+  test("dispute_slot refusals: a locked slot, after the window, beyond the vault, unsigned", () => {
+    const t = lockedTable([100_000n, 100_000n], 200_000n);
+    const dispute = (slot: number, bond = 0n) => ix.disputeSlot({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet: t.wallet.address, tableId: t.tableId, slot, callerHash: new Uint8Array(32), bond });
+    assert.equal(chain.send([dispute(1)], [chain.authority]).err, customError("wrongStatus"), "not settled");
+    assert.equal(chain.send([dispute(2)], [chain.authority]).err, customError("invalidInstruction"), "no such slot");
+    chain.expectOk(chain.send(settlement(t, [{ slot: 0, charge: 1n }]), [chain.authority]));
+    assert.equal(chain.send([dispute(0, 1_000_000n)], [chain.authority]).err, customError("insufficientFunds"));
+    assert.equal(chain.send([demote(dispute(0), 1)]).err, customError("missingSigner"));
+    chain.advance(61n);
+    assert.equal(chain.send([dispute(0)], [chain.authority]).err, customError("windowClosed"));
   });
 });

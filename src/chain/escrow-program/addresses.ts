@@ -67,3 +67,8 @@ export function tableAddress(wallet: Address, tableId: bigint, program?: Address
   new DataView(id.buffer).setBigUint64(0, tableId, true);
   return deriveAddress([text("table"), addressBytes(wallet), id], program);
 }
+
+/** A dispute of a table's slot, created by `dispute_slot`. */
+export function slotDisputeAddress(table: Address, slot: number, program?: Address): ProgramAddress {
+  return deriveAddress([text("dispute"), addressBytes(table), Uint8Array.of(slot)], program);
+}

@@ -13,6 +13,7 @@ import {
   configAddress,
   disputeAddress,
   escrowAddress,
+  slotDisputeAddress,
   escrowPoolAddress,
   programDataAddress,
   stakeAddress,
@@ -42,6 +43,8 @@ export const Op = {
   settleBatch: 14,
   refundSlots: 15,
   closeTable: 16,
+  disputeSlot: 17,
+  resolveSlot: 18,
 } as const;
 
 /** How an arbitration ended, as `resolve` records it. */
@@ -440,4 +443,51 @@ export function closeTable(a: { serviceAuthority: Address; wallet: Address; tabl
     [tableAddress(a.wallet, a.tableId, a.program).address, WRITABLE],
     [a.destination, WRITABLE],
   ], new Data(Op.closeTable).done(), a.program);
+}
+
+/**
+ * Records a caller's dispute of a table's settled slot, within the dispute window after its
+ * settlement; the program moves `bond` from the table's vault into the pool until the outcome.
+ */
+export function disputeSlot(a: { serviceAuthority: Address; payer: Address; wallet: Address; tableId: bigint; slot: number; callerHash: Uint8Array; bond: bigint; program?: Address }): Instruction {
+  if (a.callerHash.length !== 32) throw new TypeError("a caller's hash is 32 bytes");
+  const table = tableAddress(a.wallet, a.tableId, a.program).address;
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [a.payer, WRITABLE_SIGNER],
+    [table, WRITABLE],
+    [slotDisputeAddress(table, a.slot, a.program).address, WRITABLE],
+    [SYSTEM_PROGRAM, READONLY],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+    [TOKEN_PROGRAM, READONLY],
+  ], new Data(Op.disputeSlot).u8(a.slot).bytes(a.callerHash).u64(a.bond).done(), a.program);
+}
+
+/** Records the outcome of a slot's dispute, as `resolve` does for a job escrow. */
+export function resolveSlot(a: {
+  serviceAuthority: Address;
+  wallet: Address;
+  tableId: bigint;
+  slot: number;
+  treasury: Address;
+  treasuryOwner: Address;
+  outcome: OutcomeName;
+  program?: Address;
+}): Instruction {
+  const table = tableAddress(a.wallet, a.tableId, a.program).address;
+  return ix([
+    [configAddress(a.program).address, READONLY],
+    [a.serviceAuthority, READONLY_SIGNER],
+    [table, WRITABLE],
+    [slotDisputeAddress(table, a.slot, a.program).address, WRITABLE],
+    [a.treasury, WRITABLE],
+    [a.treasuryOwner, a.outcome === "rejected" ? READONLY : READONLY_SIGNER],
+    [vaultAddress(a.wallet, a.program).address, WRITABLE],
+    [TOKEN_PROGRAM, READONLY],
+    [escrowPoolAddress(a.program).address, WRITABLE],
+    [vaultAuthorityAddress(a.program).address, READONLY],
+  ], new Data(Op.resolveSlot).u8(a.slot).u8(Outcome[a.outcome]).done(), a.program);
 }

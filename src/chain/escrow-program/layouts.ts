@@ -101,7 +101,9 @@ export interface WorkerStake {
 
 export interface JobDispute {
   outcome: "open" | "upheld" | "rejected" | "inconclusive";
+  /** The job's escrow, or the table whose `slot` is disputed. */
   escrow: Address;
+  slot: number | null;
   callerHash: Uint8Array;
   openedAt: bigint;
   resolvedAt: bigint;
@@ -231,7 +233,7 @@ export function decodeDispute(data: Uint8Array): JobDispute {
   const r = reader(data, Tag.dispute, DISPUTE_SIZE, "dispute");
   const outcome = OUTCOMES[data[1]!];
   if (!outcome) throw new Error(`unknown dispute outcome ${data[1]}`);
-  return { outcome, escrow: r.key(8), callerHash: data.slice(40, 72), openedAt: r.i64(72), resolvedAt: r.i64(80), returned: r.u64(88), bond: r.u64(96) };
+  return { outcome, escrow: r.key(8), slot: data[4] === 1 ? data[3]! : null, callerHash: data.slice(40, 72), openedAt: r.i64(72), resolvedAt: r.i64(80), returned: r.u64(88), bond: r.u64(96) };
 }
 
 /**
