@@ -118,3 +118,9 @@ export function settlementMessage(table: Uint8Array, root: Uint8Array, entries: 
   out.set(tail, domain.length + 32);
   return out;
 }
+
+/** The settlement message of `jobs`, in order: each job's leaf under the root, and its slot and charge. */
+export function settlementMessageOf(table: Uint8Array, jobs: readonly (SettlementLeaf & SettlementEntry)[]): Uint8Array {
+  const root = merkleRoot(jobs.map((job) => leafHash(leafBytes(job))));
+  return settlementMessage(table, root, jobs.map(({ slot, charge }) => ({ slot, charge })));
+}

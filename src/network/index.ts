@@ -12,6 +12,7 @@ export {
   encode,
   FATAL_CLOSE_CODES,
   MAX_GATEWAY_MESSAGE_BYTES,
+  MAX_SETTLEMENT_JOBS,
   MAX_WORKER_MESSAGE_BYTES,
   PROTOCOL_VERSION,
   WORKER_CONNECT_PATH,
@@ -19,8 +20,8 @@ export {
 export type { GatewayMessage, JobFault, ModelOffer, RefusedModel, WorkerMessage } from "./protocol.ts";
 export { parseGatewayMessage, parseWorkerMessage, ProtocolError, UnknownMessageError } from "./protocol-parse.ts";
 export { authMessage, publicKeyOf, verifyEd25519 } from "./worker-auth.ts";
-export { CALLER_LEFT, JobRequestError } from "./worker-handle.ts";
-export type { WorkerEvent, WorkerHandle, WorkerJob } from "./worker-handle.ts";
+export { CALLER_LEFT, JobRequestError, SettlementRefusedError } from "./worker-handle.ts";
+export type { SettlementJob, SettlementRequest, WorkerEvent, WorkerHandle, WorkerJob } from "./worker-handle.ts";
 export { DEMOTE_AFTER_STRIKES, DROP_AFTER_STRIKES, WorkerHealth } from "./worker-health.ts";
 export type { JobOutcome, Standing, WorkerStats } from "./worker-health.ts";
 export { DEFAULT_WORKER_LIMITS } from "./worker-limits.ts";

@@ -58,7 +58,7 @@ interface Bridged {
   seenAt: number;
 }
 
-type Answer = Extract<WorkerMessage, { type: "delta" | "done" | "job_error" | "count_result" | "count_error" }>;
+type Answer = Extract<WorkerMessage, { type: "delta" | "done" | "job_error" | "count_result" | "count_error" | "settlement_signature" | "settlement_error" }>;
 
 export class NodeBridge {
   private readonly bridged = new Map<string, Bridged>();
@@ -176,12 +176,25 @@ export class NodeBridge {
     }
     if (message.type === "cancel") return void this.serving.get(`${from}:${message.jobId}`)?.abort(CALLER_LEFT);
     if (message.type === "settled") return void worker?.settled?.(message.jobId, BigInt(message.earnedBaseUnits), message.settlementTx);
+    if (message.type === "sign_settlement") return this.signFor(worker, message, reply);
     if (message.type !== "count") return;
     try {
       if (!worker) throw new Error(`not connected to gateway node ${this.o.nodeId} any more`);
       reply({ type: "count_result", requestId: message.requestId, tokens: await worker.countPromptTokens(message.model, message.messages) });
     } catch (error) {
       reply({ type: "count_error", requestId: message.requestId, message: (error as Error).message });
+    }
+  }
+
+  /** Asks a worker connected here to sign another node's settlement of its jobs. */
+  private async signFor(worker: WorkerHandle | undefined, message: Extract<GatewayMessage, { type: "sign_settlement" }>, reply: (answer: Answer) => void): Promise<void> {
+    try {
+      if (!worker) throw new Error(`not connected to gateway node ${this.o.nodeId} any more`);
+      const jobs = message.jobs.map((job) => ({ ...job, charge: BigInt(job.charge) }));
+      const signature = await worker.signSettlement({ table: message.table, jobs });
+      reply({ type: "settlement_signature", requestId: message.requestId, signature: Buffer.from(signature).toString("base64") });
+    } catch (error) {
+      reply({ type: "settlement_error", requestId: message.requestId, message: (error as Error).message });
     }
   }
 

@@ -7,7 +7,7 @@
  */
 import { MAX_TOKENS, SEED_RANGE } from "../core/index.ts";
 import type { ChatMessage, GenerationRequest } from "../inference/index.ts";
-import { MAX_WORKER_MESSAGE_BYTES, type GatewayMessage, type ModelOffer, type WorkerMessage } from "./protocol.ts";
+import { MAX_SETTLEMENT_JOBS, MAX_WORKER_MESSAGE_BYTES, type GatewayMessage, type ModelOffer, type WorkerMessage } from "./protocol.ts";
 
 export class ProtocolError extends Error {
   constructor(
@@ -186,6 +186,10 @@ export function parseWorkerMessage(data: string): WorkerMessage {
       return { type: "count_result", requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER), tokens: integer(m, "tokens", 0, MAX_TOKENS) };
     case "count_error":
       return { type: "count_error", requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER), message: string(m, "message", MAX_MESSAGE_TEXT) };
+    case "settlement_signature":
+      return { type: "settlement_signature", requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER), signature: bytes(m, "signature", 64) };
+    case "settlement_error":
+      return { type: "settlement_error", requestId: integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER), message: string(m, "message", MAX_MESSAGE_TEXT) };
     case "drain":
       return { type: "drain" };
     case "heartbeat":
@@ -193,6 +197,23 @@ export function parseWorkerMessage(data: string): WorkerMessage {
     default:
       throw new UnknownMessageError(`unknown message type ${JSON.stringify(m.type).slice(0, 40)}`);
   }
+}
+
+function settlementJobs(fields: Fields): Extract<GatewayMessage, { type: "sign_settlement" }>["jobs"] {
+  const jobs = array(fields, "jobs", MAX_SETTLEMENT_JOBS).map((entry, i) => {
+    const job = object(entry, `jobs[${i}]`);
+    const charge = string(job, "charge", 20, `jobs[${i}].charge`);
+    if (!/^\d{1,20}$/.test(charge) || BigInt(charge) >= 2n ** 64n) throw new ProtocolError(`jobs[${i}].charge must be a whole number below 2^64`);
+    return {
+      jobId: nonEmpty(job, "jobId", MAX_ID),
+      slot: integer(job, "slot", 0, 254, `jobs[${i}].slot`),
+      charge,
+      promptTokens: integer(job, "promptTokens", 0, MAX_TOKENS, `jobs[${i}].promptTokens`),
+      completionTokens: integer(job, "completionTokens", 0, MAX_TOKENS, `jobs[${i}].completionTokens`),
+    };
+  });
+  if (jobs.length === 0) throw new ProtocolError("jobs must not be empty");
+  return jobs;
 }
 
 /** What a worker receives from a gateway. */
@@ -230,6 +251,10 @@ export function parseGatewayMessage(data: string): GatewayMessage {
       const earned = string(m, "earnedBaseUnits", 40);
       if (!/^\d+$/.test(earned)) throw new ProtocolError("earnedBaseUnits must be a whole number in decimal");
       return { type: "settled", jobId: nonEmpty(m, "jobId", MAX_ID), earnedBaseUnits: earned, settlementTx: nonEmpty(m, "settlementTx", 128) };
+    }
+    case "sign_settlement": {
+      const requestId = integer(m, "requestId", 1, Number.MAX_SAFE_INTEGER);
+      return concerning({ requestId }, () => ({ type: "sign_settlement", requestId, table: nonEmpty(m, "table", 64), jobs: settlementJobs(m) }));
     }
     case "heartbeat":
       return { type: "heartbeat" };

@@ -18,6 +18,8 @@ export const MAX_WORKER_MESSAGE_BYTES = 1 << 20;
 export const MAX_GATEWAY_MESSAGE_BYTES = 64 << 20;
 /** Either side cuts off a peer that has not answered its close frame after this. */
 export const CLOSE_GRACE_MS = 2_000;
+/** Jobs one settlement request may name: a table's slots are numbered 0-254. */
+export const MAX_SETTLEMENT_JOBS = 255;
 
 /**
  * WebSocket close codes. The 44xx codes mirror the HTTP status of the same meaning. Reconnecting
@@ -87,6 +89,12 @@ export type GatewayMessage =
   | { type: "count"; requestId: number; model: string; messages: ChatMessage[] }
   /** The job's settlement confirmed on-chain; `earnedBaseUnits` is the worker's payout (6-decimal USDC units). */
   | { type: "settled"; jobId: string; earnedBaseUnits: string; settlementTx: string }
+  /**
+   * Sign the settlement of these jobs of an escrow table (base58): answered with
+   * `settlement_signature` (base64 Ed25519 over settlementMessage) or `settlement_error`.
+   * Charges are decimal USDC base units.
+   */
+  | { type: "sign_settlement"; requestId: number; table: string; jobs: { jobId: string; slot: number; charge: string; promptTokens: number; completionTokens: number }[] }
   | { type: "heartbeat" };
 
 /** Worker to gateway. */
@@ -122,6 +130,8 @@ export type WorkerMessage =
   | { type: "job_error"; jobId: string; message: string; fault?: JobFault }
   | { type: "count_result"; requestId: number; tokens: number }
   | { type: "count_error"; requestId: number; message: string }
+  | { type: "settlement_signature"; requestId: number; signature: string }
+  | { type: "settlement_error"; requestId: number; message: string }
   /** The worker is shutting down: send it no more jobs; the running ones still finish. */
   | { type: "drain" }
   | { type: "heartbeat" };

@@ -2,15 +2,16 @@
  * A worker on the other end of a protocol connection, as the pool and the job service see it.
  * The gateway feeds it the worker's messages; it turns them back into the WorkerHandle calls.
  *
- * When the connection dies, every job in flight on it throws and every pending token count
- * rejects: the job service then fails the job and charges nothing. A job whose caller left is
+ * When the connection dies, every job in flight on it throws and every pending token count (or
+ * settlement signature) rejects: the job service then fails the job and charges nothing. A job whose caller left is
  * cancelled on the worker, which answers with the proof of the output it sent up to the stop.
  */
 import { ApiError, Channel } from "../core/index.ts";
 import type { ChatMessage } from "../inference/index.ts";
 import type { GatewayMessage, ModelOffer, WorkerMessage } from "./protocol.ts";
-import { CALLER_LEFT, JobRequestError, type WorkerEvent, type WorkerHandle, type WorkerJob } from "./worker-handle.ts";
+import { CALLER_LEFT, JobRequestError, SettlementRefusedError, type SettlementRequest, type WorkerEvent, type WorkerHandle, type WorkerJob } from "./worker-handle.ts";
 
+/** How long a worker has to count a prompt, or to sign a settlement. */
 export const DEFAULT_COUNT_TIMEOUT_MS = 10_000;
 /** How long a worker has to answer a cancel with the proof of its partial output. */
 export const DEFAULT_CANCEL_GRACE_MS = 3_000;
@@ -23,17 +24,22 @@ export class RemoteWorkerError extends Error {
   }
 }
 
-interface PendingCount {
-  resolve(tokens: number): void;
+/** A count or a settlement signature asked of the worker, until it answers. */
+interface PendingRequest {
+  resolve(answer: number | Uint8Array): void;
   reject(error: Error): void;
+  /** The error for the worker's refusal (a count_error answers any request the worker could not read). */
+  refused(message: string): Error;
   timer: NodeJS.Timeout;
 }
+
+type Answer = Extract<WorkerMessage, { type: "count_result" | "count_error" | "settlement_signature" | "settlement_error" }>;
 
 export class RemoteWorkerHandle implements WorkerHandle {
   private readonly windows: ReadonlyMap<string, number>;
   private readonly jobs = new Map<string, Channel<WorkerEvent>>();
-  private readonly counts = new Map<number, PendingCount>();
-  private nextCountId = 1;
+  private readonly requests = new Map<number, PendingRequest>();
+  private nextRequestId = 1;
   private lostWith: string | undefined;
 
   constructor(
@@ -65,15 +71,30 @@ export class RemoteWorkerHandle implements WorkerHandle {
   }
 
   countPromptTokens(model: string, messages: ChatMessage[]): Promise<number> {
+    const late = () => new ApiError("internal_error", `The worker serving ${model} did not count the prompt in time; nothing was charged. Retrying usually succeeds.`);
+    // The worker is there and answered: the prompt, not the worker, is what it could not count.
+    const refused = (text: string) => new JobRequestError(`worker ${this.address} could not count the prompt: ${text}`);
+    return this.ask<number>((requestId) => ({ type: "count", requestId, model, messages }), { late, refused });
+  }
+
+  signSettlement(request: SettlementRequest): Promise<Uint8Array> {
+    const jobs = request.jobs.map((job) => ({ ...job, charge: job.charge.toString() }));
+    const late = () => new RemoteWorkerError(`worker ${this.address} did not sign the settlement in time`);
+    const refused = (text: string) => new SettlementRefusedError(`worker ${this.address} refused to sign the settlement: ${text}`);
+    return this.ask<Uint8Array>((requestId) => ({ type: "sign_settlement", requestId, table: request.table, jobs }), { late, refused });
+  }
+
+  /** Sends a request the worker answers by its id, failing with `late()` when it does not in time. */
+  private ask<T extends number | Uint8Array>(message: (requestId: number) => GatewayMessage, errors: { late(): Error; refused(text: string): Error }): Promise<T> {
     if (this.lostWith !== undefined) return Promise.reject(this.unavailable());
-    const requestId = this.nextCountId++;
-    return new Promise<number>((resolve, reject) => {
+    const requestId = this.nextRequestId++;
+    return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.counts.delete(requestId);
-        reject(new ApiError("internal_error", `The worker serving ${model} did not count the prompt in time; nothing was charged. Retrying usually succeeds.`));
+        this.requests.delete(requestId);
+        reject(errors.late());
       }, this.countTimeoutMs);
-      this.counts.set(requestId, { resolve, reject, timer });
-      this.send({ type: "count", requestId, model, messages });
+      this.requests.set(requestId, { resolve: resolve as (answer: number | Uint8Array) => void, reject, refused: errors.refused, timer });
+      this.send(message(requestId));
     });
   }
 
@@ -115,7 +136,7 @@ export class RemoteWorkerHandle implements WorkerHandle {
   }
 
   /** A job or count message from the worker (the gateway handles the rest). */
-  receive(message: Extract<WorkerMessage, { type: "delta" | "done" | "job_error" | "count_result" | "count_error" }>): void {
+  receive(message: Extract<WorkerMessage, { type: "delta" | "done" | "job_error" } | Answer>): void {
     switch (message.type) {
       case "delta":
         // A job cancelled a moment ago may still have deltas on the wire; they are dropped.
@@ -143,17 +164,23 @@ export class RemoteWorkerHandle implements WorkerHandle {
         events.close(message.fault === "request" ? new JobRequestError(text) : new RemoteWorkerError(text));
         return;
       }
+      default:
+        return this.answered(message);
+    }
+  }
+
+  private answered(message: Answer): void {
+    const pending = this.requests.get(message.requestId);
+    if (!pending) return;
+    this.requests.delete(message.requestId);
+    clearTimeout(pending.timer);
+    switch (message.type) {
       case "count_result":
-      case "count_error": {
-        const pending = this.counts.get(message.requestId);
-        if (!pending) return;
-        this.counts.delete(message.requestId);
-        clearTimeout(pending.timer);
-        if (message.type === "count_result") pending.resolve(message.tokens);
-        // The worker is there and answered: the prompt, not the worker, is what it could not count.
-        else pending.reject(new JobRequestError(`worker ${this.address} could not count the prompt: ${message.message}`));
-        return;
-      }
+        return pending.resolve(message.tokens);
+      case "settlement_signature":
+        return pending.resolve(new Uint8Array(Buffer.from(message.signature, "base64")));
+      default:
+        return pending.reject(pending.refused(message.message));
     }
   }
 
@@ -164,11 +191,11 @@ export class RemoteWorkerHandle implements WorkerHandle {
     const error = this.unavailable();
     for (const events of this.jobs.values()) events.close(error);
     this.jobs.clear();
-    for (const pending of this.counts.values()) {
+    for (const pending of this.requests.values()) {
       clearTimeout(pending.timer);
       pending.reject(error);
     }
-    this.counts.clear();
+    this.requests.clear();
   }
 
   /** Stop listening to a job; with a reason, the worker is told to stop it too. */

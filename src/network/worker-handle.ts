@@ -24,6 +24,25 @@ export type WorkerEvent =
     };
 
 /**
+ * One job of a settlement the gateway asks a worker to sign: its slot of the table, its charge in
+ * USDC base units and the tokens it was charged for (the gateway's count where it has the model's
+ * tokenizer, which may differ from the worker's claim).
+ */
+export interface SettlementJob {
+  jobId: string;
+  slot: number;
+  charge: bigint;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** A batch of one worker's jobs of one escrow table (base58 address) to settle under one signature. */
+export interface SettlementRequest {
+  table: string;
+  jobs: readonly SettlementJob[];
+}
+
+/**
  * The abort reason for a job whose caller went away: what the worker generated up to then is
  * still signed and charged (a timeout or a failover abandons the job instead).
  */
@@ -52,6 +71,20 @@ export interface WorkerHandle {
    * units) in `settlementTx`. Lets a remote worker keep count of its earnings; never throws.
    */
   settled?(jobId: string, earnedBaseUnits: bigint, settlementTx: string): void;
+  /**
+   * Signs the settlement of jobs it finished: `settlementMessage` over the table, the Merkle root of
+   * the jobs' leaves (job id, the output hash the worker recorded itself, the tokens charged) and
+   * each job's slot and charge. Rejects when a job is not one it finished (or has forgotten).
+   */
+  signSettlement(request: SettlementRequest): Promise<Uint8Array>;
+}
+
+/** A worker would not sign a settlement: a job in it is not one it finished, or the request is malformed. */
+export class SettlementRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SettlementRefusedError";
+  }
 }
 
 /**

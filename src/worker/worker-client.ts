@@ -244,6 +244,8 @@ export class WorkerClient {
         return this.count(link, message);
       case "settled":
         return this.noteSettled(message);
+      case "sign_settlement":
+        return this.signSettlement(link, message);
       case "heartbeat":
         return;
     }
@@ -263,6 +265,15 @@ export class WorkerClient {
       }
       link.send({ type: "heartbeat" });
     }, challenge.heartbeatIntervalMs);
+  }
+
+  /** Signs a settlement of jobs this worker finished; the node refuses any it did not. */
+  private signSettlement(link: Link, message: Extract<GatewayMessage, { type: "sign_settlement" }>): void {
+    const jobs = message.jobs.map((job) => ({ ...job, charge: BigInt(job.charge) }));
+    this.node.signSettlement({ table: message.table, jobs }).then(
+      (signature) => link.send({ type: "settlement_signature", requestId: message.requestId, signature: Buffer.from(signature).toString("base64") }),
+      (error: unknown) => link.send({ type: "settlement_error", requestId: message.requestId, message: errorText(error) }),
+    );
   }
 
   private count(link: Link, message: Extract<GatewayMessage, { type: "count" }>): void {

@@ -10,7 +10,11 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { issueApiKey } from "../../src/accounts/accounts.ts";
 import { completionCost, TIERS } from "../../src/core/pricing.ts";
-import { generateKeypair } from "../../src/core/keys.ts";
+import { generateKeypair, verifyEd25519 } from "../../src/core/keys.ts";
+import { base58Decode } from "../../src/core/base58.ts";
+import { newId } from "../../src/core/ids.ts";
+import { settlementMessageOf } from "../../src/core/settlement-proof.ts";
+import { SettlementRefusedError } from "../../src/network/worker-handle.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { getJob } from "../../src/jobs/job-repo.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
@@ -91,5 +95,17 @@ describe("jobs on a worker connected to another node", { skip: url ? false : "DA
     assert.equal(job.creditsCharged, completionCost(TIERS.lite, job.completionTokens));
     await assertChainAgrees(nodes[0]!, wallet);
     assert.deepEqual(await checkInvariants(nodes[0]!.db), []);
+  });
+
+  test("a worker on another node signs the settlement of its job, asked over the bus", async () => {
+    const { response } = await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 8 }).withResponse();
+    const job = (await getJob(nodes[0]!.db, response.headers.get("x-svc-job-id")!))!;
+    const bridged = nodes[0]!.pool.all().find((h) => h.address === good)!;
+    const table = generateKeypair().address;
+    const entry = { jobId: job.id, slot: 0, charge: 10_000n, promptTokens: job.promptTokens, completionTokens: job.completionTokens };
+    const signature = await bridged.signSettlement({ table, jobs: [entry] });
+    const message = settlementMessageOf(base58Decode(table, 32), [{ ...entry, outputHash: Buffer.from(job.proofHash!.slice("sha256:".length), "hex") }]);
+    assert.ok(verifyEd25519(good, message, signature));
+    await assert.rejects(bridged.signSettlement({ table, jobs: [{ ...entry, jobId: newId("job") }] }), SettlementRefusedError);
   });
 });

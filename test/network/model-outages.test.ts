@@ -36,6 +36,7 @@ test("the pool opens an outage when a model's last worker leaves, not before", (
     contextWindow: () => 2048,
     countPromptTokens: async () => 1,
     run: async function* () {},
+    signSettlement: () => Promise.reject(new Error("the pool never asks for a settlement")),
   });
   pool.add(worker("a"));
   pool.add(worker("b"));

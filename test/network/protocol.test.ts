@@ -44,6 +44,18 @@ describe("gateway messages", () => {
     }
     assert.throws(() => parseGatewayMessage('{"type":"settled","jobId":"j","earnedBaseUnits":"-5","settlementTx":"t"}'), /whole number/);
   });
+
+  test("a settlement to sign names 1-255 jobs, each with a slot of a table, a u64 charge and its tokens", () => {
+    const job = { jobId: "job_1", slot: 3, charge: "18446744073709551615", promptTokens: 5, completionTokens: 7 };
+    const message = { type: "sign_settlement", requestId: 9, table: "T", jobs: [job] };
+    assert.deepEqual(parseGatewayMessage(JSON.stringify(message)), message);
+    const broken = [{ jobs: [] }, { jobs: Array(256).fill(job) }, { jobs: [{ ...job, slot: 255 }] }, { jobs: [{ ...job, charge: "18446744073709551616" }] }, { jobs: [{ ...job, charge: "1.5" }] }, { jobs: [{ ...job, completionTokens: -1 }] }, { table: "" }];
+    for (const change of broken) {
+      assert.throws(() => parseGatewayMessage(JSON.stringify({ ...message, ...change })), (e: unknown) => e instanceof ProtocolError && (e.about as { requestId: number } | undefined)?.requestId === 9, JSON.stringify(change).slice(0, 80));
+    }
+    assert.deepEqual(parseWorkerMessage(JSON.stringify({ type: "settlement_signature", requestId: 9, signature: Buffer.alloc(64).toString("base64") })).type, "settlement_signature");
+    assert.throws(() => parseWorkerMessage(JSON.stringify({ type: "settlement_signature", requestId: 9, signature: Buffer.alloc(63).toString("base64") })), ProtocolError);
+  });
 });
 
 describe("the challenge answer", () => {

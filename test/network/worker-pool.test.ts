@@ -17,6 +17,7 @@ function host(address: string, concurrency?: number, staked = true): WorkerHandl
     contextWindow: () => 2048,
     countPromptTokens: () => Promise.resolve(1),
     run: () => (async function* () {})(),
+    signSettlement: () => Promise.reject(new Error("routing never asks for a settlement")),
   };
 }
 

@@ -3,7 +3,7 @@
  * serve another model) delegate everything else to the worker they wrap, through this class.
  */
 import type { ChatMessage } from "../../src/inference/engine.ts";
-import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
+import type { SettlementRequest, WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
 
 export abstract class WrappedWorker implements WorkerHandle {
   constructor(protected readonly real: WorkerHandle) {}
@@ -22,6 +22,10 @@ export abstract class WrappedWorker implements WorkerHandle {
   }
   countPromptTokens(model: string, messages: ChatMessage[]) {
     return this.real.countPromptTokens(model, messages);
+  }
+  /** Signs only what the real worker finished: a job whose output the wrapper replaced is refused. */
+  signSettlement(request: SettlementRequest) {
+    return this.real.signSettlement(request);
   }
 
   abstract run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent>;
