@@ -8,7 +8,20 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { AccountRole, type Address, type Instruction } from "@solana/kit";
-import { type Logger, MIN_ACTIVE_STAKE, type Signer, TIERS, silentLogger, base58Encode, creditsToBaseUnits, idBody, isId, proofMessage, verifyEd25519 } from "../core/index.ts";
+import {
+  type Logger,
+  MIN_ACTIVE_STAKE,
+  type Signer,
+  TIERS,
+  silentLogger,
+  base58Encode,
+  creditsToBaseUnits,
+  idBody,
+  isId,
+  proofMessage,
+  settlementMessageOf,
+  verifyEd25519,
+} from "../core/index.ts";
 import { AssociatedTokenAddresses, TOKEN_PROGRAM, addressBytes, addressWithSeed, creditSeed, toAddress } from "./addresses.ts";
 import { ChainTxError, isEmbedded, type ChainBackend, type TransactionStatus } from "./backend.ts";
 import { decodeInnerInstructions, decodeInstructions } from "./decode.ts";
@@ -19,11 +32,14 @@ import {
   decodeConfig,
   decodeEscrow,
   decodeStake,
+  decodeTable,
   escrowAddress,
   escrowInstructions,
   stakeAddress,
+  tableAddress,
   vaultAddress,
   type EscrowConfig,
+  type EscrowTable,
   type EscrowRules,
   type JobEscrow,
   type OutcomeName,
@@ -42,6 +58,9 @@ import type {
   PreparedTransaction,
   RefundInput,
   SettleInput,
+  TableLockInput,
+  TableSettlementInput,
+  TableSettlementJob,
 } from "./types.ts";
 import { buildTransaction, parseTransaction } from "./wire.ts";
 import { BoundedMap } from "../core/index.ts";
@@ -55,6 +74,9 @@ export type {
   PreparedTransaction,
   RefundInput,
   SettleInput,
+  TableLockInput,
+  TableSettlementInput,
+  TableSettlementJob,
 } from "./types.ts";
 
 const PROOF_HASH = /^sha256:[0-9a-f]{64}$/;
@@ -66,11 +88,33 @@ const PROOF_HASH = /^sha256:[0-9a-f]{64}$/;
  */
 export const MAX_LOCKS_PER_TRANSACTION = 5;
 
+/**
+ * Jobs one lock_batch transaction of the service has room for, and one settle_batch (which also
+ * opens the worker's USDC account if missing): with a priority fee's instruction 29 locks come to
+ * 1,216 bytes of the 1,232 a transaction may take and 32 settlements to 1,228; without one, 31
+ * and 37 fit (test/chain/tables.test.ts sends both at these sizes, with a priority fee).
+ */
+export const MAX_TABLE_LOCKS_PER_TRANSACTION = 29;
+export const MAX_TABLE_SETTLEMENTS_PER_TRANSACTION = 32;
+
 const REFERENCE = /^[\x21-\x7e]{1,64}$/;
 
 function wholeCredits(name: string, value: number, min: number): number {
   if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
   return value;
+}
+
+/** A settled job's leaf and entry, as its settlement message holds them. */
+function settlementLeaf(job: TableSettlementJob) {
+  if (!PROOF_HASH.test(job.proofHash)) throw new TypeError(`proofHash must be sha256:<64 hex>, got ${job.proofHash}`);
+  return {
+    jobId: jobIdOf(job.jobId),
+    outputHash: Buffer.from(job.proofHash.slice("sha256:".length), "hex"),
+    promptTokens: job.promptTokens,
+    completionTokens: job.completionTokens,
+    slot: job.slot,
+    charge: creditsToBaseUnits(wholeCredits("creditsCharged", job.creditsCharged, 0)),
+  };
 }
 
 function jobIdOf(jobId: string): string {
@@ -410,6 +454,69 @@ export class Chain {
   async prepareCloseEscrows(jobIds: readonly string[]): Promise<PreparedTransaction> {
     const closes = jobIds.map((id) => escrowInstructions.closeEscrow({ program: this.program, serviceAuthority: this.serviceAuthority, jobId: jobIdOf(id), destination: this.serviceAuthority }));
     return this.sign(closes, true);
+  }
+
+  /** A wallet's escrow table `tableId`. */
+  tableAddressFor(wallet: string, tableId: bigint): Address {
+    return tableAddress(toAddress(wallet), tableId, this.program).address;
+  }
+
+  /**
+   * The program's `lock_batch`: the jobs' estimates leave the wallet's vault in one transfer and
+   * take the next slots of its table `tableId`, in order; the table is created with `capacity`
+   * slots when this lock is its first.
+   */
+  async prepareTableLock(input: TableLockInput): Promise<PreparedTransaction & { tableAddress: Address }> {
+    const count = input.jobs.length;
+    if (count < 1 || count > MAX_TABLE_LOCKS_PER_TRANSACTION) throw new RangeError(`a transaction carries 1 to ${MAX_TABLE_LOCKS_PER_TRANSACTION} table locks, not ${count}`);
+    if (new Set(input.jobs.map((job) => jobIdOf(job.jobId))).size !== count) throw new TypeError("a job's escrow is locked once: a job id appears twice");
+    const jobs = input.jobs.map((job) => {
+      if (!Object.hasOwn(TIERS, job.tier)) throw new TypeError(`unknown tier: ${job.tier}`);
+      return { jobId: job.jobId, tier: TIER_CODES[job.tier], amount: creditsToBaseUnits(wholeCredits("credits", job.credits, 1)) };
+    });
+    const wallet = toAddress(input.wallet);
+    const lock = escrowInstructions.lockBatch({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.serviceAuthority, wallet, tableId: input.tableId, capacity: input.capacity, jobs });
+    return { ...(await this.sign([lock], true)), tableAddress: this.tableAddressFor(wallet, input.tableId) };
+  }
+
+  /**
+   * The program's `settle_batch` for one worker's jobs of one table, behind the worker's one
+   * signature of their settlement message, which the precompile verifies and the program pays
+   * from. Refuses a signature that does not cover these jobs' leaves and charges, before sending.
+   */
+  async prepareTableSettlement(input: TableSettlementInput): Promise<PreparedTransaction> {
+    const count = input.jobs.length;
+    if (count < 1 || count > MAX_TABLE_SETTLEMENTS_PER_TRANSACTION) throw new RangeError(`a transaction settles 1 to ${MAX_TABLE_SETTLEMENTS_PER_TRANSACTION} slots, not ${count}`);
+    const worker = toAddress(input.worker);
+    const message = settlementMessageOf(addressBytes(this.tableAddressFor(input.wallet, input.tableId)), input.jobs.map(settlementLeaf));
+    if (!verifyEd25519(worker, message, input.signature)) throw new TypeError(`worker ${worker}'s signature does not cover this settlement`);
+    const workerTokenAccount = this.tokenAccounts.of(worker);
+    return this.sign(
+      [
+        ix.ed25519Verify({ publicKey: addressBytes(worker), signature: input.signature, message }),
+        ix.createAssociatedTokenIdempotent({ payer: this.serviceAuthority, ata: workerTokenAccount, owner: worker, mint: this.mint }),
+        escrowInstructions.settleBatch({ program: this.program, serviceAuthority: this.serviceAuthority, wallet: toAddress(input.wallet), tableId: input.tableId, worker, workerTokenAccount, treasury: this.treasuryAddress }),
+      ],
+      true,
+    );
+  }
+
+  /** The program's `refund_slots`, signed by the service authority: each slot's whole lock goes back to the vault. */
+  async prepareSlotRefunds(input: { wallet: string; tableId: bigint; slots: readonly number[] }): Promise<PreparedTransaction> {
+    if (input.slots.length < 1 || input.slots.length > 255) throw new RangeError("a refund names 1 to 255 slots");
+    return this.sign([escrowInstructions.refundSlots({ program: this.program, wallet: toAddress(input.wallet), tableId: input.tableId, slots: input.slots, caller: this.serviceAuthority })], true);
+  }
+
+  /** The program's `close_table` for each table: deletes finished tables past the dispute window, their rent back to the service authority. */
+  async prepareTableClosings(tables: readonly { wallet: string; tableId: bigint }[]): Promise<PreparedTransaction> {
+    const closes = tables.map((t) => escrowInstructions.closeTable({ program: this.program, serviceAuthority: this.serviceAuthority, wallet: toAddress(t.wallet), tableId: t.tableId, destination: this.serviceAuthority }));
+    return this.sign(closes, true);
+  }
+
+  /** A wallet's escrow table as the chain holds it, or null before its first lock and after its closing. */
+  async tableRecord(wallet: string, tableId: bigint): Promise<EscrowTable | null> {
+    const account = await this.backend.getAccount(this.tableAddressFor(wallet, tableId));
+    return account && account.owner === this.program ? decodeTable(account.data) : null;
   }
 
   /** The program's dispute window in seconds, as its config says (read once). */

@@ -1,5 +1,5 @@
 /** The chain part's public surface: `openChain` and the `Chain` it returns, and the journal of what the service sends. */
-export { Chain, MAX_LOCKS_PER_TRANSACTION, openChain, signWalletSlot, walletSignedCopy } from "./chain.ts";
+export { Chain, MAX_LOCKS_PER_TRANSACTION, MAX_TABLE_LOCKS_PER_TRANSACTION, MAX_TABLE_SETTLEMENTS_PER_TRANSACTION, openChain, signWalletSlot, walletSignedCopy } from "./chain.ts";
 export type {
   ChainReceipt,
   ChainStatus,
@@ -10,6 +10,9 @@ export type {
   PreparedTransaction,
   RefundInput,
   SettleInput,
+  TableLockInput,
+  TableSettlementInput,
+  TableSettlementJob,
 } from "./chain.ts";
 export { ChainTxError } from "./backend.ts";
 export type { ChainBackend } from "./backend.ts";
@@ -28,4 +31,4 @@ export type { ChainTransactionFacts, ChargeFacts } from "./charge-reader.ts";
 export { ESCROW_PROGRAM, tierOfCode } from "./escrow-program/index.ts";
 export { toAddress } from "./addresses.ts";
 export { initChain } from "./chain-init.ts";
-export type { EscrowConfig, JobEscrow } from "./escrow-program/index.ts";
+export type { EscrowConfig, EscrowTable, JobEscrow, TableSlot } from "./escrow-program/index.ts";

@@ -69,3 +69,33 @@ export interface RefundInput {
   wallet: string;
   creditsLocked: number;
 }
+
+/** Jobs of one wallet locked together into its escrow table `tableId`, in slot order. */
+export interface TableLockInput {
+  wallet: string;
+  tableId: bigint;
+  /** Slots the table is created with when this lock opens it (1-255). */
+  capacity: number;
+  jobs: readonly { jobId: string; tier: Tier; credits: number }[];
+}
+
+/** One job of a table settlement: its slot, its charge, and its leaf (output hash, tokens charged). */
+export interface TableSettlementJob {
+  jobId: string;
+  slot: number;
+  creditsCharged: number;
+  /** `sha256:<hex>` of the output. */
+  proofHash: string;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** A worker's jobs of one table settled under its one signature of their settlement message. */
+export interface TableSettlementInput {
+  wallet: string;
+  tableId: bigint;
+  worker: string;
+  /** The worker's Ed25519 signature over `settlementMessageOf(table, jobs)`. */
+  signature: Uint8Array;
+  jobs: readonly TableSettlementJob[];
+}
