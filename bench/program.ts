@@ -14,7 +14,7 @@ import { addressBytes } from "../src/chain/addresses.ts";
 import { ed25519Verify } from "../src/chain/instructions.ts";
 import { buildTransaction } from "../src/chain/wire.ts";
 import { MIN_ACTIVE_STAKE } from "../src/core/payout.ts";
-import { DEFAULT_RULES, escrowInstructions as ix, tableAddress } from "../src/chain/escrow-program/index.ts";
+import { DEFAULT_RULES, decodeTable, escrowInstructions as ix, tableAddress } from "../src/chain/escrow-program/index.ts";
 import type { Address, Instruction } from "@solana/kit";
 import { EscrowChain, PROGRAM_PATH, proofOf, type Sent } from "../test/program/harness.ts";
 import { percentile } from "./support.ts";
@@ -27,8 +27,13 @@ const record = (name: string, sent: Sent, jobs = 1) => {
 };
 
 const locks = (n: number, amount = 100_000n) => Array.from({ length: n }, () => ({ jobId: newId("job"), tier: 1, amount }));
+/** The table's next slot: a lock names it. */
+const nextSlot = (wallet: Address, tableId: bigint) => {
+  const data = chain.data(tableAddress(wallet, tableId).address);
+  return data ? decodeTable(data).slots.length : 0;
+};
 const lockBatch = (wallet: Address, tableId: bigint, n: number): Instruction =>
-  ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet, tableId, capacity: 128, jobs: locks(n) });
+  ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet, tableId, capacity: 128, firstSlot: nextSlot(wallet, tableId), jobs: locks(n) });
 /** The worker's signature over a settlement of `entries` of a table, then settle_batch. */
 function settlement(worker: Keypair, workerAccount: Address, wallet: Address, tableId: bigint, entries: SettlementEntry[]): Instruction[] {
   const root = merkleRoot(entries.map((_, i) => leafHash(leafBytes({ jobId: newId("job"), outputHash: new Uint8Array(32).fill(i), promptTokens: 100, completionTokens: 200 }))));
@@ -78,7 +83,7 @@ function mostPerTransaction(): { lock: number; settle: number } {
     while (n < 255 && fits(build(n + 1))) n++;
     return n;
   };
-  const owner = { serviceAuthority: chain.authority.address, payer: chain.authority.address, wallet, tableId: 1n, capacity: 255 };
+  const owner = { serviceAuthority: chain.authority.address, payer: chain.authority.address, wallet, tableId: 1n, capacity: 255, firstSlot: 0 };
   return {
     lock: most((n) => [ix.lockBatch({ ...owner, jobs: locks(n) })]),
     settle: most((n) => settlement(worker, worker.address, wallet, 1n, Array.from({ length: n }, (_, slot) => ({ slot, charge: 1n })))),

@@ -54,6 +54,7 @@ enum Error {
   E_WINDOW_CLOSED = 21,
   E_WINDOW_OPEN = 22,
   E_TABLE_FULL = 23,
+  E_WRONG_SLOT = 24,
 };
 
 /* The first byte of every account this program owns. */

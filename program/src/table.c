@@ -40,12 +40,14 @@ static void close_slot(Table *t, Slot *s, u8 status, i64 now) {
   if (now > t->last_closed_at) t->last_closed_at = now;
 }
 
+#define LOCK_ENTRIES_AT 45
+
 /* The sum of lock_batch's job amounts, each above zero. */
 static u64 lock_entries_total(const Input *in, u64 count, u64 *total) {
-  if (in->data_len != 44 + count * LOCK_ENTRY_SIZE) return E_INVALID_INSTRUCTION;
+  if (in->data_len != LOCK_ENTRIES_AT + count * LOCK_ENTRY_SIZE) return E_INVALID_INSTRUCTION;
   *total = 0;
   for (u64 i = 0; i < count; i++) {
-    u64 amount = read_u64(in->data + 44 + i * LOCK_ENTRY_SIZE);
+    u64 amount = read_u64(in->data + LOCK_ENTRIES_AT + i * LOCK_ENTRY_SIZE);
     if (amount == 0) return E_INVALID_AMOUNT;
     if (*total + amount < *total) return E_OVERFLOW;
     *total += amount;
@@ -54,19 +56,22 @@ static u64 lock_entries_total(const Input *in, u64 count, u64 *total) {
 }
 
 /* lock_batch's table (account 3): the wallet's table of the data's id, created with the data's
-   capacity when it does not exist yet, with room for the data's count of locks now. */
+   capacity when it does not exist yet, with room for the data's count of locks now, its next
+   slot the data's first slot. */
 static u64 open_table(const Input *in, const Pubkey *wallet, Table **out) {
   const AccountInfo *a = &in->accounts[3], *payer = &in->accounts[2], *vault = &in->accounts[4];
   const u8 *id = in->data + 34;
-  u64 capacity = in->data[42], count = in->data[43];
+  u64 capacity = in->data[42], first = in->data[43], count = in->data[44];
   if (key_equal(a->owner, in->program_id)) {
     TRY(load_table(in, a, out));
     Table *t = *out;
     if (!key_equal(&t->vault, vault->key)) return E_WRONG_ADDRESS;
+    if (t->used != first) return E_WRONG_SLOT;
     i64 now = now_s();
     bool taking = now >= t->opened_at && now - t->opened_at <= APPEND_WINDOW_S;
     return taking && (u64)t->used + count <= t->capacity ? E_OK : E_TABLE_FULL;
   }
+  if (first != 0) return E_WRONG_SLOT;
   if (capacity == 0 || count > capacity) return E_INVALID_AMOUNT;
   u8 bump;
   Bytes seeds[4] = {{(const u8 *)"table", 5}, {wallet->x, 32}, {id, 8}, {&bump, 1}};
@@ -87,12 +92,13 @@ static u64 open_table(const Input *in, const Pubkey *wallet, Table **out) {
 
 /* Accounts: config, service authority (s), payer (w, s), table (w), vault (w), escrow pool (w),
    vault authority, token program, system program. Data: wallet (32), vault bump u8, table id u64,
-   capacity u8 (used when the table is created), count u8, then per job: amount u64, tier u8 and a
-   16-byte job key, which the program keeps nowhere: it is the receipt's (the service writes the
-   ULID of its `job_` ids). */
+   capacity u8 (used when the table is created), first slot u8 (the table's next: a lock lands
+   on the slots it was signed for, and its transaction alone tells a receipt which they are),
+   count u8, then per job: amount u64, tier u8 and a 16-byte job key, which the program keeps
+   nowhere: it is the receipt's (the service writes the ULID of its `job_` ids). */
 static u64 lock_batch(const Input *in) {
   NEED_ACCOUNTS(in, 9);
-  if (in->data_len < 44) return E_INVALID_INSTRUCTION;
+  if (in->data_len < LOCK_ENTRIES_AT) return E_INVALID_INSTRUCTION;
   const AccountInfo *a = in->accounts;
   const Config *c;
   TRY(load_config(in, &a[0], &c));
@@ -105,7 +111,7 @@ static u64 lock_batch(const Input *in) {
   Pubkey wallet;
   sol_memcpy_(&wallet, in->data + 1, 32);
   TRY(wallet_vault(in, c, &a[4], &wallet, in->data[33]));
-  u64 count = in->data[43], total;
+  u64 count = in->data[44], total;
   if (count == 0) return E_INVALID_AMOUNT;
   TRY(lock_entries_total(in, count, &total));
   if (total > token_amount(&a[4])) return E_INSUFFICIENT_FUNDS;
@@ -114,7 +120,7 @@ static u64 lock_batch(const Input *in) {
   u64 after = (u64)(now_s() - t->opened_at);
   for (u64 i = 0; i < count; i++) {
     Slot *s = slot_at(&a[3], t->used++);
-    sol_memcpy_(s->amount, in->data + 44 + i * LOCK_ENTRY_SIZE, 8);
+    sol_memcpy_(s->amount, in->data + LOCK_ENTRIES_AT + i * LOCK_ENTRY_SIZE, 8);
     s->status = ESCROW_LOCKED;
     s->locked_after = (u8)after;
   }

@@ -475,7 +475,7 @@ export class Chain {
       return { jobId: job.jobId, tier: TIER_CODES[job.tier], amount: creditsToBaseUnits(wholeCredits("credits", job.credits, 1)) };
     });
     const wallet = toAddress(input.wallet);
-    const lock = escrowInstructions.lockBatch({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.serviceAuthority, wallet, tableId: input.tableId, capacity: input.capacity, jobs });
+    const lock = escrowInstructions.lockBatch({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.serviceAuthority, wallet, tableId: input.tableId, capacity: input.capacity, firstSlot: input.firstSlot, jobs });
     return { ...(await this.sign([lock], true)), tableAddress: this.tableAddressFor(wallet, input.tableId) };
   }
 

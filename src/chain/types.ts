@@ -76,6 +76,8 @@ export interface TableLockInput {
   tableId: bigint;
   /** Slots the table is created with when this lock opens it (1-255). */
   capacity: number;
+  /** The table's next slot (0 for a new table): the jobs take the slots from here, in order. */
+  firstSlot: number;
   jobs: readonly { jobId: string; tier: Tier; credits: number }[];
 }
 

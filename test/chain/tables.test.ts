@@ -54,7 +54,7 @@ for (const [name, open] of CHAINS) describe(`escrow tables on ${name}`, () => {
     const wallet = generateKeypair().address;
     await chain.deposit({ wallet, credits: 1_000 });
     const jobs = Array.from({ length: count }, () => ({ jobId: newId("job"), tier: "lite" as const, credits }));
-    const prepared = await chain.prepareTableLock({ wallet, tableId: 1n, capacity: 128, jobs });
+    const prepared = await chain.prepareTableLock({ wallet, tableId: 1n, capacity: 128, firstSlot: 0, jobs });
     await chain.send(prepared.wire);
     return { wallet, jobs, table: prepared.tableAddress };
   }
@@ -66,13 +66,13 @@ for (const [name, open] of CHAINS) describe(`escrow tables on ${name}`, () => {
     assert.equal(table, chain.tableAddressFor(wallet, 1n));
     assert.equal(record.slots.length, MAX_TABLE_LOCKS_PER_TRANSACTION);
     assert.ok(record.slots.every((slot) => slot.status === "locked" && slot.amount === creditsToBaseUnits(5)));
-    await assert.rejects(chain.prepareTableLock({ wallet, tableId: 1n, capacity: 128, jobs: Array.from({ length: MAX_TABLE_LOCKS_PER_TRANSACTION + 1 }, () => ({ jobId: newId("job"), tier: "lite" as const, credits: 1 })) }), RangeError);
+    await assert.rejects(chain.prepareTableLock({ wallet, tableId: 1n, capacity: 128, firstSlot: MAX_TABLE_LOCKS_PER_TRANSACTION, jobs: Array.from({ length: MAX_TABLE_LOCKS_PER_TRANSACTION + 1 }, () => ({ jobId: newId("job"), tier: "lite" as const, credits: 1 })) }), RangeError);
   });
 
   test(`${MAX_TABLE_SETTLEMENTS_PER_TRANSACTION} of one worker's jobs settle under its one signature, each paid its own split`, async () => {
     const first = await lockedTable(MAX_TABLE_LOCKS_PER_TRANSACTION);
     const more = Array.from({ length: MAX_TABLE_SETTLEMENTS_PER_TRANSACTION - MAX_TABLE_LOCKS_PER_TRANSACTION }, () => ({ jobId: newId("job"), tier: "lite" as const, credits: 5 }));
-    await chain.send((await chain.prepareTableLock({ wallet: first.wallet, tableId: 1n, capacity: 128, jobs: more })).wire);
+    await chain.send((await chain.prepareTableLock({ wallet: first.wallet, tableId: 1n, capacity: 128, firstSlot: first.jobs.length, jobs: more })).wire);
     const worker = generateKeypair();
     const jobs = [...first.jobs, ...more].map((job, slot): TableSettlementJob => ({ jobId: job.jobId, slot, creditsCharged: 1 + (slot % 5), proofHash: outputHash(`output ${slot}`), promptTokens: 10, completionTokens: slot }));
     const vault = await chain.creditBalance(first.wallet);

@@ -261,7 +261,8 @@ function tableAction(w: World, step: number, someWallet: Wallet, worker: Worker)
       const count = 1 + rng.int(4);
       const amount = () => (rng.next() < 0.8 ? BigInt(1 + rng.int(100_000)) : w.amount(chain.balance(wallet.vault) / BigInt(count)));
       const jobs = Array.from({ length: count }, () => ({ jobId: newId("job"), tier: 1, amount: amount() }));
-      return [ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, ...table, capacity: rng.pick([1, 4, 128, 128]), jobs })];
+      const firstSlot = rng.next() < 0.9 ? all.length : rng.int(256);
+      return [ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, ...table, capacity: rng.pick([1, 4, 128, 128]), firstSlot, jobs })];
     }
     case 1: {
       const entries = slots().map((slot) => ({ slot, charge: charge(all[slot]?.amount ?? 0n) }));

@@ -42,8 +42,13 @@ describe("escrow tables", () => {
   });
 
   const batch = (amounts: bigint[]): BatchLock[] => amounts.map((amount) => ({ jobId: newJobId(), tier: 1, amount }));
-  function lockIx(wallet: Address, tableId: bigint, locks: BatchLock[], capacity = 128): Instruction {
-    return ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet, tableId, capacity, jobs: locks });
+  /** The table's next slot, which a lock names. */
+  const nextSlot = (wallet: Address, tableId: bigint) => {
+    const data = chain.data(tableAddress(wallet, tableId).address);
+    return data && data.length > 0 ? decodeTable(data).slots.length : 0;
+  };
+  function lockIx(wallet: Address, tableId: bigint, locks: BatchLock[], capacity = 128, firstSlot = nextSlot(wallet, tableId)): Instruction {
+    return ix.lockBatch({ serviceAuthority: chain.authority.address, payer: chain.payer.address, wallet, tableId, capacity, firstSlot, jobs: locks });
   }
   function lockedTable(amounts: bigint[], funded = 10_000_000n) {
     const w = chain.fundedWallet(funded);
@@ -101,6 +106,15 @@ describe("escrow tables", () => {
     chain.expectOk(chain.send([lockIx(small.wallet.address, id, batch([1n, 1n]), 3)], [chain.authority]));
     assert.equal(chain.send([lockIx(small.wallet.address, id, batch([1n, 1n]), 3)], [chain.authority]).err, customError("tableFull"));
     chain.expectOk(chain.send([lockIx(small.wallet.address, id, batch([1n]), 3)], [chain.authority]));
+  });
+
+  test("a lock lands on the slots it names or not at all: the table's next, 0 for a new table", () => {
+    const t = lockedTable([1n, 2n]);
+    assert.equal(chain.send([lockIx(t.wallet.address, t.tableId, batch([3n]), 128, 1)], [chain.authority]).err, customError("wrongSlot"), "slot 1 is taken");
+    assert.equal(chain.send([lockIx(t.wallet.address, t.tableId, batch([3n]), 128, 3)], [chain.authority]).err, customError("wrongSlot"), "slot 2 comes first");
+    chain.expectOk(chain.send([lockIx(t.wallet.address, t.tableId, batch([3n]), 128, 2)], [chain.authority]));
+    const fresh = chain.fundedWallet(10n);
+    assert.equal(chain.send([lockIx(fresh.wallet.address, ++tables, batch([1n]), 128, 1)], [chain.authority]).err, customError("wrongSlot"));
   });
 
   test("lock_batch refusals: beyond the vault, zero, another wallet's table, unsigned, no capacity", () => {

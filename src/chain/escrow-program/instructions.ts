@@ -359,8 +359,8 @@ export interface BatchLock {
 
 /**
  * Locks several jobs of one wallet into its escrow table `tableId`, which the instruction creates
- * with room for `capacity` slots when it does not exist yet; the jobs take the table's next slots
- * in order.
+ * with room for `capacity` slots when it does not exist yet; the jobs take the slots from
+ * `firstSlot` on, in order, and the program refuses the lock unless that is the table's next.
  */
 export function lockBatch(a: {
   serviceAuthority: Address;
@@ -368,11 +368,12 @@ export function lockBatch(a: {
   wallet: Address;
   tableId: bigint;
   capacity: number;
+  firstSlot: number;
   jobs: readonly BatchLock[];
   program?: Address;
 }): Instruction {
   const vault = vaultAddress(a.wallet, a.program);
-  const data = new Data(Op.lockBatch).bytes(addressBytes(a.wallet)).u8(vault.bump).u64(a.tableId).u8(a.capacity).u8(a.jobs.length);
+  const data = new Data(Op.lockBatch).bytes(addressBytes(a.wallet)).u8(vault.bump).u64(a.tableId).u8(a.capacity).u8(a.firstSlot).u8(a.jobs.length);
   for (const job of a.jobs) data.u64(job.amount).u8(job.tier).bytes(jobKey(job.jobId));
   return ix([
     [configAddress(a.program).address, READONLY],

@@ -50,6 +50,7 @@ export const ProgramError = {
   windowClosed: 21,
   windowOpen: 22,
   tableFull: 23,
+  wrongSlot: 24,
 } as const;
 export type ProgramErrorName = keyof typeof ProgramError;
 
