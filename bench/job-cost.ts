@@ -1,20 +1,47 @@
 /**
- * What one job costs on the chain, read from the chain itself: for N jobs that lock, settle with a
- * real worker proof, and N that lock and refund, the transactions sent, the signatures their fees
- * were charged for, the fees, and everything else the service's paying keys spent (rent that did
- * not come back): the fee payer's and the service authority's lamports together, since which of
- * the two pays a job's transactions depends on the commit measured. Works on any commit whose
- * Chain has lockEscrow/settle/refund, so the same script measures before and after a change to
- * the money path.
+ * What one job costs on the chain, read from the chain itself, in two parts.
  *
- * Run: node --import tsx bench/job-cost.ts [jobs=50]
+ * The Chain API alone: for N jobs that lock, settle with a real worker proof, and N that lock and
+ * refund, the transactions sent, the signatures their fees were charged for, the fees, and
+ * everything else the service's paying keys spent (rent that did not come back): the fee payer's
+ * and the service authority's lamports together, since which of the two pays a job's transactions
+ * depends on the commit measured. Works on any commit whose Chain has lockEscrow/settle/refund, so
+ * the same script measures before and after a change to the money path.
+ *
+ * The whole service at given request rates: for each rate a fresh service on svc dev's embedded
+ * defaults (PGlite and the chain in a new data dir) with a seed worker on the wiring model, driven
+ * open-loop for `seconds` by a caller in a process of its own (paced-client.ts); then every job
+ * settled, and the same figures read from the chain, per job: what the service chose to batch or
+ * not under load is what it costs. Also the rent parked in the escrow program's job accounts at
+ * the moment the load ends (the sweeper gives it back only after the dispute window), per job
+ * still holding one.
+ *
+ * Run: npm run bench:job-cost -- [jobs (50)] [--rates 1,10,100] [--seconds 20]
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
 import { openChain, type Chain } from "../src/chain/index.ts";
+import { isEmbedded, type EmbeddedChainBackend } from "../src/chain/backend.ts";
+import { Tag, decodeTable } from "../src/chain/escrow-program/index.ts";
+import { parseTransaction } from "../src/chain/wire.ts";
+import { base58Encode } from "../src/core/index.ts";
 import { generateKeypair } from "../src/core/keys.ts";
 import { newId } from "../src/core/ids.ts";
 import { outputHash, proofMessage } from "../src/core/proof.ts";
+import type { Service } from "../src/service.ts";
+import { MODEL, startTestGateway } from "../test/support/service.ts";
+import { drivePaced, type PacedResult } from "./paced-client.ts";
+import { openJobCount } from "./support.ts";
 
-const JOBS = Number(process.argv[2] ?? 50);
+const { values: flags, positionals } = parseArgs({ options: { rates: { type: "string", default: "1,10,100" }, seconds: { type: "string", default: "20" } }, allowPositionals: true });
+const JOBS = Number(positionals[0] ?? 50);
+const RATES = flags.rates.split(",").map(Number);
+const SECONDS = Number(flags.seconds);
+if (!RATES.every((r) => r > 0 && Number.isFinite(r)) || !(SECONDS > 0)) throw new RangeError(`--rates takes positive numbers and --seconds a positive number, got ${flags.rates} and ${flags.seconds}`);
 const LAMPORTS_PER_SIGNATURE = 5_000n;
 
 interface Cost {
@@ -46,29 +73,186 @@ function report(name: string, cost: Cost): void {
   );
 }
 
-const chain = await openChain({});
-try {
-  const wallet = generateKeypair().address;
-  const worker = generateKeypair();
-  await chain.deposit({ wallet, credits: 10 * JOBS });
-  const settled = await measure(chain, async (signatures) => {
-    for (let i = 0; i < JOBS; i++) {
-      const jobId = newId("job");
-      signatures.push((await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 })).signature);
-      const proofHash = outputHash(`output ${i}`);
-      const input = { jobId, wallet, creditsLocked: 3, creditsCharged: 2, workerPublicKey: worker.address, staked: false, proofHash, proofSignature: worker.sign(proofMessage(jobId, proofHash)) };
-      signatures.push((await chain.settle(input)).signature);
-    }
-  });
-  const refunded = await measure(chain, async (signatures) => {
-    for (let i = 0; i < JOBS; i++) {
-      const jobId = newId("job");
-      signatures.push((await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 })).signature);
-      signatures.push((await chain.refund({ jobId, wallet, creditsLocked: 3 })).signature);
-    }
-  });
-  report("lock + settle", settled);
-  report("lock + refund", refunded);
-} finally {
-  await chain.close();
+/** The Chain API alone: N jobs that settle, N that refund, one after another. */
+async function chainApiCost(): Promise<void> {
+  const chain = await openChain({});
+  try {
+    const wallet = generateKeypair().address;
+    const worker = generateKeypair();
+    await chain.deposit({ wallet, credits: 10 * JOBS });
+    const settled = await measure(chain, async (signatures) => {
+      for (let i = 0; i < JOBS; i++) {
+        const jobId = newId("job");
+        signatures.push((await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 })).signature);
+        const proofHash = outputHash(`output ${i}`);
+        const input = { jobId, wallet, creditsLocked: 3, creditsCharged: 2, workerPublicKey: worker.address, staked: false, proofHash, proofSignature: worker.sign(proofMessage(jobId, proofHash)) };
+        signatures.push((await chain.settle(input)).signature);
+      }
+    });
+    const refunded = await measure(chain, async (signatures) => {
+      for (let i = 0; i < JOBS; i++) {
+        const jobId = newId("job");
+        signatures.push((await chain.lockEscrow({ jobId, tier: "lite", wallet, credits: 3 })).signature);
+        signatures.push((await chain.refund({ jobId, wallet, creditsLocked: 3 })).signature);
+      }
+    });
+    report("lock + settle", settled);
+    report("lock + refund", refunded);
+  } finally {
+    await chain.close();
+  }
 }
+
+/** Each request's completion: a few tokens, so the worker's generation is not what limits the rate. */
+const MAX_TOKENS = 8;
+/** Far more than any run spends: a wallet that ran dry would turn the load into refusals. */
+const CREDITS = 10_000_000;
+/** How long the backlog may take to settle after the load before the figures are read anyway. */
+const SETTLE_TIMEOUT_MS = 120_000;
+
+/** Lamports held by the escrow program's job accounts, how many there are, and the jobs they hold. */
+interface JobRecords {
+  lamports: bigint;
+  escrows: number;
+  tables: number;
+  jobs: number;
+}
+
+/** What the service's own transactions of a run came to. */
+interface Sent {
+  transactions: number;
+  /** Landed but failed: charged their fee all the same. */
+  failed: number;
+  signatures: bigint;
+  feeLamports: bigint;
+}
+
+interface RateCost {
+  rate: number;
+  client: PacedResult;
+  /** The service's jobs by status, after the backlog settled. */
+  jobs: Record<string, number>;
+  /** When the load ended, and after the backlog settled. */
+  parked: JobRecords;
+  left: JobRecords;
+  sent: Sent;
+  /** Lamports the fee payer and the service authority spent, fees included. */
+  spent: bigint;
+  /** Undefined when the backlog had not settled within SETTLE_TIMEOUT_MS. */
+  settleMs?: number;
+  loadBefore: number[];
+  loadAfter: number[];
+}
+
+/** The journal and the program-account scan are the embedded chain's: a cluster's RPC would need other calls. */
+function embeddedBackend(chain: Chain): EmbeddedChainBackend {
+  if (!isEmbedded(chain.backend)) throw new Error("the service's chain is not the embedded one");
+  return chain.backend;
+}
+
+/** Escrow records (one job each) and escrow tables (a job a used slot), whatever their status: each keeps its rent until closed. */
+async function jobRecords(chain: Chain): Promise<JobRecords> {
+  const records: JobRecords = { lamports: 0n, escrows: 0, tables: 0, jobs: 0 };
+  for (const account of await embeddedBackend(chain).programAccounts(chain.program)) {
+    if (account.data[0] === Tag.escrow) {
+      records.escrows += 1;
+      records.jobs += 1;
+    } else if (account.data[0] === Tag.table) {
+      records.tables += 1;
+      records.jobs += decodeTable(account.data).slots.length;
+    } else continue;
+    records.lamports += account.lamports;
+  }
+  return records;
+}
+
+/**
+ * The transactions in the chain's journal from record `from` on whose fee payer is one of the
+ * service's paying keys: whichever key a commit pays with, and nothing a caller or worker sent.
+ * Signatures are read off the fee, as in the Chain API part, so the Ed25519 proofs' count too.
+ */
+async function serviceTransactions(chain: Chain, from: number): Promise<Sent> {
+  const payers = new Set<string>([chain.feePayer, chain.serviceAuthority]);
+  const sent: Sent = { transactions: 0, failed: 0, signatures: 0n, feeLamports: 0n };
+  for (const record of (await embeddedBackend(chain).history()).slice(from)) {
+    if (record.kind !== "tx") continue;
+    const parsed = parseTransaction(record.wire);
+    if (!payers.has(base58Encode(parsed.accountKeys[0]!))) continue;
+    const fee = record.meta?.fee ?? (await chain.backend.getTransaction(base58Encode(parsed.signatures[0]!)))?.meta?.fee ?? 0;
+    sent.transactions += 1;
+    if (!record.ok) sent.failed += 1;
+    sent.feeLamports += BigInt(fee);
+  }
+  sent.signatures = sent.feeLamports / LAMPORTS_PER_SIGNATURE;
+  return sent;
+}
+
+/** Milliseconds until no job of the service is unfinished, or undefined after `timeoutMs`. */
+async function settledWithin(service: Service, timeoutMs: number): Promise<number | undefined> {
+  const started = performance.now();
+  while ((await openJobCount(service)) > 0) {
+    if (performance.now() - started > timeoutMs) return undefined;
+    await sleep(100);
+  }
+  return performance.now() - started;
+}
+
+async function jobStatuses(service: Service): Promise<Record<string, number>> {
+  const rows = await service.db.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM jobs GROUP BY status ORDER BY status");
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/** One rate on a service of its own, closed before this returns. */
+async function measureRate(rate: number, seconds: number): Promise<RateCost> {
+  const dir = await mkdtemp(join(tmpdir(), "svc-job-cost-"));
+  // No per-IP limits: the one caller process stands for many callers.
+  const gateway = await startTestGateway({ dataDir: dir, rateLimit: false, refusalLimit: false, credits: CREDITS });
+  try {
+    const { service } = gateway;
+    const chain = service.chain;
+    // Marked after the start and the wallet's deposit: the run's cost is its jobs' alone.
+    const lamportsBefore = await payerLamports(chain);
+    const recordsBefore = (await embeddedBackend(chain).history()).length;
+    const loadBefore = loadavg();
+    const client = await drivePaced({ baseUrl: gateway.baseUrl, apiKey: gateway.apiKey, model: MODEL, rate, seconds, maxTokens: MAX_TOKENS });
+    const loadAfter = loadavg();
+    const parked = await jobRecords(chain);
+    const settleMs = await settledWithin(service, SETTLE_TIMEOUT_MS);
+    const sent = await serviceTransactions(chain, recordsBefore);
+    const spent = lamportsBefore - (await payerLamports(chain));
+    return { rate, client, jobs: await jobStatuses(service), parked, left: await jobRecords(chain), sent, spent, settleMs, loadBefore, loadAfter };
+  } finally {
+    await gateway.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function recordsText(r: JobRecords): string {
+  return r.tables === 0 ? `${r.escrows} open records` : `${r.escrows} escrow records and ${r.tables} tables holding ${r.jobs - r.escrows} jobs`;
+}
+
+function rateLines(c: RateCost): string[] {
+  const jobs = Object.values(c.jobs).reduce((a, b) => a + b, 0);
+  const per = (v: bigint | number, digits = 2) => (Number(v) / Math.max(1, jobs)).toFixed(digits);
+  const perOpen = c.parked.jobs > 0 ? (Number(c.parked.lamports) / c.parked.jobs).toFixed(0) : "no";
+  const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(" ");
+  const statuses = Object.entries(c.jobs).map(([status, n]) => `${n} ${status}`).join(", ");
+  const failures = Object.entries(c.client.failures).map(([kind, n]) => `${n} × ${kind}`).join(", ");
+  return [
+    `rate ${c.rate}/s: ${c.client.sent} requests (${c.client.failed} failed), ${jobs} jobs (${statuses}), per job: ${per(c.sent.transactions)} transactions, ` +
+      `${per(c.sent.signatures)} signatures, ${per(c.sent.feeLamports, 0)} lamports in fees, ${perOpen} lamports of rent parked per open job ` +
+      `(${recordsText(c.parked)} at the end of the load), ${per(c.spent - c.sent.feeLamports, 0)} lamports of rent not back after settling ` +
+      `(${per(c.left.lamports, 0)} in ${recordsText(c.left)}, ${per(c.spent - c.sent.feeLamports - c.left.lamports, 0)} elsewhere); ` +
+      `load average ${load(c.loadBefore)} at the start, ${load(c.loadAfter)} at the end`,
+    `  answered p50 ${c.client.p50Ms.toFixed(0)} ms, p99 ${c.client.p99Ms.toFixed(0)} ms; caller's latest start ${c.client.maxLagMs.toFixed(0)} ms behind; ` +
+      `${c.sent.failed} of the service's transactions failed; ` +
+      (c.settleMs === undefined ? `backlog NOT settled within ${SETTLE_TIMEOUT_MS / 1000} s` : `backlog settled ${(c.settleMs / 1000).toFixed(1)} s after the load`) +
+      (failures ? `; failures: ${failures}` : ""),
+  ];
+}
+
+await chainApiCost();
+console.log(`\nthe whole service (embedded chain and PGlite, a seed worker on ${MODEL}), ${SECONDS} s at each rate, max_tokens ${MAX_TOKENS}:`);
+for (const rate of RATES) for (const line of rateLines(await measureRate(rate, SECONDS))) console.log(line);
+// The engine the seed workers share keeps llama.cpp's threads alive.
+process.exit(0);
