@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { WebSocket } from "ws";
+import type { Address } from "@solana/kit";
 import { openChain, startChainRpc, type Chain, type ChainRpcServer } from "../../src/chain/index.ts";
 import { base58Encode } from "../../src/core/index.ts";
 import { ESCROW_PROGRAM } from "../../src/chain/escrow-program/index.ts";
@@ -82,26 +83,30 @@ describe("the chain RPC server's limits", () => {
     assert.equal((hundred.json as Reply[]).filter((r) => typeof r.result === "number").length, 100);
   });
 
-  test("account data beyond a request's budget is refused, never built: a batch naming a 38 KB account 900 times", async () => {
+  test("account data beyond a request's budget is refused, never built: a batch naming the program's account 900 times", async () => {
     const code = await programData(server);
     const rssBefore = process.memoryUsage().rss;
-    // Nine calls of a hundred addresses fit the 50 KiB body and ask for 35 MB of account data.
+    // Nine calls of a hundred addresses fit the 50 KiB body and ask for tens of MB of account data.
     const batch = Array.from({ length: 9 }, (_, i) => call("getMultipleAccounts", [Array(100).fill(code), { encoding: "base64" }], i));
     const { json, bytes } = await post(server, batch);
     const replies = json as Reply[];
     assert.equal(replies.length, 9);
-    for (const refused of replies) assert.equal(refused.error?.code, -32602, "a hundred times 38 KB is more than 1 MiB");
+    for (const refused of replies) assert.equal(refused.error?.code, -32602, "a hundred copies of the program are more than 1 MiB");
     assert.ok(bytes < 10_000, `the answer is ${bytes} bytes`);
     assert.ok(process.memoryUsage().rss - rssBefore < 100 * 1024 * 1024, "no answer of hundreds of MB was built");
   });
 
   test("the budget is the batch's: a call within it is served, the next past it refused", async () => {
     const code = await programData(server);
-    const twenty = (id: number) => call("getMultipleAccounts", [Array(20).fill(code), { encoding: "base64" }], id);
-    const replies = (await post(server, [twenty(1), twenty(2)])).json as Reply[];
+    // As many copies of the program's data as fit the budget (the program's size is the committed build's).
+    const size = (await chain.backend.getAccount(code as Address))?.data.length ?? 0;
+    const fit = Math.floor(DEFAULT_RPC_LIMITS.maxResponseDataBytes / size);
+    assert.ok(fit >= 2 && fit * 2 * size > DEFAULT_RPC_LIMITS.maxResponseDataBytes, `${size} bytes an account`);
+    const within = (id: number) => call("getMultipleAccounts", [Array(fit).fill(code), { encoding: "base64" }], id);
+    const replies = (await post(server, [within(1), within(2)])).json as Reply[];
     const served = (replies[0]!.result as { value: unknown[] }).value;
-    assert.equal(served.length, 20, "20 x 38 KB fit 1 MiB");
-    assert.equal(replies[1]!.error?.code, -32602, "40 x 38 KB do not");
+    assert.equal(served.length, fit, `${fit} x ${size} bytes fit the budget`);
+    assert.equal(replies[1]!.error?.code, -32602, `${2 * fit} x ${size} bytes do not`);
   });
 
   test("base58 of more than 128 bytes of account data is refused as Solana's nodes refuse it", async () => {
