@@ -30,8 +30,8 @@ export interface ChainTransactionFacts {
   instructions: DecodedInstruction[];
   /** The token transfers and other calls the programs made, in order. */
   innerInstructions: DecodedInstruction[];
-  /** Ed25519 precompile instructions: the key, the message and the signature bytes it verified. */
-  proofs: { publicKey: string; message: string; signature: Uint8Array }[];
+  /** Ed25519 precompile instructions: the key, the message (as text and as bytes) and the signature it verified. */
+  proofs: { publicKey: string; message: string; bytes: Uint8Array; signature: Uint8Array }[];
 }
 
 export interface ChargeFacts {
@@ -103,7 +103,7 @@ function proofsOf(tx: ReturnType<typeof parseTransaction>, decoded: DecodedInstr
     const data = tx.instructions[i]!.data;
     if (data.length < ED25519_HEADER_SIZE) return [];
     const at = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint16(2, true);
-    return [{ publicKey: d.publicKey, message: d.message, signature: data.slice(at, at + 64) }];
+    return [{ publicKey: d.publicKey, message: d.message, bytes: d.messageBytes ?? new Uint8Array(), signature: data.slice(at, at + 64) }];
   });
 }
 
@@ -118,9 +118,21 @@ export class ChargeReader {
     this.rpc = createSolanaRpc(rpcUrl);
   }
 
-  private async accountData(address: Address): Promise<{ owner: string; data: Uint8Array } | null> {
+  async accountData(address: Address): Promise<{ owner: string; data: Uint8Array } | null> {
     const { value } = await this.rpc.getAccountInfo(address, { encoding: "base64" }).send();
     return value ? { owner: value.owner, data: new Uint8Array(Buffer.from(value.data[0], "base64")) } : null;
+  }
+
+  /** The signatures of the transactions that touched `address`, newest first, failed ones left out. */
+  async signaturesFor(address: Address): Promise<string[]> {
+    return (await this.rpc.getSignaturesForAddress(address).send()).filter((s) => !s.err).map((s) => s.signature);
+  }
+
+  /** The program's config, which names the treasury and the shares. */
+  async config(): Promise<EscrowConfig> {
+    const config = await this.accountData(configAddress(this.program).address);
+    if (!config || config.owner !== this.program) throw new Error(`no escrow program config at ${configAddress(this.program).address}: is this the service's chain?`);
+    return decodeConfig(config.data);
   }
 
   async transaction(signature: string): Promise<ChainTransactionFacts | null> {
@@ -159,8 +171,7 @@ export class ChargeReader {
   /** Everything the chain holds about the job's charge; signatures not given are found from the escrow address. */
   async read(jobId: string, given: { lock?: string | undefined; settlement?: string | undefined } = {}): Promise<ChargeFacts> {
     const program = this.program;
-    const config = await this.accountData(configAddress(program).address);
-    if (!config || config.owner !== program) throw new Error(`no escrow program config at ${configAddress(program).address}: is this the service's chain?`);
+    const config = await this.config();
     const address = escrowAddress(jobId, program).address;
     const account = await this.accountData(address);
     const recorded = account?.owner === program ? decodeEscrow(account.data) : null;
@@ -168,7 +179,7 @@ export class ChargeReader {
     const read = (s: string | undefined) => (s === undefined ? Promise.resolve(null) : this.transaction(s));
     const facts = {
       jobId,
-      config: decodeConfig(config.data),
+      config,
       escrowAddress: address,
       escrowOwner: account?.owner ?? null,
       escrowPool: escrowPoolAddress(program).address,

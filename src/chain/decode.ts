@@ -12,7 +12,7 @@ import {
   TOKEN_PROGRAM,
 } from "./addresses.ts";
 import { base58Decode, base58Encode } from "../core/index.ts";
-import { ESCROW_PROGRAM, Op, decodeEscrowInstruction } from "./escrow-program/index.ts";
+import { ESCROW_PROGRAM, Op, decodeEscrowInstruction, type TableLockEntry } from "./escrow-program/index.ts";
 import { ED25519_HEADER_SIZE } from "./instructions.ts";
 import type { TxMeta } from "./tx-meta.ts";
 import type { ParsedTransaction } from "./wire.ts";
@@ -36,6 +36,9 @@ export type InstructionKind =
   | "refund"
   | "stake"
   | "closeEscrow"
+  | "lockBatch"
+  | "settleBatch"
+  | "refundSlots"
   | "unknown";
 
 export interface DecodedInstruction {
@@ -58,6 +61,11 @@ export interface DecodedInstruction {
   /** ed25519: the key whose signature was verified, and the message it signed (UTF-8). */
   publicKey?: Address;
   message?: string;
+  /** ed25519: the message's bytes as signed (a settlement message is binary). */
+  messageBytes?: Uint8Array;
+  /** lockBatch: its jobs, each with its slot of the table (`account`), amount, tier byte and id; refundSlots: the slots. */
+  entries?: TableLockEntry[];
+  slots?: number[];
   /** lock: the job and its tier byte; settle: the proof hash as `sha256:<hex>` (the worker is `publicKey`). */
   jobId?: string;
   tier?: number;
@@ -159,6 +167,7 @@ const decodeEd25519: Decoder = (data) => {
     kind: "ed25519",
     publicKey: addr(data.subarray(pkAt, pkAt + 32)),
     message: utf8.decode(data.subarray(msgAt, msgAt + msgLen)),
+    messageBytes: data.slice(msgAt, msgAt + msgLen),
   };
 };
 
@@ -174,6 +183,12 @@ const decodeEscrow: Decoder = (data, accounts) => {
       return { kind: "refund", account: accounts[1], to: accounts[3], authority: accounts[6] };
     case "withdraw":
       return { kind: "withdraw", from: accounts[2], to: accounts[3], authority: accounts[1], amount: d.amount };
+    case "lockBatch":
+      return { kind: "lockBatch", account: accounts[3], from: accounts[4], to: accounts[5], owner: d.wallet, entries: d.entries, amount: d.entries.reduce((n, e) => n + e.amount, 0n) };
+    case "settleBatch":
+      return { kind: "settleBatch", account: accounts[2], publicKey: d.worker, to: accounts[4] };
+    case "refundSlots":
+      return { kind: "refundSlots", account: accounts[1], to: accounts[3], slots: d.slots, authority: accounts[6] };
     default:
       if (d.code === Op.openVault) return { kind: "openVault", account: accounts[2] };
       if (d.code === Op.closeEscrow) return { kind: "closeEscrow", account: accounts[2], to: accounts[3] };

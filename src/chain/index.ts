@@ -28,6 +28,8 @@ export { StakeClient, formatNative, nativeUnits } from "./stake-client.ts";
 export type { StakeStatus } from "./stake-client.ts";
 export { ChargeReader, hashText } from "./charge-reader.ts";
 export type { ChainTransactionFacts, ChargeFacts } from "./charge-reader.ts";
+export { readTableCharge, settlementIn } from "./table-charge-reader.ts";
+export type { SignedSettlement, TableChargeFacts, TableReceipt } from "./table-charge-reader.ts";
 export { ESCROW_PROGRAM, tierOfCode } from "./escrow-program/index.ts";
 export { toAddress } from "./addresses.ts";
 export { initChain } from "./chain-init.ts";

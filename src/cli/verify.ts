@@ -6,11 +6,12 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { ChargeReader, DEFAULT_RPC_PORT, ESCROW_PROGRAM, toAddress } from "../chain/index.ts";
-import { checkCharge, formatReceipt, type ServiceClaims } from "../verify/index.ts";
+import { ChargeReader, DEFAULT_RPC_PORT, ESCROW_PROGRAM, readTableCharge, toAddress, type TableReceipt } from "../chain/index.ts";
+import { checkCharge, checkTableCharge, formatReceipt, formatTableReceipt, type ServiceClaims } from "../verify/index.ts";
 
 const HELP = `Usage: svc verify <job_id> [--base-url <url>] [--rpc <url>] [--output <file>]
                   [--escrow-tx <signature>] [--settlement-tx <signature>] [--program <id>]
+                  [--receipt <file>]
 
 Checks a job's charge on the chain: the program's escrow record, the lock (amount, tier, job id),
 the settlement's Ed25519 check of the worker's signature over the proof, the split between worker
@@ -25,6 +26,10 @@ Options:
   --settlement-tx <sig>    The settlement transaction (likewise)
   --program <id>           The escrow program's id on a cluster set up by 'svc chain init' (the id it
                            printed; default: the embedded chain's fixed id)
+  --receipt <file>         For a job kept in an escrow table: its receipt as JSON (table, slot,
+                           leaf_index, tree_size, path, prompt_tokens, completion_tokens,
+                           proof_hash, and optionally escrow_tx, settlement_tx): its leaf must lead
+                           up its path to the root the worker signed for the settlement
   -h, --help               Show this help
 
 Exit status: 0 every check passed, 1 a check failed, 2 the receipt could not be checked.`;
@@ -45,6 +50,7 @@ function parse(argv: string[]) {
         "escrow-tx": { type: "string" },
         "settlement-tx": { type: "string" },
         program: { type: "string", default: ESCROW_PROGRAM },
+        receipt: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
       allowPositionals: true,
@@ -70,6 +76,47 @@ async function claimsOf(baseUrl: string, jobId: string, apiKey: string): Promise
   };
 }
 
+/** A table job's receipt from its JSON (the field names of the API); throws naming what is wrong. */
+export function parseReceipt(text: string): TableReceipt {
+  const r = JSON.parse(text) as Record<string, unknown>;
+  const int = (key: string, max: number) => {
+    const v = r[key];
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > max) throw new TypeError(`receipt.${key} must be an integer from 0 to ${max}`);
+    return v;
+  };
+  const hex = /^[0-9a-f]{64}$/;
+  if (!Array.isArray(r.path) || !r.path.every((p) => typeof p === "string" && hex.test(p))) throw new TypeError("receipt.path must be a list of 32-byte hashes in hex");
+  if (typeof r.proof_hash !== "string" || !/^sha256:[0-9a-f]{64}$/.test(r.proof_hash)) throw new TypeError("receipt.proof_hash must be sha256:<64 hex>");
+  const optional = (key: string) => (typeof r[key] === "string" ? { [key === "escrow_tx" ? "escrowTx" : "settlementTx"]: r[key] as string } : {});
+  return {
+    table: toAddress(String(r.table)),
+    slot: int("slot", 254),
+    leafIndex: int("leaf_index", 254),
+    treeSize: int("tree_size", 255),
+    path: (r.path as string[]).map((p) => new Uint8Array(Buffer.from(p, "hex"))),
+    promptTokens: int("prompt_tokens", 2 ** 32 - 1),
+    completionTokens: int("completion_tokens", 2 ** 32 - 1),
+    proofHash: r.proof_hash,
+    ...optional("escrow_tx"),
+    ...optional("settlement_tx"),
+  };
+}
+
+/** The report and how many checks failed, for a job of a table or one escrowed on its own. */
+async function checkJob(values: ReturnType<typeof parse>["values"], jobId: string, claims: ServiceClaims | undefined, outputText: string | undefined) {
+  const reader = new ChargeReader(values.rpc!, toAddress(values.program!));
+  const options = { ...(claims ? { claims } : {}), ...(outputText !== undefined ? { outputText } : {}) };
+  if (values.receipt !== undefined) {
+    const receipt = parseReceipt(await readFile(values.receipt, "utf8"));
+    const facts = await readTableCharge(reader, jobId, receipt);
+    const checks = checkTableCharge(facts, receipt, options);
+    return { report: formatTableReceipt(facts, receipt, checks), failed: checks.filter((c) => !c.ok).length };
+  }
+  const facts = await reader.read(jobId, { lock: values["escrow-tx"], settlement: values["settlement-tx"] });
+  const checks = checkCharge(facts, options);
+  return { report: formatReceipt(facts, checks), failed: checks.filter((c) => !c.ok).length };
+}
+
 export async function runVerify(argv: string[]): Promise<void> {
   const { values, positionals } = parse(argv);
   if (values.help) return void console.log(HELP);
@@ -81,10 +128,7 @@ export async function runVerify(argv: string[]): Promise<void> {
   try {
     const claims = apiKey ? await claimsOf(values["base-url"]!, jobId!, apiKey) : undefined;
     const outputText = values.output === undefined ? undefined : await readFile(values.output, "utf8");
-    const facts = await new ChargeReader(values.rpc!, toAddress(values.program!)).read(jobId!, { lock: values["escrow-tx"], settlement: values["settlement-tx"] });
-    const checks = checkCharge(facts, { ...(claims ? { claims } : {}), ...(outputText !== undefined ? { outputText } : {}) });
-    report = formatReceipt(facts, checks);
-    failed = checks.filter((c) => !c.ok).length;
+    ({ report, failed } = await checkJob(values, jobId!, claims, outputText));
   } catch (error) {
     console.error(`svc verify: could not check ${jobId}: ${(error as Error).message} (chain: ${values.rpc}${apiKey ? `, API: ${values["base-url"]}` : ""})`);
     process.exit(2);

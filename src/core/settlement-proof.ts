@@ -124,3 +124,15 @@ export function settlementMessageOf(table: Uint8Array, jobs: readonly (Settlemen
   const root = merkleRoot(jobs.map((job) => leafHash(leafBytes(job))));
   return settlementMessage(table, root, jobs.map(({ slot, charge }) => ({ slot, charge })));
 }
+
+/** A settlement message read back: its table, root and entries; null when `bytes` is not one. */
+export function parseSettlementMessage(bytes: Uint8Array): { table: Uint8Array; root: Uint8Array; entries: SettlementEntry[] } | null {
+  const domain = new TextEncoder().encode(SETTLEMENT_DOMAIN);
+  const head = domain.length + 64;
+  if (bytes.length < head + 1 || !Buffer.from(bytes.subarray(0, domain.length)).equals(domain)) return null;
+  const count = bytes[head]!;
+  if (count === 0 || bytes.length !== head + 1 + count * ENTRY_SIZE) return null;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const entries = Array.from({ length: count }, (_, i) => ({ slot: bytes[head + 1 + i * ENTRY_SIZE]!, charge: view.getBigUint64(head + 2 + i * ENTRY_SIZE, true) }));
+  return { table: bytes.slice(domain.length, domain.length + 32), root: bytes.slice(domain.length + 32, head), entries };
+}
