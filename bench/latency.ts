@@ -5,7 +5,8 @@
  *
  * The requests are sent and timed from a child process, a caller with its own event loop and CPU
  * time: the gateway answers before its settlement confirms, and a caller on the gateway's own
- * thread would read its answer only after the work that follows it.
+ * thread would read its answer only after the work that follows it. They follow each other back
+ * to back unless a target asks to be waited for (`idle`).
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -18,9 +19,12 @@ export interface Target {
   /**
    * Resolves once the target has finished what a request left running (the gateway answers before
    * its settlement confirms); awaited, untimed, after each request, so each is timed on an idle
-   * service. Called on the main thread.
+   * service. Called on the main thread. Without it requests follow each other back to back, as a
+   * client sends them.
    */
   idle?: () => Promise<unknown>;
+  /** False: only whole JSON requests are timed (a target whose streams fail). */
+  streams?: boolean;
 }
 
 export interface Latencies {
@@ -58,12 +62,17 @@ async function timeFirstToken(target: Target): Promise<number> {
   return firstMs;
 }
 
-type FromClient = { type: "idle"; which: number } | { type: "done"; results: [Latencies, Latencies] };
+type FromClient = { type: "idle"; which: number } | { type: "done"; results: Latencies[] };
 
 /** `count` requests of each kind to each target, after a few unmeasured ones, sent from a child process. */
-export function measureLatency(upstream: Target, gateway: Target, count = 100): Promise<[Latencies, Latencies]> {
-  const targets = [upstream, gateway];
-  const plain = targets.map(({ idle: _, ...target }) => target);
+export async function measureLatency(upstream: Target, gateway: Target, count = 100): Promise<[Latencies, Latencies]> {
+  const [direct, through] = await measureLatencies([upstream, gateway], count);
+  return [direct!, through!];
+}
+
+/** `measureLatency` for any number of targets, alternated request by request. */
+export function measureLatencies(targets: readonly Target[], count = 100): Promise<Latencies[]> {
+  const plain = targets.map(({ idle, ...target }) => ({ ...target, waits: idle !== undefined }));
   const client = fork(fileURLToPath(import.meta.url), [], {
     execArgv: ["--import", "tsx"],
     env: { ...process.env, LATENCY_CLIENT: JSON.stringify({ targets: plain, count }) },
@@ -82,34 +91,33 @@ export function measureLatency(upstream: Target, gateway: Target, count = 100): 
   });
 }
 
-/** The child's side: the requests, each followed by a wait (untimed) for its target to be idle. */
-async function runClient(targets: Target[], count: number): Promise<void> {
+/** The child's side: the requests, each followed by a wait (untimed) for its target to be idle when it asks for one. */
+async function runClient(targets: (Target & { waits: boolean })[], count: number): Promise<void> {
   const tell = (message: FromClient) => process.send!(message);
   const idle = (which: number) =>
-    new Promise<void>((resolve) => {
-      process.once("message", () => resolve());
-      tell({ type: "idle", which });
-    });
-  const results: [Latencies, Latencies] = [
-    { jsonMs: [], firstTokenMs: [] },
-    { jsonMs: [], firstTokenMs: [] },
-  ];
+    targets[which]!.waits
+      ? new Promise<void>((resolve) => {
+          process.once("message", () => resolve());
+          tell({ type: "idle", which });
+        })
+      : Promise.resolve();
+  const results: Latencies[] = targets.map(() => ({ jsonMs: [], firstTokenMs: [] }));
   for (let i = -5; i < count; i++) {
     for (const [which, target] of targets.entries()) {
       const json = await timeJson(target);
       await idle(which);
-      const firstToken = await timeFirstToken(target);
-      await idle(which);
+      const firstToken = target.streams === false ? undefined : await timeFirstToken(target);
+      if (firstToken !== undefined) await idle(which);
       if (i < 0) continue;
       results[which]!.jsonMs.push(json);
-      results[which]!.firstTokenMs.push(firstToken);
+      if (firstToken !== undefined) results[which]!.firstTokenMs.push(firstToken);
     }
   }
   tell({ type: "done", results });
 }
 
 if (process.env.LATENCY_CLIENT && process.send) {
-  const { targets, count } = JSON.parse(process.env.LATENCY_CLIENT) as { targets: Target[]; count: number };
+  const { targets, count } = JSON.parse(process.env.LATENCY_CLIENT) as { targets: (Target & { waits: boolean })[]; count: number };
   await runClient(targets, count);
 }
 
