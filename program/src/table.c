@@ -30,6 +30,13 @@ static u64 load_table(const Input *in, const AccountInfo *a, Table **out) {
   return E_OK;
 }
 
+/* The config (account 0), the service authority signing (account 1) and its table (account 2). */
+static u64 authority_table(const Input *in, const Config **c, Table **t) {
+  TRY(load_config(in, &in->accounts[0], c));
+  TRY(service_authority(*c, &in->accounts[1]));
+  return load_table(in, &in->accounts[2], t);
+}
+
 static void close_slot(Table *t, Slot *s, u8 status, i64 now) {
   s->status = status;
   u64 after = now > t->opened_at ? (u64)(now - t->opened_at) : 0;
@@ -186,9 +193,7 @@ static u64 settle_batch(const Input *in) {
   const AccountInfo *a = in->accounts;
   const Config *c;
   Table *t;
-  TRY(load_config(in, &a[0], &c));
-  TRY(service_authority(c, &a[1]));
-  TRY(load_table(in, &a[2], &t));
+  TRY(authority_table(in, &c, &t));
   TRY(writable(&a[3]));
   TRY(writable(&a[4]));
   TRY(writable(&a[5]));
@@ -253,9 +258,7 @@ static u64 close_table(const Input *in) {
   const AccountInfo *a = in->accounts;
   const Config *c;
   Table *t;
-  TRY(load_config(in, &a[0], &c));
-  TRY(service_authority(c, &a[1]));
-  TRY(load_table(in, &a[2], &t));
+  TRY(authority_table(in, &c, &t));
   TRY(writable(&a[3]));
   if (key_equal(a[2].key, a[3].key)) return E_WRONG_ADDRESS;
   if (t->open != 0) return E_WRONG_STATUS;

@@ -80,9 +80,7 @@ static u64 resolve_slot(const Input *in) {
   Table *t;
   Slot *s;
   Dispute *d;
-  TRY(load_config(in, &a[0], &c));
-  TRY(service_authority(c, &a[1]));
-  TRY(load_table(in, &a[2], &t));
+  TRY(authority_table(in, &c, &t));
   TRY(open_slot_dispute(in, t, &s, &d));
   u8 outcome = in->data[2];
   if (outcome != OUTCOME_UPHELD && outcome != OUTCOME_REJECTED && outcome != OUTCOME_INCONCLUSIVE) return E_INVALID_INSTRUCTION;

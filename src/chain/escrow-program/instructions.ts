@@ -211,10 +211,18 @@ export function settle(a: {
 }): Instruction {
   if (a.proofHash.length !== 32) throw new TypeError("a proof hash is 32 bytes");
   const data = new Data(Op.settle).u64(a.charge).bytes(addressBytes(a.worker)).bytes(a.proofHash).done();
-  return ix([
+  return ix(settlementAccounts(escrowAddress(a.jobId, a.program).address, a), data, a.program);
+}
+
+/** What `settle` and `settle_batch` pay from and to: the job's escrow record or its table first. */
+function settlementAccounts(
+  record: Address,
+  a: { serviceAuthority: Address; wallet: Address; worker: Address; workerTokenAccount: Address; treasury: Address; program?: Address },
+): [Address, AccountRole][] {
+  return [
     [configAddress(a.program).address, READONLY],
     [a.serviceAuthority, READONLY_SIGNER],
-    [escrowAddress(a.jobId, a.program).address, WRITABLE],
+    [record, WRITABLE],
     [escrowPoolAddress(a.program).address, WRITABLE],
     [vaultAddress(a.wallet, a.program).address, WRITABLE],
     [a.workerTokenAccount, WRITABLE],
@@ -223,7 +231,7 @@ export function settle(a: {
     [vaultAuthorityAddress(a.program).address, READONLY],
     [INSTRUCTIONS_SYSVAR, READONLY],
     [TOKEN_PROGRAM, READONLY],
-  ], data, a.program);
+  ];
 }
 
 /**
@@ -403,19 +411,7 @@ export function settleBatch(a: {
   program?: Address;
 }): Instruction {
   const data = new Data(Op.settleBatch).bytes(addressBytes(a.worker)).done();
-  return ix([
-    [configAddress(a.program).address, READONLY],
-    [a.serviceAuthority, READONLY_SIGNER],
-    [tableAddress(a.wallet, a.tableId, a.program).address, WRITABLE],
-    [escrowPoolAddress(a.program).address, WRITABLE],
-    [vaultAddress(a.wallet, a.program).address, WRITABLE],
-    [a.workerTokenAccount, WRITABLE],
-    [a.treasury, WRITABLE],
-    [stakeAddress(a.worker, a.program).address, READONLY],
-    [vaultAuthorityAddress(a.program).address, READONLY],
-    [INSTRUCTIONS_SYSVAR, READONLY],
-    [TOKEN_PROGRAM, READONLY],
-  ], data, a.program);
+  return ix(settlementAccounts(tableAddress(a.wallet, a.tableId, a.program).address, a), data, a.program);
 }
 
 /**
