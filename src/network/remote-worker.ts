@@ -3,8 +3,9 @@
  * The gateway feeds it the worker's messages; it turns them back into the WorkerHandle calls.
  *
  * When the connection dies, every job in flight on it throws and every pending token count (or
- * settlement signature) rejects: the job service then fails the job and charges nothing. A job whose caller left is
- * cancelled on the worker, which answers with the proof of the output it sent up to the stop.
+ * settlement signature) rejects: the job service then fails the job and charges nothing. A job
+ * whose caller left is cancelled on the worker, which answers with the proof of the output it sent
+ * up to the stop.
  */
 import { ApiError, Channel } from "../core/index.ts";
 import type { ChatMessage } from "../inference/index.ts";
