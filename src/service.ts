@@ -6,6 +6,7 @@
 import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
+import { createServiceMetrics, startMetricsServer, type MetricsServer } from "./metrics/index.ts";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS, ApiKeyCache } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
@@ -118,6 +119,8 @@ export interface ServiceOptions {
   disputes?: { windowMs?: number; arbitrationWindowMs?: number; arbitrationRetryMs?: number; slashShareBps?: bigint; auditShare?: number; provenAuditShare?: number };
   /** The escrow program's rules when the chain is new (tests shorten its job timeout). */
   escrowRules?: OpenChainOptions["escrowRules"];
+  /** Serve Prometheus metrics on a port of its own (default host 127.0.0.1; port 0 picks one); none without it. */
+  metrics?: { port: number; host?: string };
 }
 
 export interface Service {
@@ -144,6 +147,8 @@ export interface Service {
   webhooks: Webhooks;
   /** The background loop that delivers webhook events. */
   delivery: DeliveryLoop;
+  /** Where `GET /metrics` is served, when ServiceOptions.metrics asked for it. */
+  metrics?: MetricsServer;
   /** `svc dev`: let the web app sign in as this wallet with no extension. */
   enableDevSignIn(wallet: Signer): void;
   /** Stops in order; `onStep` hears each step before it starts, for a console to say what is happening. */
@@ -179,6 +184,7 @@ async function closeInOrder(
     lease: NodeLease;
     bridge?: NodeBridge;
     bus?: Bus;
+    metrics?: MetricsServer;
   },
   onStep: (step: string, fields?: Record<string, unknown>) => void,
 ): Promise<void> {
@@ -202,10 +208,38 @@ async function closeInOrder(
   await parts.vocabularies.close();
   // Anything still open is left to a surviving node, or to this node's next start.
   await parts.lease.release();
+  await parts.metrics?.close();
   onStep(parts.bus ? "closing the bus, the chain and the database" : "closing the chain and the database");
   await parts.bus?.close();
   await parts.chain.close();
   await parts.db.close();
+}
+
+/** The API's context: the parts it calls, and the limits the options set. */
+function apiContext(
+  options: ServiceOptions,
+  parts: Pick<HttpContext, "ports" | "jobs" | "pool" | "catalog" | "logger" | "readiness"> & { answered: HttpContext["answered"] },
+): HttpContext {
+  const { answered, ...rest } = parts;
+  return {
+    ...rest,
+    appUrl: options.appUrl ?? "",
+    ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...(options.refusalLimit !== undefined ? { refusalLimit: options.refusalLimit } : {}),
+    ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+    ...(answered ? { answered } : {}),
+  };
+}
+
+/** Metrics, when ServiceOptions.metrics asks for them: counted from the start, served once the API listens. */
+function serviceMetrics(options: ServiceOptions, db: Db, pool: WorkerPool): { answered?: HttpContext["answered"]; serve(): Promise<MetricsServer | undefined> } {
+  const metrics = options.metrics ? createServiceMetrics({ db, pool }) : undefined;
+  const where = options.metrics;
+  return {
+    ...(metrics ? { answered: metrics.answered } : {}),
+    serve: async () => (metrics && where ? startMetricsServer({ registry: metrics.registry, ...where }) : undefined),
+  };
 }
 
 /** The worker protocol's endpoint, with the service's limits and a registration event per worker. */
@@ -369,22 +403,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     await arbitration.resumeOpen();
     disputes.start();
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
-
     const host = options.host ?? "127.0.0.1";
+    const metrics = serviceMetrics(options, db, pool);
     const ports = httpPorts({ db, apiKeys: await ApiKeyCache.open(db), jobs, disputes, catalog, webhooks });
-    const ctx: HttpContext = {
-      ports,
-      jobs,
-      pool,
-      catalog,
-      logger,
-      readiness: readinessProbes(db, chain, pool, bus),
-      appUrl: options.appUrl ?? "",
-      ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
-      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-      ...(options.refusalLimit !== undefined ? { refusalLimit: options.refusalLimit } : {}),
-      ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
-    };
+    const ctx = apiContext(options, { ports, jobs, pool, catalog, logger, readiness: readinessProbes(db, chain, pool, bus), answered: metrics.answered });
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const web: WebOptions = { ...options.web };
     const money = moneyPages(payments, chain, web, ctx);
@@ -398,6 +420,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     // In development the web app (and its error docs) share the gateway's origin.
     if (!options.appUrl) ctx.appUrl = `http://${host}:${port}`;
     const delivery = startWebhookDelivery(webhooks);
+    const metricsServer = await metrics.serve();
     return {
       nodeId,
       baseUrl: `http://${host}:${port}/v1`,
@@ -414,10 +437,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       deposits,
       webhooks,
       delivery,
+      ...(metricsServer ? { metrics: metricsServer } : {}),
       enableDevSignIn: (wallet) => {
         web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus, metrics: metricsServer }, onStep),
     };
   } catch (error) {
     await chain.close().catch(() => undefined);

@@ -44,6 +44,7 @@ Options:
   --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)
   --rate-limit <r:b>  Requests a second and burst each client IP may send, e.g. 500:1000, or off
                       (default 50:100; SVC_RATE_LIMIT sets it too). 429 rate_limited above it
+  --metrics-port <n>  Serve Prometheus metrics at http://<host>:<n>/metrics (default: none served)
   --seed-workers <a,b>
                       Addresses of more workers of your own, comma-separated, vouched for like the
                       built-in one: sold at once, no probation (SVC_SEED_WORKERS sets it too)
@@ -72,6 +73,8 @@ interface DevOptions {
   rateLimit: RateLimitOptions | false | undefined;
   /** More workers of the developer's own, vouched for beside the built-in one. */
   seedPool: string[];
+  /** Undefined: no metrics served. */
+  metricsPort: number | undefined;
 }
 
 export async function runDev(argv: string[]): Promise<void> {
@@ -100,6 +103,7 @@ export async function runDev(argv: string[]): Promise<void> {
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...options.shared,
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
+    ...(options.metricsPort !== undefined ? { metrics: { port: options.metricsPort, host: options.host } } : {}),
   });
   // A cluster has its own RPC; the embedded chain is served here.
   const { chainUrl } = options.shared;
@@ -157,6 +161,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
       "rpc-port": { type: "string" },
       "rate-limit": { type: "string" },
       "seed-workers": { type: "string" },
+      "metrics-port": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -184,6 +189,7 @@ function parseDevArgs(argv: string[]): DevOptions | undefined {
     logFormat,
     rateLimit,
     seedPool: valueOf(seedPoolOption(values["seed-workers"])),
+    metricsPort: values["metrics-port"] === undefined ? undefined : valueOf(portOption("--metrics-port", values["metrics-port"])),
   };
 }
 
@@ -228,6 +234,7 @@ function printBanner(service: Service, model: CatalogModel, wallet: DevWallet, r
     `Model: ${model.id}${model.id === WIRING_MODEL.id ? " (wiring model for development, not a language model)" : ""}`,
     `Dev wallet: ${wallet.address}`,
     `Solana RPC: ${rpcUrl}`,
+    ...(service.metrics ? [`Metrics: ${service.metrics.url}`] : []),
     `Credits: ${wallet.creditsAvailable}${fundingNote(wallet)}`,
   ];
   if (wallet.apiKey) {

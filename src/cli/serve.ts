@@ -44,6 +44,9 @@ Options (each also read from the environment variable named after it):
   --trust-proxy <a,b> Addresses or CIDR ranges of the proxies in front of this gateway, comma-
                       separated (SVC_TRUST_PROXY): their X-Forwarded-For names the client, whom the
                       per-IP limits then count; without it every client behind a proxy shares one
+  --metrics-port <n>  Serve Prometheus metrics at http://<metrics host>:<n>/metrics, a port of their
+                      own (SVC_METRICS_PORT; default: none served; docs/deploy.md lists them)
+  --metrics-host <a>  Address the metrics port listens on (SVC_METRICS_HOST; default 127.0.0.1)
   --seed-workers <a,b>
                       Addresses of the operator's own workers, comma-separated (SVC_SEED_WORKERS):
                       their outputs outweigh any stake when workers disagree (docs/workers.md)
@@ -63,6 +66,7 @@ interface ServeOptions {
   trustProxy: string[];
   seedPool: string[];
   logFormat: LogFormat;
+  metrics: { port: number; host: string } | undefined;
 }
 
 export async function runServe(argv: string[]): Promise<void> {
@@ -81,6 +85,7 @@ export async function runServe(argv: string[]): Promise<void> {
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     trustProxy: options.trustProxy,
     seedPool: options.seedPool,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   const { chainUrl } = options.shared;
   const chainRpc = options.rpcPort === "off" || chainUrl
@@ -93,6 +98,7 @@ export async function runServe(argv: string[]): Promise<void> {
       `Node: ${service.nodeId}`,
       `App: ${service.origin}/`,
       ...(chainRpc || chainUrl ? [`Solana RPC: ${chainRpc?.url ?? chainUrl}`] : []),
+      ...(service.metrics ? [`Metrics: ${service.metrics.url}`] : []),
       `Workers join with: svc worker --gateway ${service.origin} --keypair <file.json> --model <catalog-id>=<engine>`,
       "",
     ].join("\n"),
@@ -128,6 +134,8 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
         "rate-limit": { type: "string" },
         "trust-proxy": { type: "string", default: env.SVC_TRUST_PROXY ?? "" },
         "seed-workers": { type: "string" },
+        "metrics-port": { type: "string", ...(env.SVC_METRICS_PORT ? { default: env.SVC_METRICS_PORT } : {}) },
+        "metrics-host": { type: "string", default: env.SVC_METRICS_HOST ?? "127.0.0.1" },
         "log-format": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
@@ -153,6 +161,7 @@ function parseServeArgs(argv: string[]): ServeOptions | undefined {
     trustProxy: values["trust-proxy"]!.split(",").map((a) => a.trim()).filter((a) => a !== ""),
     seedPool: valueOf(seedPoolOption(values["seed-workers"])),
     logFormat: valueOf(logFormatOption(values["log-format"])),
+    metrics: values["metrics-port"] === undefined ? undefined : { port: valueOf(portOption("--metrics-port", values["metrics-port"])), host: values["metrics-host"]! },
   };
 }
 

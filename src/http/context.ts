@@ -8,6 +8,7 @@ import type { AccountRoutesOptions } from "./routes/account.ts";
 import type { DisputeRoutesOptions } from "./routes/disputes.ts";
 import type { JobRoutesOptions } from "./routes/jobs.ts";
 import type { WebhookRoutesOptions } from "./routes/webhooks.ts";
+import type { Answered } from "./request-log.ts";
 
 /** Who sent a request, as its API key says. */
 export interface KeyOwner {
@@ -56,6 +57,8 @@ export interface HttpContext {
   requestTimeoutMs?: number;
   /** What GET /readyz checks. */
   readiness: ReadinessProbes;
+  /** Told of every answered request (the metrics' counts and times). */
+  answered?: (a: Answered) => void;
 }
 
 declare module "fastify" {

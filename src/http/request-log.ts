@@ -28,19 +28,33 @@ declare module "fastify" {
   }
 }
 
+/** An answered request as metrics count it: the route's pattern (never its ids), the method, the status (0: nothing was answered), its time. */
+export interface Answered {
+  route: string;
+  method: string;
+  status: number;
+  ms: number;
+}
+
 /**
  * Logged when the response closes rather than from Fastify's onResponse hook, which a streamed
- * (hijacked) reply never reaches, and which also misses a client that hung up.
+ * (hijacked) reply never reaches, and which also misses a client that hung up. `answered` hears
+ * the same moment (the metrics' request counts and times).
  */
-export function logWhenClosed(logger: Logger, request: FastifyRequest, reply: FastifyReply): void {
+export function logWhenClosed(logger: Logger, request: FastifyRequest, reply: FastifyReply, answered?: (a: Answered) => void): void {
   const startedAt = performance.now();
   reply.raw.once("close", () => {
-    const ms = Math.round(performance.now() - startedAt);
+    const ms = performance.now() - startedAt;
+    const done = () => {
+      logLine(logger, request, reply, Math.round(ms));
+      const res = reply.raw;
+      answered?.({ route: request.routeOptions.url ?? "unmatched", method: request.method, status: res.headersSent ? res.statusCode : 0, ms });
+    };
     const handled = request.completion?.handled;
-    if (handled === undefined || reply.raw.writableFinished) return logLine(logger, request, reply, ms);
+    if (handled === undefined || reply.raw.writableFinished) return done();
     // A turn later: a route that failed is answered by the error handler after its promise settles.
-    const log = () => setImmediate(() => logLine(logger, request, reply, ms));
-    handled.then(log, log);
+    const later = () => setImmediate(done);
+    handled.then(later, later);
   });
 }
 

@@ -178,7 +178,7 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
 
   app.addHook("onRequest", async (request, reply) => {
     setEdgeHeaders(request, reply);
-    logWhenClosed(ctx.logger, request, reply);
+    logWhenClosed(ctx.logger, request, reply, ctx.answered);
   });
   installRateLimits(app, ctx);
 

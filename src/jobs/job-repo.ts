@@ -329,6 +329,20 @@ export async function jobsWithStatus(db: Db, statuses: readonly JobStatus[]): Pr
   return rows.map(fromRow);
 }
 
+/**
+ * The jobs not yet ended, by status, and when the oldest of them was created: the settlement
+ * backlog, read through the unfinished queue so its cost follows the backlog, not the table.
+ */
+export async function unfinishedJobCounts(db: Db): Promise<{ byStatus: Record<string, number>; oldestCreatedAt: Date | null }> {
+  const rows = await db.query<{ status: string; n: number; oldest: Date }>(
+    `SELECT status, count(*)::int AS n, min(created_at) AS oldest FROM jobs
+      WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'unfinished')) AND status = ANY($1::text[]) GROUP BY status`,
+    [[...UNFINISHED_STATUSES]],
+  );
+  const oldest = rows.map((r) => new Date(r.oldest).getTime());
+  return { byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])), oldestCreatedAt: oldest.length > 0 ? new Date(Math.min(...oldest)) : null };
+}
+
 /** The ids of every job not yet ended, for the checks a start makes before anything runs. */
 export async function unfinishedJobIds(db: Db): Promise<string[]> {
   return (await unfinishedJobs(db)).map((job) => job.id);

@@ -94,7 +94,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["network", "verify", "wallets"],
   ["jobs", "worker"],
   ["http"],
-  ["web"],
+  ["web", "metrics"],
   ["cli"],
 ];
 
