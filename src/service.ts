@@ -233,9 +233,10 @@ function apiContext(
 }
 
 /** Metrics, when ServiceOptions.metrics asks for them: counted from the start, served once the API listens. */
-function serviceMetrics(options: ServiceOptions, db: Db, pool: WorkerPool): { answered?: HttpContext["answered"]; serve(): Promise<MetricsServer | undefined> } {
+function serviceMetrics(options: ServiceOptions, db: Db, pool: WorkerPool, journal: ChainJournal): { answered?: HttpContext["answered"]; serve(): Promise<MetricsServer | undefined> } {
   const metrics = options.metrics ? createServiceMetrics({ db, pool }) : undefined;
   const where = options.metrics;
+  if (metrics) journal.onSent = metrics.chainSent;
   return {
     ...(metrics ? { answered: metrics.answered } : {}),
     serve: async () => (metrics && where ? startMetricsServer({ registry: metrics.registry, ...where }) : undefined),
@@ -404,7 +405,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     disputes.start();
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
     const host = options.host ?? "127.0.0.1";
-    const metrics = serviceMetrics(options, db, pool);
+    const metrics = serviceMetrics(options, db, pool, journal);
     const ports = httpPorts({ db, apiKeys: await ApiKeyCache.open(db), jobs, disputes, catalog, webhooks });
     const ctx = apiContext(options, { ports, jobs, pool, catalog, logger, readiness: readinessProbes(db, chain, pool, bus), answered: metrics.answered });
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).

@@ -22,7 +22,7 @@ export { openLiteSvmBackend } from "./litesvm-open.ts";
 export { DEFAULT_RPC_LIMITS, DEFAULT_RPC_PORT, startChainRpc, startChainRpcThread } from "./rpc/index.ts";
 export type { ChainRpcOptions, ChainRpcServer } from "./rpc/index.ts";
 export { ChainJournal, ChainRejectedError } from "./journal.ts";
-export type { ActionOwner, ActionOwnerNode, ActionState, ChainAction, SentAction } from "./journal.ts";
+export type { ActionOwner, ActionOwnerNode, ActionState, ChainAction, SendOutcome, SentAction } from "./journal.ts";
 export { CHAIN_MIGRATIONS } from "./schema.ts";
 export { StakeClient, formatNative, nativeUnits } from "./stake-client.ts";
 export type { StakeStatus } from "./stake-client.ts";

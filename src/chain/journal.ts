@@ -131,7 +131,12 @@ interface OpenRow {
   wire: Uint8Array;
 }
 
+/** How one send of an action ended: on the chain, executed and refused, or unable to land (its blockhash expired). */
+export type SendOutcome = "landed" | "refused" | "not_landed";
+
 export class ChainJournal {
+  /** Told how each send of this process ended, by the action's kind (the metrics' counts). */
+  onSent: ((kind: string, outcome: SendOutcome) => void) | undefined;
   private readonly owners = new Map<string, ActionOwner>();
   /** Actions (actionKey) a `send` in this process is waiting on. */
   private readonly sending = new Set<string>();
@@ -219,9 +224,12 @@ export class ChainJournal {
    */
   private async sendOnce(action: ChainAction): Promise<{ slot: number } | { fresh: ChainAction | undefined; error: unknown; alone?: boolean }> {
     try {
-      return { slot: (await this.sendWire(action)).slot };
+      const { slot } = await this.sendWire(action);
+      this.onSent?.(action.kind, "landed");
+      return { slot };
     } catch (error) {
       if (!this.chain.isRejection(error)) throw error;
+      this.onSent?.(action.kind, error.details.landed ? "refused" : "not_landed");
       if (error.details.landed) {
         if (action.shared === true && this.ownerOf(action).alone) return { fresh: await this.replaceAlone(action, error.details.err), error, alone: true };
         await this.rejected(action, error.details.err);

@@ -20,6 +20,8 @@ export interface ServiceMetrics {
   registry: Registry;
   /** Counts one answered request (the HTTP server calls it when the response closes). */
   answered(a: Answered): void;
+  /** Counts one send of a chain action by how it ended (the chain journal calls it). */
+  chainSent(kind: string, outcome: string): void;
 }
 
 /** Request times from a cache hit to a long stream; the gateway's own share is a few ms. */
@@ -30,6 +32,7 @@ export function createServiceMetrics(sources: MetricsSources): ServiceMetrics {
   collectDefaultMetrics({ register: registry });
   const requests = new Counter({ name: "svc_http_requests_total", help: "Requests answered by the API and the app, by route pattern, method and status (0: the caller left before any answer).", labelNames: ["route", "method", "status"], registers: [registry] });
   const durations = new Histogram({ name: "svc_http_request_duration_seconds", help: "Time from a request's arrival to its response's end (a stream's last byte), by route pattern and status.", labelNames: ["route", "status"], buckets: SECONDS_BUCKETS, registers: [registry] });
+  const chainSends = new Counter({ name: "svc_chain_sends_total", help: "Sends of chain actions by this process (a job's escrow lock, settlement or refund, a deposit...; several may share one transaction), by kind and how each ended: landed, refused (executed and refused), not_landed (its blockhash expired).", labelNames: ["kind", "outcome"], registers: [registry] });
   jobGauges(registry, sources.db);
   workerGauge(registry, sources.pool);
   return {
@@ -39,6 +42,7 @@ export function createServiceMetrics(sources: MetricsSources): ServiceMetrics {
       requests.inc({ route: a.route, method: a.method, status });
       durations.observe({ route: a.route, status }, a.ms / 1000);
     },
+    chainSent: (kind, outcome) => chainSends.inc({ kind, outcome }),
   };
 }
 

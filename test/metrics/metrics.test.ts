@@ -1,8 +1,9 @@
 /**
  * GET /metrics on its own port, scraped before and after paid requests made with the `openai` SDK
  * on a real gateway on loopback: the request counter and the time histogram move by exactly those
- * requests, the backlog gauges read the unfinished jobs, the workers are counted by model and
- * standing, and no label carries a wallet, a key or a job id.
+ * requests, as do the chain sends of their locks and settlements, the backlog gauges read the
+ * unfinished jobs, the workers are counted by model and standing, and no label carries a wallet,
+ * a key or a job id.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -47,6 +48,9 @@ test("three paid completions move the request counter and the time histogram by 
   assert.equal(sample(after, "svc_http_requests_total", COMPLETIONS) - sample(before, "svc_http_requests_total", COMPLETIONS), 3);
   const count = (text: string) => sample(text, "svc_http_request_duration_seconds_count", { route: COMPLETIONS.route, status: "200" });
   assert.equal(count(after) - count(before), 3);
+  const sends = (text: string, kind: string) => sample(text, "svc_chain_sends_total", { kind, outcome: "landed" });
+  assert.equal(sends(after, "settlement") - sends(before, "settlement"), 3, "one settlement sent and landed a job");
+  assert.equal(sends(after, "escrow") - sends(before, "escrow"), 3, "one escrow lock a job (several may share a transaction)");
   assert.equal(sample(after, "svc_jobs_unfinished", { status: "settling" }), 0, "every job settled");
   assert.equal(sample(after, "svc_jobs_unfinished_oldest_age_seconds"), 0);
   assert.equal(sample(after, "svc_workers", { model: MODEL, standing: "good" }), 1);
