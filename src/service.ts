@@ -6,7 +6,7 @@
 import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
-import { createServiceMetrics, startMetricsServer, type MetricsServer } from "./metrics/index.ts";
+import { createServiceMetrics, startMetricsServer, type MetricsServer, type ServiceMetrics } from "./metrics/index.ts";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS, ApiKeyCache } from "./accounts/index.ts";
 import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
@@ -233,12 +233,17 @@ function apiContext(
 }
 
 /** Metrics, when ServiceOptions.metrics asks for them: counted from the start, served once the API listens. */
-function serviceMetrics(options: ServiceOptions, db: Db, pool: WorkerPool, journal: ChainJournal): { answered?: HttpContext["answered"]; serve(): Promise<MetricsServer | undefined> } {
+function serviceMetrics(
+  options: ServiceOptions,
+  db: Db,
+  pool: WorkerPool,
+  journal: ChainJournal,
+): { answered?: HttpContext["answered"]; webhookAttempt?: ServiceMetrics["webhookAttempt"]; serve(): Promise<MetricsServer | undefined> } {
   const metrics = options.metrics ? createServiceMetrics({ db, pool }) : undefined;
   const where = options.metrics;
   if (metrics) journal.onSent = metrics.chainSent;
   return {
-    ...(metrics ? { answered: metrics.answered } : {}),
+    ...(metrics ? { answered: metrics.answered, webhookAttempt: metrics.webhookAttempt } : {}),
     serve: async () => (metrics && where ? startMetricsServer({ registry: metrics.registry, ...where }) : undefined),
   };
 }
@@ -420,7 +425,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const port = typeof address === "object" && address ? address.port : options.port;
     // In development the web app (and its error docs) share the gateway's origin.
     if (!options.appUrl) ctx.appUrl = `http://${host}:${port}`;
-    const delivery = startWebhookDelivery(webhooks);
+    const delivery = startWebhookDelivery(webhooks, metrics.webhookAttempt);
     const metricsServer = await metrics.serve();
     return {
       nodeId,

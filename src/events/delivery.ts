@@ -33,7 +33,11 @@ export interface DeliveryLoopOptions {
   /** Webhooks attempted at once by this node. */
   concurrency: number;
   trustedCa: string[];
+  /** Told how each attempt ended: delivered, failed and to be retried, or failed for the last time. */
+  onAttempt?: (outcome: DeliveryOutcome) => void;
 }
+
+export type DeliveryOutcome = "delivered" | "retrying" | "failed";
 
 export interface DeliveryLoop {
   /** Stops taking deliveries, abandons the ones in flight (they will be sent again) and waits. */
@@ -204,10 +208,12 @@ class Deliverer {
     if (this.abort.signal.aborted) return;
     if (outcome.ok) {
       await markDelivered(this.db, head, token, outcome.statusCode);
+      this.options.onAttempt?.("delivered");
       return;
     }
     const attempt = claimed.attempts + 1;
     const status = await markFailed(this.db, head, token, { attempt, statusCode: outcome.statusCode, error: outcome.error, timeScale: this.options.timeScale });
+    if (status !== undefined) this.options.onAttempt?.(status === "failed" ? "failed" : "retrying");
     const level = status === "failed" ? "warn" : "info";
     this.logger[level]({ webhook: head.webhookId, event: head.eventId, attempt, error: outcome.error }, "webhook delivery failed");
   }

@@ -10,7 +10,7 @@
  */
 import type { Logger } from "../core/index.ts";
 import type { Db } from "../store/index.ts";
-import { startDeliveryLoop, type DeliveryLoop } from "./delivery.ts";
+import { startDeliveryLoop, type DeliveryLoop, type DeliveryOutcome } from "./delivery.ts";
 import { loadSecretKey, secretBox, type SecretBox } from "./secret-box.ts";
 import { systemResolver, type Resolver, type TargetPolicy } from "./target.ts";
 
@@ -59,8 +59,8 @@ export async function openWebhooks(input: WebhookOptions & { db: Db; logger: Log
   };
 }
 
-/** Starts this node's delivery loop; `stop()` before closing the database. */
-export function startWebhookDelivery(webhooks: Webhooks): DeliveryLoop {
+/** Starts this node's delivery loop; `stop()` before closing the database. `onAttempt` hears each attempt's outcome. */
+export function startWebhookDelivery(webhooks: Webhooks, onAttempt?: (outcome: DeliveryOutcome) => void): DeliveryLoop {
   const { options } = webhooks;
   const trustedCa = options.trustedCa === undefined ? [] : Array.isArray(options.trustedCa) ? options.trustedCa : [options.trustedCa];
   return startDeliveryLoop({
@@ -73,10 +73,11 @@ export function startWebhookDelivery(webhooks: Webhooks): DeliveryLoop {
     pollIntervalMs: options.pollIntervalMs ?? 1_000,
     concurrency: options.concurrency ?? 8,
     trustedCa,
+    ...(onAttempt ? { onAttempt } : {}),
   });
 }
 
-export type { DeliveryLoop } from "./delivery.ts";
+export type { DeliveryLoop, DeliveryOutcome } from "./delivery.ts";
 export { EVENTS_MIGRATIONS } from "./schema.ts";
 export { EVENT_NAMES, API_VERSION, isEventName, type EventName } from "./names.ts";
 export { RETRY_DELAYS_MS, MAX_ATTEMPTS } from "./delivery-queue.ts";

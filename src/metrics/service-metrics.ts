@@ -1,10 +1,12 @@
 /**
  * What an operator scrapes, in Prometheus' text format (prom-client): the API's requests by route,
  * method and status with their times, the jobs not yet ended by status and the age of the oldest
- * (the settlement backlog), the workers by model and standing, and Node's own health (event-loop
- * delay, heap, GC). Labels are of low cardinality by construction: a route is its pattern
+ * (the settlement backlog), the workers by model and standing, the chain journal's sends, webhook
+ * delivery attempts, whether the database answers, and Node's own health (event-loop delay, heap,
+ * GC). Labels are of low cardinality by construction: a route is its pattern
  * (`/v1/jobs/:id`), never a job id or a wallet.
  */
+import { performance } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Answered } from "../http/index.ts";
 import { unfinishedJobCounts, UNFINISHED_STATUSES } from "../jobs/index.ts";
@@ -22,6 +24,8 @@ export interface ServiceMetrics {
   answered(a: Answered): void;
   /** Counts one send of a chain action by how it ended (the chain journal calls it). */
   chainSent(kind: string, outcome: string): void;
+  /** Counts one webhook delivery attempt by how it ended (the delivery loop calls it). */
+  webhookAttempt(outcome: string): void;
 }
 
 /** Request times from a cache hit to a long stream; the gateway's own share is a few ms. */
@@ -33,8 +37,10 @@ export function createServiceMetrics(sources: MetricsSources): ServiceMetrics {
   const requests = new Counter({ name: "svc_http_requests_total", help: "Requests answered by the API and the app, by route pattern, method and status (0: the caller left before any answer).", labelNames: ["route", "method", "status"], registers: [registry] });
   const durations = new Histogram({ name: "svc_http_request_duration_seconds", help: "Time from a request's arrival to its response's end (a stream's last byte), by route pattern and status.", labelNames: ["route", "status"], buckets: SECONDS_BUCKETS, registers: [registry] });
   const chainSends = new Counter({ name: "svc_chain_sends_total", help: "Sends of chain actions by this process (a job's escrow lock, settlement or refund, a deposit...; several may share one transaction), by kind and how each ended: landed, refused (executed and refused), not_landed (its blockhash expired).", labelNames: ["kind", "outcome"], registers: [registry] });
+  const webhookAttempts = new Counter({ name: "svc_webhook_deliveries_total", help: "Webhook delivery attempts by this node, by how each ended: delivered, retrying (failed, to be tried again), failed (the last attempt failed).", labelNames: ["outcome"], registers: [registry] });
   jobGauges(registry, sources.db);
   workerGauge(registry, sources.pool);
+  databaseGauge(registry, sources.db);
   return {
     registry,
     answered(a) {
@@ -43,7 +49,30 @@ export function createServiceMetrics(sources: MetricsSources): ServiceMetrics {
       durations.observe({ route: a.route, status }, a.ms / 1000);
     },
     chainSent: (kind, outcome) => chainSends.inc({ kind, outcome }),
+    webhookAttempt: (outcome) => webhookAttempts.inc({ outcome }),
   };
+}
+
+/** How long the database takes to answer a trivial query at the scrape; 0 reads as down (the scrape still answers). */
+function databaseGauge(registry: Registry, db: Db): void {
+  new Gauge({
+    name: "svc_database_up",
+    help: "1 when the database answered a trivial query at the scrape, 0 when it failed.",
+    registers: [registry],
+    async collect() {
+      this.set(await db.query("SELECT 1").then(() => 1, () => 0));
+    },
+  });
+  new Gauge({
+    name: "svc_database_query_seconds",
+    help: "Time the database took to answer a trivial query at the scrape (its round trip, or PGlite's turn on the main thread).",
+    registers: [registry],
+    async collect() {
+      const started = performance.now();
+      await db.query("SELECT 1").catch(() => undefined);
+      this.set((performance.now() - started) / 1000);
+    },
+  });
 }
 
 /** The jobs not yet ended, read at each scrape through the unfinished queue (its cost follows the backlog). */

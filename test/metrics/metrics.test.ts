@@ -9,12 +9,21 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
 import { jobConcluded } from "../support/eventually.ts";
+import { testCert } from "../support/tls-cert.ts";
+import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 
+const SECRET = "a-secret-of-20-chars-or-more";
 let gateway: TestGateway;
+let receiver: Receiver;
 before(async () => {
-  gateway = await startTestGateway({ metrics: { port: 0 } });
+  receiver = await startReceiver(SECRET);
+  const webhooks = { allowLoopback: true, trustedCa: (await testCert()).cert, timeScale: 0.0003, deliveryTimeoutMs: 2_000 };
+  gateway = await startTestGateway({ metrics: { port: 0 }, webhooks });
 });
-after(() => gateway.close());
+after(async () => {
+  await gateway.close();
+  await receiver.close();
+});
 
 async function scrape(): Promise<string> {
   const res = await fetch(gateway.service.metrics!.url);
@@ -64,6 +73,29 @@ test("a route is counted by its pattern: ids, wallets and keys never become labe
   const text = await scrape();
   assert.equal(sample(text, "svc_http_requests_total", { route: "/v1/jobs/:id", method: "GET", status: "404" }), 1);
   for (const secret of [missing, gateway.wallet, gateway.apiKey]) assert.equal(text.includes(secret), false, `${secret.slice(0, 12)}... in a label`);
+});
+
+test("webhook attempts are counted by outcome, and the database is seen answering", async () => {
+  const before = await scrape();
+  receiver.script("/refusing", (_, nth) => (nth === 1 ? 500 : 200));
+  for (const path of ["/ok", "/refusing"]) {
+    const res = await fetch(`${gateway.baseUrl}/webhooks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gateway.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: `${receiver.origin}${path}`, events: ["job.completed"], secret: SECRET }),
+    });
+    assert.equal(res.status, 200, await res.text());
+  }
+  const { response } = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 4 }).withResponse();
+  await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
+  await receiver.waitFor("/ok", 1);
+  await receiver.waitFor("/refusing", 2);
+  const after = await scrape();
+  const attempts = (text: string, outcome: string) => sample(text, "svc_webhook_deliveries_total", { outcome });
+  assert.equal(attempts(after, "delivered") - attempts(before, "delivered"), 2, "one to /ok, the retry to /refusing");
+  assert.equal(attempts(after, "retrying") - attempts(before, "retrying"), 1, "the 500 of /refusing's first attempt");
+  assert.equal(sample(after, "svc_database_up"), 1);
+  assert.ok(sample(after, "svc_database_query_seconds") > 0);
 });
 
 test("only GET /metrics is served on the metrics port", async () => {
