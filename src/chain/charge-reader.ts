@@ -156,8 +156,7 @@ export class ChargeReader {
   /** The job's transactions that touched its escrow address, found by the program instruction each carries. */
   private async discover(escrow: Address): Promise<{ lock?: string; settlement?: string; refund?: string; close?: string }> {
     const found: { lock?: string; settlement?: string; refund?: string; close?: string } = {};
-    for (const { signature, err } of await this.rpc.getSignaturesForAddress(escrow).send()) {
-      if (err) continue;
+    for (const signature of await this.signaturesFor(escrow)) {
       const tx = await this.transaction(signature);
       const kinds = new Set(tx?.instructions.filter((i) => i.program === "escrow").map((i) => i.kind));
       if (kinds.has("lock")) found.lock ??= signature;

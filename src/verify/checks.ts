@@ -26,12 +26,12 @@ export interface ServiceClaims {
 const check = (name: string, ok: boolean, detail: string): Check => ({ name, ok, detail });
 
 /** floor(amount × bps / 10000), as the program computes it. */
-function shareOf(amount: bigint, bps: number): bigint {
+export function shareOf(amount: bigint, bps: number): bigint {
   return (amount * BigInt(bps)) / 10_000n;
 }
 
 /** What the programs paid out of `from`, by destination; with `outer`, only what the transaction's instruction at that index made them pay. */
-function transfersFrom(tx: ChainTransactionFacts, from: string, outer?: number): Map<string, bigint> {
+export function transfersFrom(tx: ChainTransactionFacts, from: string, outer?: number): Map<string, bigint> {
   const out = new Map<string, bigint>();
   for (const t of tx.innerInstructions) {
     if (t.kind === "transfer" && t.from === from && t.to && (outer === undefined || t.outer === outer)) out.set(t.to, (out.get(t.to) ?? 0n) + (t.amount ?? 0n));

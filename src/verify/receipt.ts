@@ -2,6 +2,7 @@
 import { hashText, tierOfCode, type ChainTransactionFacts, type ChargeFacts, type TableChargeFacts, type TableReceipt } from "../chain/index.ts";
 import { baseUnitsToCredits } from "../core/index.ts";
 import type { Check } from "./checks.ts";
+import { shareOf } from "./checks.ts";
 import { chargeOf, paidAsSigned } from "./table-checks.ts";
 
 const credits = (units: bigint) => {
@@ -36,7 +37,7 @@ export function formatTableReceipt(f: TableChargeFacts, receipt: TableReceipt, c
   const charge = chargeOf(f, receipt);
   if (charge !== undefined && f.signed && e) {
     const staked = f.settlement ? paidAsSigned(f).staked : false;
-    const worker = (charge * BigInt(staked ? f.config.stakedWorkerShareBps : f.config.workerShareBps)) / 10_000n;
+    const worker = shareOf(charge, staked ? f.config.stakedWorkerShareBps : f.config.workerShareBps);
     lines.push(
       `  charged         ${credits(charge)}`,
       `  worker paid     ${credits(worker)} to ${f.signed.worker}${staked ? " (staked)" : ""}`,

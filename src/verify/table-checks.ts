@@ -4,23 +4,11 @@
  * path or position fails), the charge the message names for its slot, and what the program paid
  * for all the settlement's slots; then what the service claimed and the text received. Pure.
  */
-import type { ChainTransactionFacts, TableChargeFacts, TableReceipt } from "../chain/index.ts";
+import type { TableChargeFacts, TableReceipt } from "../chain/index.ts";
 import { creditsToBaseUnits, leafBytes, leafHash, outputHash, rootFromPath, verifyEd25519 } from "../core/index.ts";
-import type { Check, ServiceClaims } from "./checks.ts";
+import { shareOf, transfersFrom, type Check, type ServiceClaims } from "./checks.ts";
 
 const check = (name: string, ok: boolean, detail: string): Check => ({ name, ok, detail });
-
-/** floor(amount × bps / 10000), as the program computes it. */
-const shareOf = (amount: bigint, bps: number): bigint => (amount * BigInt(bps)) / 10_000n;
-
-/** What the programs paid out of `from` in `tx`, by destination; with `outer`, only what that instruction made them pay. */
-function transfersFrom(tx: ChainTransactionFacts, from: string, outer?: number): Map<string, bigint> {
-  const out = new Map<string, bigint>();
-  for (const t of tx.innerInstructions) {
-    if (t.kind === "transfer" && t.from === from && t.to && (outer === undefined || t.outer === outer)) out.set(t.to, (out.get(t.to) ?? 0n) + (t.amount ?? 0n));
-  }
-  return out;
-}
 
 /** The job's charge, as the signed settlement names it at the leaf's position; undefined without one. */
 export function chargeOf(f: TableChargeFacts, receipt: TableReceipt): bigint | undefined {

@@ -118,29 +118,24 @@ class World {
     return BigInt(Math.floor(step / 60) + this.rng.int(3));
   }
 
-  /** A table with a slot still locked, or (`finished`) with none: its wallet and id. */
-  tableWith(finished: boolean): { wallet: Wallet; tableId: bigint } | undefined {
+  /** The first table of one of the wallets that `wanted` picks: its wallet and id. */
+  tableWhere(wanted: (t: ReturnType<typeof decodeTable>) => boolean): { wallet: Wallet; tableId: bigint } | undefined {
     for (const entry of this.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
       const data = entry.account().data();
       if (data[0] !== Tag.table) continue;
       const t = decodeTable(data);
       const wallet = this.wallets.find((w) => w.key.address === t.wallet);
-      if (wallet && (t.open === 0) === finished) return { wallet, tableId: t.tableId };
+      if (wallet && wanted(t)) return { wallet, tableId: t.tableId };
     }
     return undefined;
   }
 
   /** A table with a disputed slot, or with one settled within the dispute window. */
   tableDisputable(): { wallet: Wallet; tableId: bigint } | undefined {
-    for (const entry of this.chain.svm.getProgramAccounts(addressBytes(ESCROW_PROGRAM))) {
-      const data = entry.account().data();
-      if (data[0] !== Tag.table) continue;
-      const t = decodeTable(data);
-      const wallet = this.wallets.find((w) => w.key.address === t.wallet);
-      const recent = (s: (typeof t.slots)[number]) => s.status === "settled" && this.chain.now() - (t.openedAt + BigInt(s.closedAfter)) <= DEFAULT_RULES.disputeWindowSeconds;
-      if (wallet && t.slots.some((s) => s.status === "disputed" || recent(s))) return { wallet, tableId: t.tableId };
-    }
-    return undefined;
+    const now = this.chain.now();
+    return this.tableWhere((t) =>
+      t.slots.some((s) => s.status === "disputed" || (s.status === "settled" && now - (t.openedAt + BigInt(s.closedAfter)) <= DEFAULT_RULES.disputeWindowSeconds)),
+    );
   }
 
   /** The slots of a wallet's table, or none when it does not exist. */
@@ -245,7 +240,7 @@ function action(w: World, step: number): Instruction[] {
 function tableAction(w: World, step: number, someWallet: Wallet, worker: Worker): Instruction[] {
   const { chain, rng } = w;
   const kind = rng.int(5);
-  const withLocks = kind === 0 || rng.next() < 0.2 ? undefined : kind === 4 ? w.tableDisputable() : w.tableWith(kind === 3);
+  const withLocks = kind === 0 || rng.next() < 0.2 ? undefined : kind === 4 ? w.tableDisputable() : w.tableWhere((t) => (t.open === 0) === (kind === 3));
   const wallet = withLocks?.wallet ?? someWallet;
   const tableId = withLocks?.tableId ?? w.tableAt(step);
   const all = w.slotsOf(wallet.key.address, tableId);

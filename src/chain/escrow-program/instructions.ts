@@ -292,18 +292,24 @@ export function withdrawStake(a: { worker: Address; destination: Address; progra
  */
 export function dispute(a: { serviceAuthority: Address; payer: Address; wallet: Address; jobId: string; callerHash: Uint8Array; bond: bigint; program?: Address }): Instruction {
   if (a.callerHash.length !== 32) throw new TypeError("a caller's hash is 32 bytes");
-  return ix([
+  const accounts = disputeAccounts(escrowAddress(a.jobId, a.program).address, disputeAddress(a.jobId, a.program).address, a);
+  return ix(accounts, new Data(Op.dispute).bytes(a.callerHash).u64(a.bond).done(), a.program);
+}
+
+/** What `dispute` and `dispute_slot` hold the bond with: the job's escrow record or its table, and the dispute record. */
+function disputeAccounts(record: Address, dispute: Address, a: { serviceAuthority: Address; payer: Address; wallet: Address; program?: Address }): [Address, AccountRole][] {
+  return [
     [configAddress(a.program).address, READONLY],
     [a.serviceAuthority, READONLY_SIGNER],
     [a.payer, WRITABLE_SIGNER],
-    [escrowAddress(a.jobId, a.program).address, WRITABLE],
-    [disputeAddress(a.jobId, a.program).address, WRITABLE],
+    [record, WRITABLE],
+    [dispute, WRITABLE],
     [SYSTEM_PROGRAM, READONLY],
     [vaultAddress(a.wallet, a.program).address, WRITABLE],
     [escrowPoolAddress(a.program).address, WRITABLE],
     [vaultAuthorityAddress(a.program).address, READONLY],
     [TOKEN_PROGRAM, READONLY],
-  ], new Data(Op.dispute).bytes(a.callerHash).u64(a.bond).done(), a.program);
+  ];
 }
 
 /**
@@ -320,18 +326,28 @@ export function resolve(a: {
   outcome: OutcomeName;
   program?: Address;
 }): Instruction {
-  return ix([
+  const accounts = resolutionAccounts(escrowAddress(a.jobId, a.program).address, disputeAddress(a.jobId, a.program).address, a);
+  return ix(accounts, new Data(Op.resolve).u8(Outcome[a.outcome]).done(), a.program);
+}
+
+/** What `resolve` and `resolve_slot` pay with: the job's escrow record or its table, and the dispute record. */
+function resolutionAccounts(
+  record: Address,
+  dispute: Address,
+  a: { serviceAuthority: Address; wallet: Address; treasury: Address; treasuryOwner: Address; outcome: OutcomeName; program?: Address },
+): [Address, AccountRole][] {
+  return [
     [configAddress(a.program).address, READONLY],
     [a.serviceAuthority, READONLY_SIGNER],
-    [escrowAddress(a.jobId, a.program).address, WRITABLE],
-    [disputeAddress(a.jobId, a.program).address, WRITABLE],
+    [record, WRITABLE],
+    [dispute, WRITABLE],
     [a.treasury, WRITABLE],
     [a.treasuryOwner, a.outcome === "rejected" ? READONLY : READONLY_SIGNER],
     [vaultAddress(a.wallet, a.program).address, WRITABLE],
     [TOKEN_PROGRAM, READONLY],
     [escrowPoolAddress(a.program).address, WRITABLE],
     [vaultAuthorityAddress(a.program).address, READONLY],
-  ], new Data(Op.resolve).u8(Outcome[a.outcome]).done(), a.program);
+  ];
 }
 
 /** Moves `amount` of a worker's stake (active first) to `destination`, the treasury owner's stake-token account. */
@@ -449,18 +465,8 @@ export function closeTable(a: { serviceAuthority: Address; wallet: Address; tabl
 export function disputeSlot(a: { serviceAuthority: Address; payer: Address; wallet: Address; tableId: bigint; slot: number; callerHash: Uint8Array; bond: bigint; program?: Address }): Instruction {
   if (a.callerHash.length !== 32) throw new TypeError("a caller's hash is 32 bytes");
   const table = tableAddress(a.wallet, a.tableId, a.program).address;
-  return ix([
-    [configAddress(a.program).address, READONLY],
-    [a.serviceAuthority, READONLY_SIGNER],
-    [a.payer, WRITABLE_SIGNER],
-    [table, WRITABLE],
-    [slotDisputeAddress(table, a.slot, a.program).address, WRITABLE],
-    [SYSTEM_PROGRAM, READONLY],
-    [vaultAddress(a.wallet, a.program).address, WRITABLE],
-    [escrowPoolAddress(a.program).address, WRITABLE],
-    [vaultAuthorityAddress(a.program).address, READONLY],
-    [TOKEN_PROGRAM, READONLY],
-  ], new Data(Op.disputeSlot).u8(a.slot).bytes(a.callerHash).u64(a.bond).done(), a.program);
+  const accounts = disputeAccounts(table, slotDisputeAddress(table, a.slot, a.program).address, a);
+  return ix(accounts, new Data(Op.disputeSlot).u8(a.slot).bytes(a.callerHash).u64(a.bond).done(), a.program);
 }
 
 /** Records the outcome of a slot's dispute, as `resolve` does for a job escrow. */
@@ -475,16 +481,6 @@ export function resolveSlot(a: {
   program?: Address;
 }): Instruction {
   const table = tableAddress(a.wallet, a.tableId, a.program).address;
-  return ix([
-    [configAddress(a.program).address, READONLY],
-    [a.serviceAuthority, READONLY_SIGNER],
-    [table, WRITABLE],
-    [slotDisputeAddress(table, a.slot, a.program).address, WRITABLE],
-    [a.treasury, WRITABLE],
-    [a.treasuryOwner, a.outcome === "rejected" ? READONLY : READONLY_SIGNER],
-    [vaultAddress(a.wallet, a.program).address, WRITABLE],
-    [TOKEN_PROGRAM, READONLY],
-    [escrowPoolAddress(a.program).address, WRITABLE],
-    [vaultAuthorityAddress(a.program).address, READONLY],
-  ], new Data(Op.resolveSlot).u8(a.slot).u8(Outcome[a.outcome]).done(), a.program);
+  const accounts = resolutionAccounts(table, slotDisputeAddress(table, a.slot, a.program).address, a);
+  return ix(accounts, new Data(Op.resolveSlot).u8(a.slot).u8(Outcome[a.outcome]).done(), a.program);
 }
