@@ -104,8 +104,8 @@ function wholeCredits(name: string, value: number, min: number): number {
   return value;
 }
 
-/** A settled job's leaf and entry, as its settlement message holds them. */
-function settlementLeaf(job: TableSettlementJob) {
+/** A settled job's leaf and entry, as its settlement message holds them (and its worker signs them). */
+export function settlementLeaf(job: TableSettlementJob) {
   if (!PROOF_HASH.test(job.proofHash)) throw new TypeError(`proofHash must be sha256:<64 hex>, got ${job.proofHash}`);
   return {
     jobId: jobIdOf(job.jobId),
@@ -115,6 +115,18 @@ function settlementLeaf(job: TableSettlementJob) {
     slot: job.slot,
     charge: creditsToBaseUnits(wholeCredits("creditsCharged", job.creditsCharged, 0)),
   };
+}
+
+/** A caller's `sha256:<hex>` hash of the text it received, as the 32 bytes a dispute records. */
+function callerHashBytes(callerHash: string): Buffer {
+  if (!PROOF_HASH.test(callerHash)) throw new TypeError(`callerHash must be sha256:<64 hex>, got ${callerHash}`);
+  return Buffer.from(callerHash.slice("sha256:".length), "hex");
+}
+
+/** A table's slot index: the program carries it in one byte, so a larger one would name another slot. */
+function slotIndex(slot: number): number {
+  if (!Number.isInteger(slot) || slot < 0 || slot > 254) throw new RangeError(`a table's slot is 0 to 254, not ${slot}`);
+  return slot;
 }
 
 function jobIdOf(jobId: string): string {
@@ -368,8 +380,7 @@ export class Chain {
    */
   async prepareDispute(input: { jobId: string; wallet: string; callerHash: string; bond: bigint }): Promise<PreparedTransaction> {
     const jobId = jobIdOf(input.jobId);
-    if (!PROOF_HASH.test(input.callerHash)) throw new TypeError(`callerHash must be sha256:<64 hex>, got ${input.callerHash}`);
-    const callerHash = Buffer.from(input.callerHash.slice("sha256:".length), "hex");
+    const callerHash = callerHashBytes(input.callerHash);
     const dispute = escrowInstructions.dispute({ program: this.program, serviceAuthority: this.serviceAuthority, payer: this.serviceAuthority, wallet: toAddress(input.wallet), jobId, callerHash, bond: input.bond });
     return this.sign([dispute], true);
   }
@@ -507,6 +518,45 @@ export class Chain {
     return this.sign([escrowInstructions.refundSlots({ program: this.program, wallet: toAddress(input.wallet), tableId: input.tableId, slots: input.slots, caller: this.serviceAuthority })], true);
   }
 
+  /**
+   * The program's `dispute_slot`: `dispute` for one settled slot of a wallet's table, within the
+   * dispute window after its settlement. Holds `bond` (base units) from the wallet's vault until
+   * the outcome and the slot disputed; the table's other slots are untouched.
+   */
+  async prepareSlotDispute(input: { wallet: string; tableId: bigint; slot: number; callerHash: string; bond: bigint }): Promise<PreparedTransaction> {
+    if (input.bond < 0n) throw new RangeError(`a bond cannot be negative, got ${input.bond}`);
+    const dispute = escrowInstructions.disputeSlot({
+      program: this.program,
+      serviceAuthority: this.serviceAuthority,
+      payer: this.serviceAuthority,
+      wallet: toAddress(input.wallet),
+      tableId: input.tableId,
+      slot: slotIndex(input.slot),
+      callerHash: callerHashBytes(input.callerHash),
+      bond: input.bond,
+    });
+    return this.sign([dispute], true);
+  }
+
+  /**
+   * The program's `resolve_slot`: `resolve` for a disputed slot. Upheld or inconclusive, the
+   * treasury pays the slot's charge back into the wallet's vault (its key signs too) with the bond,
+   * and the slot is reversed; rejected, the bond goes to the treasury and the slot is settled again.
+   */
+  async prepareSlotResolve(input: { wallet: string; tableId: bigint; slot: number; outcome: OutcomeName }): Promise<PreparedTransaction> {
+    const resolve = escrowInstructions.resolveSlot({
+      program: this.program,
+      serviceAuthority: this.serviceAuthority,
+      wallet: toAddress(input.wallet),
+      tableId: input.tableId,
+      slot: slotIndex(input.slot),
+      treasury: this.treasuryAddress,
+      treasuryOwner: this.treasuryOwner,
+      outcome: input.outcome,
+    });
+    return this.sign([resolve], true, input.outcome === "rejected" ? [] : [this.keys.treasury]);
+  }
+
   /** The program's `close_table` for each table: deletes finished tables past the dispute window, their rent back to the service authority. */
   async prepareTableClosings(tables: readonly { wallet: string; tableId: bigint }[]): Promise<PreparedTransaction> {
     const closes = tables.map((t) => escrowInstructions.closeTable({ program: this.program, serviceAuthority: this.serviceAuthority, wallet: toAddress(t.wallet), tableId: t.tableId, destination: this.serviceAuthority }));
@@ -515,8 +565,13 @@ export class Chain {
 
   /** A wallet's escrow table as the chain holds it, or null before its first lock and after its closing. */
   async tableRecord(wallet: string, tableId: bigint): Promise<EscrowTable | null> {
-    const account = await this.backend.getAccount(this.tableAddressFor(wallet, tableId));
-    return account && account.owner === this.program ? decodeTable(account.data) : null;
+    return (await this.tableRecords([{ wallet, tableId }]))[0]!;
+  }
+
+  /** Several escrow tables in one read, in the order given; null for each not (or no longer) on the chain. */
+  async tableRecords(tables: readonly { wallet: string; tableId: bigint }[]): Promise<(EscrowTable | null)[]> {
+    const accounts = await this.backend.getAccounts(tables.map((t) => this.tableAddressFor(t.wallet, t.tableId)));
+    return accounts.map((account) => (account && account.owner === this.program ? decodeTable(account.data) : null));
   }
 
   /** The program's dispute window in seconds, as its config says (read once). */

@@ -1,5 +1,5 @@
 /** The chain part's public surface: `openChain` and the `Chain` it returns, and the journal of what the service sends. */
-export { Chain, MAX_LOCKS_PER_TRANSACTION, MAX_TABLE_LOCKS_PER_TRANSACTION, MAX_TABLE_SETTLEMENTS_PER_TRANSACTION, openChain, signWalletSlot, walletSignedCopy } from "./chain.ts";
+export { Chain, settlementLeaf, MAX_LOCKS_PER_TRANSACTION, MAX_TABLE_LOCKS_PER_TRANSACTION, MAX_TABLE_SETTLEMENTS_PER_TRANSACTION, openChain, signWalletSlot, walletSignedCopy } from "./chain.ts";
 export type {
   ChainReceipt,
   ChainStatus,
@@ -30,7 +30,7 @@ export { ChargeReader, hashText } from "./charge-reader.ts";
 export type { ChainTransactionFacts, ChargeFacts } from "./charge-reader.ts";
 export { readTableCharge, settlementIn } from "./table-charge-reader.ts";
 export type { SignedSettlement, TableChargeFacts, TableReceipt } from "./table-charge-reader.ts";
-export { ESCROW_PROGRAM, tierOfCode } from "./escrow-program/index.ts";
+export { ESCROW_PROGRAM, TABLE_APPEND_WINDOW_S, tierOfCode } from "./escrow-program/index.ts";
 export { toAddress } from "./addresses.ts";
 export { initChain } from "./chain-init.ts";
 export type { EscrowConfig, EscrowTable, JobEscrow, TableSlot } from "./escrow-program/index.ts";
