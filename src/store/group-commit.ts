@@ -19,7 +19,7 @@ interface Waiting<I, R> {
   reject: (error: unknown) => void;
 }
 
-export interface GroupCommitOptions {
+export interface GroupCommitOptions<I = unknown> {
   /** Items in one group at most: bounds a statement's parameters. */
   maxGroup?: number;
   /**
@@ -27,6 +27,12 @@ export interface GroupCommitOptions {
    * with no BEGIN and COMMIT around it, which on PostgreSQL are two round trips of their own.
    */
   oneStatement?: boolean;
+  /**
+   * Told of the items of a group whose transaction failed, before each is done again alone, and
+   * of an item that failed alone: whatever the work took for them outside the database (a
+   * reservation in memory) is theirs to give back.
+   */
+  failed?: (items: readonly I[]) => void;
 }
 
 export class GroupCommit<I, R> {
@@ -34,14 +40,16 @@ export class GroupCommit<I, R> {
   private scheduled = false;
   private readonly maxGroup: number;
   private readonly oneStatement: boolean;
+  private readonly failed: ((items: readonly I[]) => void) | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly work: GroupWork<I, R>,
-    options: GroupCommitOptions = {},
+    options: GroupCommitOptions<I> = {},
   ) {
     this.maxGroup = options.maxGroup ?? 64;
     this.oneStatement = options.oneStatement ?? false;
+    this.failed = options.failed;
   }
 
   /** Resolves with the item's result once its group has committed. */
@@ -66,12 +74,14 @@ export class GroupCommit<I, R> {
       group.forEach((w, i) => w.resolve(results[i]!));
       return;
     } catch (error) {
+      this.failed?.(group.map((w) => w.item));
       if (group.length === 1) return group[0]!.reject(error);
     }
     for (const w of group) {
       try {
         w.resolve((await this.atomically([w.item]))[0]!);
       } catch (error) {
+        this.failed?.([w.item]);
         w.reject(error);
       }
     }
