@@ -34,6 +34,8 @@ export interface SharedPartsOptions {
   keysDir?: string;
   natsUrl?: string;
   priorityFeeMicroLamports?: bigint;
+  /** Jobs' escrows are slots of their wallets' escrow tables (`--escrow tables`). */
+  escrowTables?: boolean;
 }
 
 /** The flags `svc dev` and `svc serve` both take for them (parseArgs options). */
@@ -42,9 +44,10 @@ export const SHARED_PARTS_FLAGS = {
   "keys-dir": { type: "string" },
   "nats-url": { type: "string" },
   "priority-fee": { type: "string" },
+  escrow: { type: "string" },
 } as const;
 
-/** The shared parts from their flags, else SVC_CHAIN_URL, SVC_KEYS_DIR, SVC_NATS_URL and SVC_PRIORITY_FEE; only what is given. */
+/** The shared parts from their flags, else SVC_CHAIN_URL, SVC_KEYS_DIR, SVC_NATS_URL, SVC_PRIORITY_FEE and SVC_ESCROW; only what is given. */
 export function sharedPartsOption(values: { [F in keyof typeof SHARED_PARTS_FLAGS]?: string | undefined }): Parsed<SharedPartsOptions> {
   const env = process.env;
   const chainUrl = values["chain-url"] ?? env.SVC_CHAIN_URL;
@@ -52,6 +55,8 @@ export function sharedPartsOption(values: { [F in keyof typeof SHARED_PARTS_FLAG
   const natsUrl = values["nats-url"] ?? env.SVC_NATS_URL;
   const fee = values["priority-fee"] ?? env.SVC_PRIORITY_FEE;
   if (fee && !/^\d{1,12}$/.test(fee)) return { ok: false, message: `--priority-fee is a whole number of micro-lamports per compute unit, got '${fee}'` };
+  const escrow = values.escrow ?? env.SVC_ESCROW ?? "records";
+  if (escrow !== "records" && escrow !== "tables") return { ok: false, message: `--escrow is records or tables, got '${escrow.slice(0, 64)}'` };
   return {
     ok: true,
     value: {
@@ -59,6 +64,7 @@ export function sharedPartsOption(values: { [F in keyof typeof SHARED_PARTS_FLAG
       ...(keysDir ? { keysDir: resolve(keysDir) } : {}),
       ...(natsUrl ? { natsUrl } : {}),
       ...(fee && BigInt(fee) > 0n ? { priorityFeeMicroLamports: BigInt(fee) } : {}),
+      ...(escrow === "tables" ? { escrowTables: true } : {}),
     },
   };
 }

@@ -29,7 +29,9 @@ Options:
   --receipt <file>         For a job kept in an escrow table: its receipt as JSON (table, slot,
                            leaf_index, tree_size, path, prompt_tokens, completion_tokens,
                            proof_hash, and optionally escrow_tx, settlement_tx): its leaf must lead
-                           up its path to the root the worker signed for the settlement
+                           up its path to the root the worker signed for the settlement. With
+                           SVC_API_KEY set, the receipt the job object carries is used when none is
+                           given
   -h, --help               Show this help
 
 Exit status: 0 every check passed, 1 a check failed, 2 the receipt could not be checked.`;
@@ -61,12 +63,16 @@ function parse(argv: string[]) {
   }
 }
 
-/** What the service says about the job; throws with the API's own message when it says no. */
-async function claimsOf(baseUrl: string, jobId: string, apiKey: string): Promise<ServiceClaims> {
+/**
+ * What the service says about the job, and a table job's receipt as it gives it (checked like one
+ * given with --receipt: the chain decides); throws with the API's own message when it says no.
+ */
+async function claimsOf(baseUrl: string, jobId: string, apiKey: string): Promise<{ claims: ServiceClaims; receipt?: string }> {
   const res = await fetch(`${baseUrl.replace(/\/$/, "")}/jobs/${encodeURIComponent(jobId)}`, { headers: { authorization: `Bearer ${apiKey}` } });
-  const body = (await res.json()) as Record<string, unknown> & { error?: { message: string }; on_chain?: Record<string, string | null> };
+  const body = (await res.json()) as Record<string, unknown> & { error?: { message: string }; on_chain?: Record<string, string | null> & { receipt?: unknown } };
   if (!res.ok) throw new Error(`the service answered ${res.status}: ${body.error?.message ?? "no message"}`);
-  return {
+  const receipt = body.on_chain?.receipt;
+  const claims = {
     tier: String(body.tier),
     status: String(body.status),
     creditsCharged: Number(body.credits_charged),
@@ -74,6 +80,7 @@ async function claimsOf(baseUrl: string, jobId: string, apiKey: string): Promise
     escrowAddress: body.on_chain?.escrow_address ?? null,
     proofHash: body.on_chain?.proof_hash ?? null,
   };
+  return { claims, ...(receipt !== undefined && receipt !== null ? { receipt: JSON.stringify(receipt) } : {}) };
 }
 
 /** A table job's receipt from its JSON (the field names of the API); throws naming what is wrong. */
@@ -103,11 +110,13 @@ export function parseReceipt(text: string): TableReceipt {
 }
 
 /** The report and how many checks failed, for a job of a table or one escrowed on its own. */
-async function checkJob(values: ReturnType<typeof parse>["values"], jobId: string, claims: ServiceClaims | undefined, outputText: string | undefined) {
+async function checkJob(values: ReturnType<typeof parse>["values"], jobId: string, service: Awaited<ReturnType<typeof claimsOf>> | undefined, outputText: string | undefined) {
   const reader = new ChargeReader(values.rpc!, toAddress(values.program!));
+  const claims = service?.claims;
   const options = { ...(claims ? { claims } : {}), ...(outputText !== undefined ? { outputText } : {}) };
-  if (values.receipt !== undefined) {
-    const receipt = parseReceipt(await readFile(values.receipt, "utf8"));
+  const receiptText = values.receipt !== undefined ? await readFile(values.receipt, "utf8") : service?.receipt;
+  if (receiptText !== undefined) {
+    const receipt = parseReceipt(receiptText);
     const facts = await readTableCharge(reader, jobId, receipt);
     const checks = checkTableCharge(facts, receipt, options);
     return { report: formatTableReceipt(facts, receipt, checks), failed: checks.filter((c) => !c.ok).length };
@@ -126,9 +135,9 @@ export async function runVerify(argv: string[]): Promise<void> {
   let report: string;
   let failed: number;
   try {
-    const claims = apiKey ? await claimsOf(values["base-url"]!, jobId!, apiKey) : undefined;
+    const service = apiKey ? await claimsOf(values["base-url"]!, jobId!, apiKey) : undefined;
     const outputText = values.output === undefined ? undefined : await readFile(values.output, "utf8");
-    ({ report, failed } = await checkJob(values, jobId!, claims, outputText));
+    ({ report, failed } = await checkJob(values, jobId!, service, outputText));
   } catch (error) {
     console.error(`svc verify: could not check ${jobId}: ${(error as Error).message} (chain: ${values.rpc}${apiKey ? `, API: ${values["base-url"]}` : ""})`);
     process.exit(2);

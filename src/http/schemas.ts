@@ -64,7 +64,25 @@ const Job = {
       slot: maybe("integer"),
       proof_hash: maybe("string"),
       refund_tx: maybe("string"),
-    }),
+      receipt: {
+        description: "Only for a job kept in an escrow table: null until its settlement is recorded, then its receipt for `svc verify --receipt` (docs/api.md)",
+        anyOf: [
+          { type: "null" },
+          object({
+            table: str,
+            slot: { type: "integer" },
+            leaf_index: { type: "integer" },
+            tree_size: { type: "integer" },
+            path: { type: "array", items: str },
+            prompt_tokens: { type: "integer" },
+            completion_tokens: { type: "integer" },
+            proof_hash: str,
+            escrow_tx: str,
+            settlement_tx: str,
+          }),
+        ],
+      },
+    }, ["escrow_tx", "settlement_tx", "escrow_address", "slot", "proof_hash", "refund_tx"]),
     usage: Usage,
     dispute: {
       description: "null until the caller disputes the job; then the dispute and, once arbitrated, its outcome",

@@ -12,7 +12,8 @@ import type { Chain, ChainJournal } from "../chain/index.ts";
 import { addEvents, creditLowEvent, jobProcessingEvent, jobSubmittedEvent, type EventsWritten, type NewEvent } from "../events/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
-import { prepareEscrows, type EscrowAction } from "./job-chain.ts";
+import type { EscrowTables } from "./escrow-tables.ts";
+import { escrowPlace, prepareEscrows, type EscrowAction } from "./job-chain.ts";
 import { addAssignedJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 
@@ -32,9 +33,14 @@ export interface Admission {
  */
 export class Admissions {
   private readonly groups: GroupCommit<Admission, Admitted>;
+  /** The table locks signed for admissions whose group has not committed yet (escrow tables only). */
+  private readonly tableLocks = new Map<Admission, EscrowAction>();
 
-  constructor(db: Db, chain: Chain, journal: ChainJournal, nodeId: string | undefined) {
-    this.groups = new GroupCommit(db, async (tx, admissions) => admitAll(tx, admissions, await signEscrows(chain, admissions), journal, nodeId));
+  /** With `tables`, each job's escrow is a slot of its wallet's escrow table; otherwise a record of its own. */
+  constructor(db: Db, chain: Chain, journal: ChainJournal, nodeId: string | undefined, private readonly tables?: EscrowTables) {
+    this.groups = new GroupCommit(db, async (tx, admissions) => admitAll(tx, admissions, await this.signEscrows(tx, chain, admissions), journal, nodeId), {
+      failed: (admissions) => this.unsigned(admissions),
+    });
   }
 
   /**
@@ -43,9 +49,33 @@ export class Admissions {
    * credits available after this job's lock, and the lock; rejects as the ledger refused it.
    */
   async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction }> {
-    const { row, creditsAfterLock, escrow } = await this.groups.run(admission);
+    // Committed or not, its table lock is no longer the group's to give back.
+    const { row, creditsAfterLock, escrow } = await this.groups.run(admission).finally(() => this.tableLocks.delete(admission));
     Object.assign(admission.job, row);
     return { creditsAfterLock, escrow };
+  }
+
+  /**
+   * Each job's escrow lock: its own when signed ahead, the others' signed together, several to a
+   * transaction (with escrow tables, a wallet's jobs into the next slots of its table). Signed
+   * first in the group's transaction, before any row is locked; a group that fails is redone job
+   * by job, each with a lock of its own, and its table locks give their slots back (`unsigned`).
+   */
+  private async signEscrows(tx: Db, chain: Chain, admissions: readonly Admission[]): Promise<EscrowAction[]> {
+    const waiting = admissions.filter((a) => a.escrow === undefined);
+    const unsigned = waiting.map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }));
+    let signed: EscrowAction[] = [];
+    if (unsigned.length > 0) signed = this.tables ? await this.tables.prepareLocks(tx, unsigned) : await prepareEscrows(chain, unsigned);
+    if (this.tables) waiting.forEach((admission, i) => this.tableLocks.set(admission, signed[i]!));
+    let next = 0;
+    return admissions.map((a) => a.escrow ?? signed[next++]!);
+  }
+
+  /** Admissions whose group failed: their table locks will not be sent. */
+  private unsigned(admissions: readonly Admission[]): void {
+    const locks = admissions.flatMap((admission) => this.tableLocks.get(admission) ?? []);
+    for (const admission of admissions) this.tableLocks.delete(admission);
+    if (locks.length > 0) this.tables?.discard(locks);
   }
 }
 
@@ -54,18 +84,6 @@ interface Admitted {
   row: JobRecord;
   creditsAfterLock: number;
   escrow: EscrowAction;
-}
-
-/**
- * Each job's escrow lock: its own when signed ahead, the others' signed together, several to a
- * transaction. Signed first in the group's transaction, before any row is locked; a group that
- * fails is redone job by job, each with a lock of its own.
- */
-async function signEscrows(chain: Chain, admissions: readonly Admission[]): Promise<EscrowAction[]> {
-  const unsigned = admissions.filter((a) => a.escrow === undefined).map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }));
-  const signed = unsigned.length > 0 ? await prepareEscrows(chain, unsigned) : [];
-  let next = 0;
-  return admissions.map((a) => a.escrow ?? signed[next++]!);
 }
 
 /**
@@ -84,7 +102,7 @@ async function admitAll(tx: Db, admissions: readonly Admission[], escrows: reado
   const keysToConfirm = admissions.flatMap((a) => a.keyToConfirm ?? []);
   const creditsAfter = await reserveAll(tx, admissions, keysToConfirm);
   const sides = await lockCreditLowSides(tx, admissions.map(({ job }) => job.wallet), keysToConfirm);
-  admissions.forEach(({ job }, i) => Object.assign(job, { escrowAddress: escrows[i]!.escrowAddress, escrowTx: escrows[i]!.signature }));
+  admissions.forEach(({ job }, i) => Object.assign(job, escrowPlace(escrows[i]!)));
   const writes = new CombinedStatement();
   const rows = addAssignedJobs(
     writes,

@@ -21,6 +21,7 @@ import type { Db } from "../store/index.ts";
 import type { DisputeOutcome, JobRecord } from "./job-record.ts";
 import { disputedJobs, getJob, mustMoveJob, updateJob } from "./job-repo.ts";
 import { generationOf } from "./chat-request.ts";
+import { prepareJobResolve } from "./job-chain.ts";
 import * as money from "./money.ts";
 
 export interface ArbitrationOptions {
@@ -214,7 +215,7 @@ export class Arbitration {
 
   /** Records the outcome on-chain (and the slash), through the journal. */
   private async decide(job: JobRecord, outcome: DisputeOutcome): Promise<void> {
-    const resolve = await this.options.chain.prepareResolve({ jobId: job.id, wallet: job.wallet, outcome });
+    const resolve = await prepareJobResolve(this.options.chain, job, outcome);
     const action: ChainAction = { kind: "resolve", subject: job.id, signature: resolve.signature, wire: resolve.wire, params: { outcome: OUTCOMES.indexOf(outcome) } };
     await this.options.db.transaction(async (tx) => {
       await updateJob(tx, job.id, { disputeResolveTx: action.signature });

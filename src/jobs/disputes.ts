@@ -6,12 +6,13 @@
  * transaction is recorded before it is sent, like every chain transaction, so a crash finishes or
  * undoes it exactly once.
  */
-import { ChainRejectedError, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
+import { ChainRejectedError, TABLE_APPEND_WINDOW_S, type ActionOwner, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
 import { ApiError, type Logger, RateLimiter, creditsToBaseUnits } from "../core/index.ts";
 import { emitJobDisputed } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
-import { forgetRequests, getJob, jobsWithEscrowToClose, markEscrowsClosed, moveJob } from "./job-repo.ts";
+import { prepareJobDispute } from "./job-chain.ts";
+import { forgetRequests, getJob, getJobs, jobsWithEscrowToClose, markEscrowsClosed, moveJob } from "./job-repo.ts";
 import * as money from "./money.ts";
 
 export const ARBITRATION_WINDOW_HOURS = 72;
@@ -173,19 +174,63 @@ export class Disputes {
     const { chain, db } = this.deps;
     const due = await jobsWithEscrowToClose(db, new Date(Date.now() - Number(windowS) * 1000), CLOSE_BATCH * CLOSES_AT_ONCE, this.deps.nodeId);
     if (due.length === 0) return { due: 0, marked: 0 };
-    const records = await chain.escrowRecords(due);
+    const jobs = [...(await getJobs(db, due)).values()];
+    const [records, tables] = await Promise.all([
+      this.closeRecords(jobs.filter((job) => job.escrowTableId === null).map((job) => job.id), windowS),
+      this.closeTables(jobs.filter((job) => job.escrowTableId !== null), windowS),
+    ]);
+    // A job that no longer exists has nothing on-chain to close either.
+    const missing = due.filter((id) => !jobs.some((job) => job.id === id));
+    const marked = [...records, ...tables, ...missing];
+    await markEscrowsClosed(db, marked);
+    return { due: due.length, marked: marked.length };
+  }
+
+  /** Closes the jobs' escrow records that can be; returns the jobs whose record is gone now. */
+  private async closeRecords(ids: readonly string[], windowS: bigint): Promise<string[]> {
+    const { chain } = this.deps;
+    if (ids.length === 0) return [];
+    const records = await chain.escrowRecords(ids);
     const closable: string[] = [];
     const gone: string[] = [];
     const nowS = BigInt(Math.floor(Date.now() / 1000));
-    due.forEach((id, i) => {
+    ids.forEach((id, i) => {
       const record = records[i];
       if (!record) gone.push(id);
       else if (record.status !== "locked" && record.status !== "disputed" && nowS - record.closedAt > windowS + 1n) closable.push(id);
     });
-    const batches = Array.from({ length: Math.ceil(closable.length / CLOSE_BATCH) }, (_, i) => closable.slice(i * CLOSE_BATCH, (i + 1) * CLOSE_BATCH));
-    await Promise.all(batches.map(async (batch) => chain.send((await chain.prepareCloseEscrows(batch)).wire)));
-    await markEscrowsClosed(db, [...closable, ...gone]);
-    return { due: due.length, marked: closable.length + gone.length };
+    await this.sendInBatches(closable, (batch) => chain.prepareCloseEscrows(batch));
+    return [...closable, ...gone];
+  }
+
+  /**
+   * Closes the tables of these ended jobs that can be (every slot final, the last for longer than
+   * the dispute window, no more locks taken); returns the jobs whose table is gone now. A job whose
+   * table still has a slot open waits for a later round.
+   */
+  private async closeTables(jobs: readonly JobRecord[], windowS: bigint): Promise<string[]> {
+    const { chain } = this.deps;
+    const tables = [...new Map(jobs.map((job) => [job.escrowAddress!, { wallet: job.wallet, tableId: BigInt(job.escrowTableId!) }])).values()];
+    if (tables.length === 0) return [];
+    const records = await chain.tableRecords(tables);
+    const nowS = BigInt(Math.floor(Date.now() / 1000));
+    const finished = tables.filter((_, i) => {
+      const record = records[i] ?? null;
+      // As the program's close_table: a table not full takes locks for TABLE_APPEND_WINDOW_S.
+      const appending = record !== null && record.slots.length < record.capacity && nowS - record.openedAt <= BigInt(TABLE_APPEND_WINDOW_S) + 1n;
+      return !record || (record.open === 0 && !appending && nowS - record.lastClosedAt > windowS + 1n);
+    });
+    const closable = finished.filter((table) => records[tables.indexOf(table)] !== null);
+    await this.sendInBatches(closable, (batch) => chain.prepareTableClosings(batch));
+    const done = new Set(finished.map((table) => `${table.wallet} ${table.tableId}`));
+    return jobs.filter((job) => done.has(`${job.wallet} ${job.escrowTableId}`)).map((job) => job.id);
+  }
+
+  /** `items` closed CLOSE_BATCH to a transaction, the transactions sent at once. */
+  private async sendInBatches<T>(items: readonly T[], prepare: (batch: T[]) => Promise<{ wire: Uint8Array }>): Promise<void> {
+    const { chain } = this.deps;
+    const batches = Array.from({ length: Math.ceil(items.length / CLOSE_BATCH) }, (_, i) => items.slice(i * CLOSE_BATCH, (i + 1) * CLOSE_BATCH));
+    await Promise.all(batches.map(async (batch) => chain.send((await prepare(batch)).wire)));
   }
 
   /** The caller's job, settled: 404 for someone else's, 409 for any status but settled (or settling that settles soon). */
@@ -234,7 +279,7 @@ export class Disputes {
    * wallet's credits cannot cover the bond, 409 when another dispute of the job came first.
    */
   private async record(job: JobRecord, receivedHash: string, bondCredits: number, now: Date): Promise<ChainAction> {
-    const prepared = await this.deps.chain.prepareDispute({ jobId: job.id, wallet: job.wallet, callerHash: receivedHash, bond: creditsToBaseUnits(bondCredits) });
+    const prepared = await prepareJobDispute(this.deps.chain, job, { callerHash: receivedHash, bond: creditsToBaseUnits(bondCredits) });
     const action: ChainAction = { kind: "dispute", subject: job.id, signature: prepared.signature, wire: prepared.wire };
     try {
       const moved = await this.deps.db.transaction(async (tx) => {

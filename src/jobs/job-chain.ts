@@ -8,6 +8,7 @@ import { MAX_LOCKS_PER_TRANSACTION, type ActionOwner, type ActionOwnerNode, type
 import { type Tier, awaitedLater } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
+import type { EscrowTables } from "./escrow-tables.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import { addJobSlots, getJob, getJobs, mustMoveJob, mustMoveJobs, unfinishedJobs, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
@@ -22,6 +23,17 @@ export interface SettlementOutcome {
 
 /** An escrow lock signed, with the escrow's address. */
 export type EscrowAction = ChainAction & { escrowAddress: string };
+
+/** Where a job's escrow lock puts its credits: the job's fields it sets (a table's slot: EscrowTables). */
+export function escrowPlace(lock: EscrowAction): Pick<JobRecord, "escrowAddress" | "escrowTx" | "escrowTableId" | "escrowTableSlot"> {
+  const table = lock.params?.tableId !== undefined;
+  return {
+    escrowAddress: lock.escrowAddress,
+    escrowTx: lock.signature,
+    escrowTableId: table ? lock.params!.tableId! : null,
+    escrowTableSlot: table ? lock.params!.tableSlot! : null,
+  };
+}
 
 /** One job's escrow lock, in a transaction of its own. */
 export async function prepareEscrow(chain: Chain, input: { jobId: string; tier: Tier; wallet: string; credits: number }): Promise<EscrowAction> {
@@ -65,9 +77,43 @@ export async function prepareSettlement(chain: Chain, job: JobRecord): Promise<C
   return { kind: "settlement", subject: job.id, signature: prepared.signature, wire: prepared.wire };
 }
 
+/** The job's escrow back to its wallet: its record's refund, or its table slot's (`refund_slots`). */
 export async function prepareRefund(chain: Chain, job: JobRecord): Promise<ChainAction> {
-  const prepared = await chain.prepareRefund({ jobId: job.id, wallet: job.wallet, creditsLocked: job.creditsLocked });
+  const prepared = job.escrowTableId !== null
+    ? await chain.prepareSlotRefunds({ wallet: job.wallet, tableId: BigInt(job.escrowTableId), slots: [job.escrowTableSlot!] })
+    : await chain.prepareRefund({ jobId: job.id, wallet: job.wallet, creditsLocked: job.creditsLocked });
   return { kind: "refund", subject: job.id, signature: prepared.signature, wire: prepared.wire };
+}
+
+/** A caller's dispute of the job on-chain: of its escrow record, or of its table slot. */
+export function prepareJobDispute(chain: Chain, job: JobRecord, dispute: { callerHash: string; bond: bigint }) {
+  return job.escrowTableId !== null
+    ? chain.prepareSlotDispute({ wallet: job.wallet, tableId: BigInt(job.escrowTableId), slot: job.escrowTableSlot!, ...dispute })
+    : chain.prepareDispute({ jobId: job.id, wallet: job.wallet, ...dispute });
+}
+
+/** A dispute's outcome on-chain: of the job's escrow record, or of its table slot. */
+export function prepareJobResolve(chain: Chain, job: JobRecord, outcome: Parameters<Chain["prepareResolve"]>[0]["outcome"]) {
+  return job.escrowTableId !== null
+    ? chain.prepareSlotResolve({ wallet: job.wallet, tableId: BigInt(job.escrowTableId), slot: job.escrowTableSlot!, outcome })
+    : chain.prepareResolve({ jobId: job.id, wallet: job.wallet, outcome });
+}
+
+/** How the chain holds the jobs' escrows, in one read: each job's record, or its table's slot; null when gone. */
+export async function escrowStates(chain: Chain, jobs: readonly JobRecord[]): Promise<({ status: string; workerStaked: boolean } | null)[]> {
+  const inTables = jobs.filter((job) => job.escrowTableId !== null);
+  const [records, tables] = await Promise.all([
+    chain.escrowRecords(jobs.filter((job) => job.escrowTableId === null).map((job) => job.id)),
+    inTables.length > 0 ? chain.tableRecords(inTables.map((job) => ({ wallet: job.wallet, tableId: BigInt(job.escrowTableId!) }))) : Promise.resolve([]),
+  ]);
+  let record = 0;
+  let table = 0;
+  return jobs.map((job) => (job.escrowTableId === null ? records[record++] : tables[table++]?.slots[job.escrowTableSlot!]) ?? null);
+}
+
+/** `escrowStates` for one job. */
+export async function escrowState(chain: Chain, job: JobRecord): Promise<{ status: string; workerStaked: boolean } | null> {
+  return (await escrowStates(chain, [job]))[0]!;
 }
 
 async function jobOf(tx: Db, action: ChainAction): Promise<JobRecord> {
@@ -90,13 +136,21 @@ async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promis
   await emitReleased(tx, job, remaining);
 }
 
-/** A job's escrow lock in a transaction of its own, for one whose shared transaction was refused. */
-async function escrowAlone(db: Db, chain: Chain, action: ChainAction): Promise<ChainAction> {
+/**
+ * A job's escrow lock in a transaction of its own, for one whose shared transaction was refused:
+ * into a table of its own when it was a table's (the table's next slots are out of reach).
+ */
+async function escrowAlone(db: Db, chain: Chain, action: ChainAction, tables: EscrowTables | undefined): Promise<ChainAction> {
   const job = await jobOf(db, action);
-  return prepareEscrow(chain, { jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked });
+  const input = { jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked };
+  if (action.params?.tableId !== undefined) {
+    if (!tables) throw new Error(`job ${job.id}'s escrow is in a table, and this node locks none`);
+    return tables.prepareLockAlone(db, input);
+  }
+  return prepareEscrow(chain, input);
 }
 
-function escrowOwner(db: Db, chain: Chain): ActionOwner {
+function escrowOwner(db: Db, chain: Chain, tables: EscrowTables | undefined): ActionOwner {
   return {
     confirmed: (tx, action, slot) => updateJob(tx, action.subject, { slot }),
     confirmedAll: async (tx, confirmed) => {
@@ -109,8 +163,8 @@ function escrowOwner(db: Db, chain: Chain): ActionOwner {
     // A fresh lock would hold credits for a job that can no longer run (its driver gave up).
     rebuild: async () => undefined,
     // The job's driver is still waiting on it: its lock goes on alone (another's may have been refused).
-    alone: (action) => escrowAlone(db, chain, action),
-    dropped: (tx, action, alone) => (alone ? updateJob(tx, action.subject, { escrowTx: alone.signature }) : giveUpEscrow(tx, action, "interrupted")),
+    alone: (action) => escrowAlone(db, chain, action, tables),
+    dropped: (tx, action, alone) => (alone ? updateJob(tx, action.subject, escrowPlace(alone as EscrowAction)) : giveUpEscrow(tx, action, "interrupted")),
     giveUpUnsentOnResume: true,
     // Its confirmation writes only the job's row.
     confirmsInGroups: true,
@@ -125,7 +179,7 @@ function escrowOwner(db: Db, chain: Chain): ActionOwner {
  * it opened, the confirmations fell behind new admissions at 256 connections on PGlite.
  */
 async function paidAsTheProgramPaid(tx: Db, chain: Chain, jobs: readonly JobRecord[]): Promise<JobRecord[]> {
-  const escrows = await chain.escrowRecords(jobs.map((job) => job.id));
+  const escrows = await escrowStates(chain, jobs);
   const paid: JobRecord[] = [];
   for (const [i, job] of jobs.entries()) {
     const escrow = escrows[i];
@@ -166,9 +220,11 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
     confirmsInGroups: true,
     // The job stays `settling` with its escrow intact; its driver (or recovery) sends the escrow back.
     rejected: async () => undefined,
+    // A table's settlement pays from its worker's signature over the whole batch, which is not
+    // kept: one that never landed is given up, and the job's escrow goes back (jobsAwaitingRefund).
     rebuild: async (action) => {
       const job = await getJob(db, action.subject);
-      return job ? prepareSettlement(chain, job) : undefined;
+      return job && job.escrowTableId === null ? prepareSettlement(chain, job) : undefined;
     },
     dropped: async (tx, action, fresh) => {
       if (fresh) await updateJob(tx, action.subject, { settlementTx: fresh.signature });
@@ -213,8 +269,8 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
     // first of all, may refund it. The money is back in the vault, so the reservation goes too.
     // Refused for any other reason, the job keeps its reservation and the escrow its lock.
     async rejected(tx, action): Promise<void> {
-      if ((await chain.escrowRecord(action.subject))?.status !== "refunded") return;
       const job = await jobOf(tx, action);
+      if ((await escrowState(chain, job))?.status !== "refunded") return;
       const creditsRemaining = await money.refund(tx, job);
       await updateJob(tx, job.id, { completedAt: new Date(), creditsCharged: 0 });
       await emitReleased(tx, job, creditsRemaining);
@@ -230,8 +286,8 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
 }
 
 /** Make the jobs part the owner of escrow, settlement and refund actions in `journal`. */
-export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain): void {
-  journal.register("escrow", escrowOwner(db, chain));
+export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain, tables?: EscrowTables): void {
+  journal.register("escrow", escrowOwner(db, chain, tables));
   journal.register("settlement", settlementOwner(db, chain));
   journal.register("refund", refundOwner(db, chain));
 }
@@ -274,8 +330,13 @@ export class EscrowLanding {
   private writer: "landing" | "charge" | undefined;
   private resolveByCharge!: (confirmed: Promise<number>) => void;
 
-  constructor(private readonly journal: ChainJournal, escrow: Promise<ChainAction>) {
-    this.landed = escrow.then((action) => journal.sendUntilLanded(action));
+  /** `send` puts the lock on the chain (default: the journal's sendUntilLanded; EscrowTables.sendInTurn wraps it). */
+  constructor(
+    private readonly journal: ChainJournal,
+    escrow: Promise<ChainAction>,
+    send: (action: ChainAction) => Promise<{ action: ChainAction; slot: number }> = (action) => journal.sendUntilLanded(action),
+  ) {
+    this.landed = escrow.then(send);
     const byCharge = new Promise<number>((resolve) => (this.resolveByCharge = resolve));
     this.confirmed = this.landed.then(({ action, slot }) => {
       if (this.writer === "charge") return byCharge;

@@ -10,7 +10,8 @@ import { ANSWER_BEFORE_CONFIRM_MARGIN_MS, ApiError, awaitedLater, Channel, type 
 import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
-import { prepareRefund, prepareSettlement, type EscrowLanding, type SettlementOutcome } from "./job-chain.ts";
+import { escrowPlace, escrowState, prepareRefund, prepareSettlement, type EscrowAction, type EscrowLanding, type SettlementOutcome } from "./job-chain.ts";
+import type { TableSettlements } from "./table-settlements.ts";
 import type { JobRecord } from "./job-record.ts";
 import { addJobMoves, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
 import * as money from "./money.ts";
@@ -22,8 +23,10 @@ export type JobEvent =
   /**
    * The ledger charged the job and its settlement transaction is signed and recorded: the caller
    * may have its answer. The transaction confirms after (the job reads `settling` until then).
+   * An escrow table's job is answered before its batch's settlement is signed: `settlementTx` is
+   * then null, and the job and its job.completed event carry it.
    */
-  | { type: "charged"; settlementTx: string; creditsRemaining: number };
+  | { type: "charged"; settlementTx: string | null; creditsRemaining: number };
 
 /** What a job's workers produced. */
 export interface WorkerRun {
@@ -48,6 +51,8 @@ export interface EndingDeps {
   settled: (jobId: string, workerAddress: string) => void;
   /** Records proofs, settlement transactions and charges, committed in groups (settlementRecords below). */
   settlementRecords: GroupCommit<SettlementRecord, RecordedSettlement>;
+  /** Batches the settlements of escrow-table jobs (table-settlements.ts); absent when the node locks no tables. */
+  tableSettlements: TableSettlements | undefined;
   /** Callers answered whose settlements have not confirmed yet, and how many may be (conclude below). */
   unconfirmed: { count: number; max: number };
 }
@@ -64,7 +69,8 @@ export interface SettlementRecord {
   job: JobRecord;
   /** With the escrow's slot: the job's row takes it here when the escrow's confirmation is folded in. */
   changes: JobChanges & { slot: number };
-  settlement: ChainAction;
+  /** Absent for an escrow table's job: its batch's settlement is recorded later (TableSettlements). */
+  settlement?: ChainAction;
   /** The job's escrow, landed, when its confirmation is written with this record (EscrowLanding). */
   escrowLanded?: { action: ChainAction; slot: number };
 }
@@ -92,7 +98,7 @@ export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<Se
     const creditsRemaining = await money.chargeAll(tx, moved);
     const writes = new CombinedStatement();
     const checkMoved = addJobMoves(writes, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
-    journal.addRecords(writes, records.map((r) => r.settlement));
+    journal.addRecords(writes, records.flatMap((r) => r.settlement ?? []));
     journal.addConfirmed(writes, records.flatMap((r) => r.escrowLanded ?? []));
     addCreditLowSides(writes, moved.map((job, i) => ({ wallet: job.wallet, availableCredits: creditsRemaining[i]! })));
     checkMoved(await writes.run<{ id: string }>(tx));
@@ -111,7 +117,7 @@ export interface EndingJob {
 }
 
 type Charged =
-  | { ok: true; settlement: ChainAction; creditsRemaining: number }
+  | { ok: true; settlement: ChainAction | null; creditsRemaining: number }
   | { ok: false; creditsRemaining?: number };
 
 type Confirmed =
@@ -158,7 +164,7 @@ export async function conclude(
   }
   const answer = () => {
     ending.started.creditsRemaining = charged.creditsRemaining;
-    channel.push({ type: "charged", settlementTx: charged.settlement.signature, creditsRemaining: charged.creditsRemaining });
+    channel.push({ type: "charged", settlementTx: charged.settlement?.signature ?? null, creditsRemaining: charged.creditsRemaining });
     channel.close();
   };
   // The count is checked and raised with no await between, so the bound holds under concurrency.
@@ -167,12 +173,12 @@ export async function conclude(
     answer();
     deps.unconfirmed.count++;
   }
-  const confirmed = await confirmSettlement(deps, job, charged.settlement, ending.escrow.confirmed).finally(() => {
+  const confirmed = await settleAndConfirm(deps, job, charged.settlement, run, ending.escrow.confirmed).finally(() => {
     if (answeredFirst) deps.unconfirmed.count--;
   });
   run.lease.outcome(confirmed.ok || confirmed.reason !== "rejected" ? metered.outcome : "failed");
   if (confirmed.ok) {
-    run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, charged.settlement.signature);
+    run.lease.worker.settled?.(job.id, splitPayout(job.creditsCharged, job.workerStaked).worker, job.settlementTx ?? "");
     deps.settled(job.id, job.workerAddress ?? "");
   }
   if (answeredFirst) return;
@@ -181,6 +187,24 @@ export async function conclude(
     ? "The job's escrow was refunded on-chain, past the escrow program's timeout, before the service settled it; nothing was charged."
     : "The worker's proof of this output did not verify; nothing was charged.";
   return fail(deps, ending, confirmed, new ApiError("internal_error", why));
+}
+
+/**
+ * Send the job's recorded settlement and confirm it; an escrow table's job's settlement is first
+ * put in its worker's next batch (TableSettlements) and recorded once the worker signs the batch.
+ * A worker that does not sign is not paid: the job's escrow goes back.
+ */
+async function settleAndConfirm(deps: EndingDeps, job: JobRecord, recorded: ChainAction | null, run: WorkerRun, escrowLanded: Promise<number>): Promise<Confirmed> {
+  let settlement = recorded;
+  if (settlement === null) {
+    try {
+      settlement = await deps.tableSettlements!.settle(job, run.lease.worker);
+    } catch (error) {
+      deps.logger.warn({ err: error, job: job.id, worker: job.workerAddress }, "the worker did not sign its settlement; the job's escrow goes back");
+      return { ok: false, reason: "rejected", ...(await refundJob(deps, job, escrowLanded, "failed", "settlement_unsigned")) };
+    }
+  }
+  return confirmSettlement(deps, job, settlement, escrowLanded);
 }
 
 /**
@@ -219,11 +243,15 @@ type Finished = { finishReason: StopReason; usage: Usage; signature: Uint8Array;
  */
 async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrow: EscrowLanding, proven: boolean): Promise<Charged> {
   const proved = provedChanges(deps, job, text, done);
-  const signed = proven ? prepareSettlement(deps.chain, { ...job, ...proved }) : Promise.resolve(null);
+  // An escrow table's job is settled in its worker's batch, later (settleAndConfirm).
+  const batched = job.escrowTableId !== null;
+  const signed = !proven ? Promise.resolve(null) : batched ? Promise.resolve(undefined) : prepareSettlement(deps.chain, { ...job, ...proved });
   // Awaited below once the escrow has landed.
   awaitedLater(signed);
   const landed = await escrow.forCharge().catch(() => null);
   if (landed === null) return { ok: false, ...(await refundJob(deps, job, escrow.confirmed, "failed", "escrow_failed")) };
+  // Sent again alone (the transaction it shared was refused), a table's lock took a slot of a new table.
+  if (batched) Object.assign(job, escrowPlace(landed.action as EscrowAction));
   const charged = await recordCharge(deps, job, { ...proved, slot: landed.slot }, signed, escrow, landed);
   if (charged === null) {
     deps.logger.warn({ job: job.id, worker: job.workerAddress }, "the worker's proof does not match the output it sent; nothing is charged");
@@ -234,8 +262,9 @@ async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Fini
 }
 
 /**
- * The settlement's record, with the escrow's confirmation when that is the charge's to write
- * (`landed.fold`); null when the proof does not hold. A confirmation left to the charge is
+ * The settlement's record (`signed` undefined: the charge alone, its settlement batched later),
+ * with the escrow's confirmation when that is the charge's to write (`landed.fold`); null when
+ * the proof does not hold. A confirmation left to the charge is
  * written on its own when nothing is recorded, before whatever follows (a refund, recovery) reads
  * the escrow's slot from the job's row.
  */
@@ -243,18 +272,19 @@ async function recordCharge(
   deps: EndingDeps,
   job: JobRecord,
   proved: JobChanges & { slot: number },
-  signed: Promise<ChainAction | null>,
+  signed: Promise<ChainAction | null | undefined>,
   escrow: EscrowLanding,
   landed: { action: ChainAction; slot: number; fold: boolean },
-): Promise<{ settlement: ChainAction; recorded: RecordedSettlement } | null> {
+): Promise<{ settlement: ChainAction | null; recorded: RecordedSettlement } | null> {
   const { action, slot, fold } = landed;
   let recorded: RecordedSettlement | undefined;
   try {
     const settlement = await signed;
     if (settlement === null) return null;
     const folded = fold ? { escrowLanded: { action, slot } } : {};
-    recorded = await deps.settlementRecords.run({ job, changes: { ...proved, settlementTx: settlement.signature }, settlement, ...folded });
-    return { settlement, recorded };
+    const changes = settlement ? { ...proved, settlementTx: settlement.signature } : proved;
+    recorded = await deps.settlementRecords.run({ job, changes, ...(settlement ? { settlement } : {}), ...folded });
+    return { settlement: settlement ?? null, recorded };
   } finally {
     if (fold && recorded) escrow.recorded(action, slot);
     else if (fold) await escrow.notRecorded(action, slot).catch(() => undefined);
@@ -301,7 +331,7 @@ async function confirmSettlement(deps: EndingDeps, job: JobRecord, settlement: C
       return { ok: false, reason: "unconfirmed" };
     }
     // Past the program's timeout anyone may refund the escrow; then the proof was not the problem.
-    const refundedFirst = (await deps.chain.escrowRecord(job.id))?.status === "refunded";
+    const refundedFirst = (await escrowState(deps.chain, job))?.status === "refunded";
     deps.logger.warn({ err: error, job: job.id, refundedFirst }, "settlement rejected on-chain; the charge goes back");
     const refund = await refundJob(deps, job, escrowLanded, "failed", refundedFirst ? "escrow_refunded" : "proof_rejected");
     return { ok: false, reason: refundedFirst ? "escrow_refunded" : "rejected", ...refund };
@@ -331,7 +361,7 @@ export async function refundJob(
   const sent = await deps.journal.send(refund).catch(async (error: unknown) => {
     // Someone refunded the escrow before us (anyone may, past the program's timeout); the
     // rejection released the reservation, as the refund's confirmation would have.
-    if (error instanceof ChainRejectedError && (await deps.chain.escrowRecord(job.id))?.status === "refunded") return {};
+    if (error instanceof ChainRejectedError && (await escrowState(deps.chain, job))?.status === "refunded") return {};
     throw error;
   });
   // The confirmation released the reservation and says what it left; a concurrent recovery's says nothing.

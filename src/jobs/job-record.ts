@@ -47,6 +47,21 @@ export interface JobRecord {
   auditOutcome: "reproduced" | "fraudulent" | "inconclusive" | null;
   /** The program's escrow record was deleted after the dispute window, its rent recovered. */
   escrowClosed: boolean;
+  /**
+   * Set when the job's escrow is a slot of its wallet's escrow table (escrowAddress is then the
+   * table's): the table's id and the job's slot in it. Null for an escrow record of its own.
+   */
+  escrowTableId: number | null;
+  escrowTableSlot: number | null;
+  /** A table job's leaf in its batch's settlement: its index, the tree's size, the audit path (hex). */
+  settlementLeaf: SettlementLeafPlace | null;
+}
+
+export interface SettlementLeafPlace {
+  leafIndex: number;
+  treeSize: number;
+  /** Sibling hashes from the leaf up to the root, hex. */
+  path: string[];
 }
 
 export type DisputeOutcome = "upheld" | "rejected" | "inconclusive";
@@ -102,6 +117,9 @@ export function newPendingJob(input: {
     disputeBondCredits: null,
     auditOutcome: null,
     escrowClosed: false,
+    escrowTableId: null,
+    escrowTableSlot: null,
+    settlementLeaf: null,
   };
 }
 
@@ -125,6 +143,7 @@ export function jobToApi(job: JobRecord): Record<string, unknown> {
       slot: job.slot,
       proof_hash: job.proofHash,
       refund_tx: job.refundTx,
+      ...(job.escrowTableId !== null ? { receipt: receiptOf(job) } : {}),
     },
     usage: {
       prompt_tokens: job.promptTokens,
@@ -141,6 +160,27 @@ export function jobToApi(job: JobRecord): Record<string, unknown> {
       credits_returned: job.disputeReturnedCredits,
       bond_credits: job.disputeBondCredits,
     },
+  };
+}
+
+/**
+ * A table job's receipt, once its settlement is recorded: what `svc verify --receipt` checks
+ * against the chain (its slot's lock, the worker's signature over the batch's root, its leaf up
+ * the path to that root, the payouts). Null before.
+ */
+function receiptOf(job: JobRecord): Record<string, unknown> | null {
+  if (job.settlementLeaf === null || job.proofHash === null) return null;
+  return {
+    table: job.escrowAddress,
+    slot: job.escrowTableSlot,
+    leaf_index: job.settlementLeaf.leafIndex,
+    tree_size: job.settlementLeaf.treeSize,
+    path: job.settlementLeaf.path,
+    prompt_tokens: job.promptTokens,
+    completion_tokens: job.completionTokens,
+    proof_hash: job.proofHash,
+    escrow_tx: job.escrowTx,
+    settlement_tx: job.settlementTx,
   };
 }
 

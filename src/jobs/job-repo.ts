@@ -50,6 +50,9 @@ const COLUMNS: Record<keyof JobRecord, string> = {
   disputeBondCredits: "dispute_bond_credits",
   auditOutcome: "audit_outcome",
   escrowClosed: "escrow_closed",
+  escrowTableId: "escrow_table_id",
+  escrowTableSlot: "escrow_table_slot",
+  settlementLeaf: "settlement_leaf",
 };
 
 /** Each column's SQL type, for the VALUES lists of statements that write many rows. */
@@ -88,6 +91,9 @@ const TYPES: Record<keyof JobRecord, string> = {
   disputeBondCredits: "integer",
   auditOutcome: "text",
   escrowClosed: "boolean",
+  escrowTableId: "bigint",
+  escrowTableSlot: "integer",
+  settlementLeaf: "text",
 };
 
 const FIELDS = Object.keys(COLUMNS) as (keyof JobRecord)[];
@@ -97,13 +103,15 @@ function fromRow(row: Record<string, unknown>): JobRecord {
   const job = {} as Record<string, unknown>;
   for (const field of FIELDS) job[field] = row[COLUMNS[field]];
   job.slot = row.slot === null || row.slot === undefined ? null : Number(row.slot);
+  job.escrowTableId = row.escrow_table_id === null || row.escrow_table_id === undefined ? null : Number(row.escrow_table_id);
   job.request = typeof row.request === "string" ? JSON.parse(row.request) : null;
+  job.settlementLeaf = typeof row.settlement_leaf === "string" ? JSON.parse(row.settlement_leaf) : null;
   return job as unknown as JobRecord;
 }
 
-/** A field's value as its column holds it: the kept request is JSON text. */
+/** A field's value as its column holds it: the kept request and the settlement leaf are JSON text. */
 function toColumn<F extends keyof JobRecord>(field: F, value: JobRecord[F] | undefined): unknown {
-  return field === "request" && value != null ? JSON.stringify(value) : value;
+  return (field === "request" || field === "settlementLeaf") && value != null ? JSON.stringify(value) : value;
 }
 
 /**

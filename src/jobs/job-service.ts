@@ -32,6 +32,8 @@ import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type LeaseWanted, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
+import { EscrowTables } from "./escrow-tables.ts";
+import { TableSettlements } from "./table-settlements.ts";
 import { EscrowLanding, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, type EscrowAction } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
@@ -97,6 +99,11 @@ export interface JobServiceOptions {
   probation?: Probation;
   /** The gateway node driving the jobs started here (its lease covers them). */
   nodeId?: string;
+  /**
+   * Each job's escrow is a slot of its wallet's escrow table, locked and settled several jobs to a
+   * transaction (escrow-tables.ts, table-settlements.ts), instead of an escrow record of its own.
+   */
+  escrowTables?: boolean;
 }
 
 /** A job on its way, as its driver carries it. */
@@ -204,6 +211,8 @@ export class JobService {
   private readonly probation: Probation | undefined;
   private readonly ending: EndingDeps;
   private readonly admissions: Admissions;
+  /** The wallets' escrow tables this node locks into; undefined: each job has an escrow record of its own. */
+  private readonly tables: EscrowTables | undefined;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
   /**
@@ -240,9 +249,11 @@ export class JobService {
       settled: options.onSettled ?? (() => undefined),
       settlementRecords: settlementRecords(this.db, this.journal),
       unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
+      tableSettlements: options.escrowTables ? new TableSettlements({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
     };
-    this.admissions = new Admissions(this.db, this.chain, this.journal, this.nodeId);
-    registerJobActions(this.journal, this.db, this.chain);
+    this.tables = options.escrowTables ? new EscrowTables(this.chain) : undefined;
+    this.admissions = new Admissions(this.db, this.chain, this.journal, this.nodeId, this.tables);
+    registerJobActions(this.journal, this.db, this.chain, this.tables);
   }
 
   /**
@@ -263,7 +274,8 @@ export class JobService {
     try {
       // The count is asked for first: the lock's signing then runs while its answer travels.
       const counting = this.countOnWorkers(model.id, held.current, request.messages);
-      let escrow = alone ? this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job")) : undefined;
+      // A table's lock is signed in the admission's group: its slots are taken in the order locks are signed.
+      let escrow = alone && !this.tables ? this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job")) : undefined;
       const { lease, promptTokens } = await counting;
       const wanted = promptTokens + (request.maxTokens ?? 1);
       held.moveTo(await this.roomFor(model, lease, wanted, clientSignal));
@@ -369,7 +381,9 @@ export class JobService {
    */
   private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
     const admitted = admission.then((a) => a.creditsAfterLock);
-    const escrow = new EscrowLanding(this.journal, admission.then((a) => a.escrow));
+    const tables = this.tables;
+    const send = tables ? (lock: ChainAction) => tables.sendInTurn(lock, () => this.journal.sendUntilLanded(lock)) : undefined;
+    const escrow = new EscrowLanding(this.journal, admission.then((a) => a.escrow), send);
     // Sent again alone (the transaction it shared was refused), the lock has another signature.
     escrow.landedLock().then((lock) => (started.escrowTx = job.escrowTx = lock.signature), () => undefined);
     const channel = new Channel<JobEvent>();
@@ -793,6 +807,8 @@ export class JobService {
 
   /** Wait for the jobs this process is driving to reach a final state. */
   async drain(): Promise<void> {
+    // Batches waiting for more jobs are signed now: nothing else will join them.
+    this.ending.tableSettlements?.flush();
     await Promise.allSettled([...this.running]);
   }
 }

@@ -138,4 +138,19 @@ export const JOBS_MIGRATIONS = [
       ALTER TABLE jobs ADD COLUMN dispute_bond_credits integer;
     `,
   },
+  {
+    id: "jobs/007_escrow_tables",
+    sql: `
+      -- A job whose escrow is a slot of its wallet's escrow table: the table's id and the slot.
+      -- Null for a job with an escrow record of its own.
+      ALTER TABLE jobs ADD COLUMN escrow_table_id bigint;
+      ALTER TABLE jobs ADD COLUMN escrow_table_slot integer;
+      -- A table job's leaf in its batch's settlement (JSON: its index, the tree's size, the audit
+      -- path up to the root the worker signed): with the chain, the job's receipt.
+      ALTER TABLE jobs ADD COLUMN settlement_leaf text;
+      -- Escrow table ids come in blocks of 1024 from here, one block to a gateway node at a time:
+      -- a table's address is derived from its wallet and id, so no id is ever given out twice.
+      CREATE SEQUENCE escrow_table_id_blocks;
+    `,
+  },
 ];

@@ -56,6 +56,9 @@ test("a flag it does not know, or a bad port, exits 2 with the usage", async () 
   const fee = startSvc(["serve", "--priority-fee", "0.5"]);
   assert.equal((await fee.exited()).code, 2);
   assert.match(fee.stderr(), /--priority-fee is a whole number of micro-lamports per compute unit, got '0.5'/);
+  const escrow = startSvc(["serve"], { SVC_ESCROW: "batches" });
+  assert.equal((await escrow.exited()).code, 2);
+  assert.match(escrow.stderr(), /--escrow is records or tables, got 'batches'/);
   const seeds = startSvc(["serve"], { SVC_SEED_WORKERS: `${generateKeypair().address},not-a-key` });
   assert.equal((await seeds.exited()).code, 2);
   assert.match(seeds.stderr(), /--seed-workers takes worker addresses \(base58 public keys\) separated by commas; 'not-a-key' is not one/);

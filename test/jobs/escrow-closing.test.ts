@@ -38,3 +38,30 @@ test(`${JOBS} ended jobs' escrow records are all closed by one sweep past the pr
     await gateway.close();
   }
 });
+
+test("an escrow table is closed once every slot is final past the dispute window, and a table still taking locks is not", async () => {
+  const gateway = await startTestGateway({ db: await migratedTestDb(), credits: 10_000, escrowTables: true, escrowRules: { disputeWindowSeconds: 1n }, disputes: { windowMs: 2_000 } });
+  try {
+    // A wallet's first table has 8 slots, its next twice as many: 12 jobs fill the first and not the second.
+    const ids = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const { response } = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 4 }).withResponse();
+        return response.headers.get("x-svc-job-id")!;
+      }),
+    );
+    const jobs = await Promise.all(ids.map((id) => jobConcluded(gateway.service, id)));
+    const tables = [...new Set(jobs.map((job) => job.escrowTableId!))].sort((a, b) => a - b);
+    assert.equal(tables.length, 2);
+    const [full, open] = tables.map((id) => jobs.filter((job) => job.escrowTableId === id));
+    assert.deepEqual([full!.length, open!.length], [8, 4]);
+    const { chain } = gateway.service;
+    await until(() => chain.tableRecord(gateway.wallet, BigInt(tables[0]!)), (table) => table === null, "the full table closed", 15_000);
+    const closedJobs = async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE id = ANY($1::text[]) AND escrow_closed", [ids])).map((row) => row.id);
+    await until(closedJobs, (closed) => closed.length === 8, "the full table's jobs marked closed", 5_000);
+    assert.deepEqual((await closedJobs()).sort(), full!.map((job) => job.id).sort());
+    // The program refuses to close a table that is not full within its append window: it stays.
+    assert.ok(await chain.tableRecord(gateway.wallet, BigInt(tables[1]!)), "the table still taking locks is open");
+  } finally {
+    await gateway.close();
+  }
+});

@@ -89,7 +89,7 @@ for (const backend of testDatabases()) {
 
     test("a database written before the queues has each of its jobs queued as its status says", async () => {
       const before = JOBS_MIGRATIONS.findIndex((m) => m.id === "jobs/005_job_queues");
-      await db.exec("DROP TABLE jobs, job_queues, chain_actions, schema_migrations");
+      await db.exec("DROP TABLE jobs, job_queues, chain_actions, schema_migrations; DROP SEQUENCE escrow_table_id_blocks");
       await migrate(db, JOBS_MIGRATIONS.slice(0, before));
       const rows: [string, string, boolean, boolean][] = [
         ["job_a", "processing", false, true],

@@ -71,7 +71,8 @@ async function jsonCompletion({ reply, job, events, log, callerGone }: Answer) {
     if (event.type === "delta") content += event.text;
     else if (event.type === "finished") finish = noteUsage(log, event);
     else {
-      reply.header(SETTLEMENT_HEADER, event.settlementTx);
+      // An escrow table's job is answered before its batch's settlement is signed (docs/api.md).
+      if (event.settlementTx !== null) reply.header(SETTLEMENT_HEADER, event.settlementTx);
       reply.header("x-svc-credits-remaining", String(event.creditsRemaining));
       log.creditsRemaining = event.creditsRemaining;
     }
@@ -122,7 +123,7 @@ async function streamCompletion({ reply, job, events, log, chat }: Answer, appUr
       sentDone = true;
     } else {
       log.creditsRemaining = event.creditsRemaining;
-      if (!res.destroyed) res.addTrailers({ [SETTLEMENT_HEADER]: event.settlementTx });
+      if (!res.destroyed && event.settlementTx !== null) res.addTrailers({ [SETTLEMENT_HEADER]: event.settlementTx });
     }
   };
   try {

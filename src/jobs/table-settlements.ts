@@ -1,0 +1,112 @@
+/**
+ * Settlements of escrow-table jobs, batched: the charged jobs of one worker on one table wait a
+ * moment for each other, then the worker signs their settlement message once (`sign_settlement`:
+ * the table, the Merkle root of the jobs' leaves, each slot's charge) and one `settle_batch`
+ * transaction pays them all. The batch's transaction is recorded in the chain journal, one action
+ * per job sharing its signature, before anyone sends it.
+ *
+ * A worker that does not sign (gone, refusing, or signing something else) leaves its jobs
+ * unsettled: their senders refund them (`refund_slots`), and the worker is not paid.
+ */
+import { MAX_TABLE_SETTLEMENTS_PER_TRANSACTION, settlementLeaf, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
+import { auditPath, creditsToBaseUnits, leafBytes, leafHash } from "../core/index.ts";
+import type { WorkerHandle } from "../network/index.ts";
+import type { Db } from "../store/index.ts";
+import type { JobRecord } from "./job-record.ts";
+import { updateJobs } from "./job-repo.ts";
+
+/**
+ * How long a batch's first job waits for others before the batch is signed: under load a batch
+ * fills in this time, and a lone job's settlement is this much later.
+ */
+export const SETTLEMENT_LINGER_MS = 100;
+
+interface Waiting {
+  job: JobRecord;
+  resolve: (settlement: ChainAction) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Batch {
+  worker: WorkerHandle;
+  waiting: Waiting[];
+  timer: NodeJS.Timeout;
+}
+
+export class TableSettlements {
+  /** Batches filling, by worker and table. */
+  private readonly filling = new Map<string, Batch>();
+
+  constructor(
+    private readonly deps: { db: Db; chain: Chain; journal: ChainJournal },
+    private readonly lingerMs = SETTLEMENT_LINGER_MS,
+  ) {}
+
+  /**
+   * The job's settlement, signed by its worker with the others of its batch and recorded with
+   * them: resolves with the job's action in it, to send; rejects when the worker did not sign.
+   * The job is charged (its proof, tokens and charge recorded) and its escrow has landed.
+   */
+  settle(job: JobRecord, worker: WorkerHandle): Promise<ChainAction> {
+    if (job.escrowTableId === null || job.escrowTableSlot === null) throw new Error(`job ${job.id} is not in an escrow table`);
+    const key = `${worker.address} ${job.escrowAddress}`;
+    return new Promise((resolve, reject) => {
+      let batch = this.filling.get(key);
+      if (!batch) {
+        batch = { worker, waiting: [], timer: setTimeout(() => this.close(key), this.lingerMs) };
+        this.filling.set(key, batch);
+      }
+      batch.waiting.push({ job, resolve, reject });
+      if (batch.waiting.length >= MAX_TABLE_SETTLEMENTS_PER_TRANSACTION) this.close(key);
+    });
+  }
+
+  /** Sends nothing more to the batches filling: each is signed now. */
+  flush(): void {
+    for (const key of [...this.filling.keys()]) this.close(key);
+  }
+
+  private close(key: string): void {
+    const batch = this.filling.get(key);
+    if (!batch) return;
+    this.filling.delete(key);
+    clearTimeout(batch.timer);
+    // In slot order: a job's leaf index follows from the batch alone.
+    batch.waiting.sort((a, b) => a.job.escrowTableSlot! - b.job.escrowTableSlot!);
+    this.signAndRecord(batch.worker, batch.waiting.map((w) => w.job)).then(
+      (actions) => batch.waiting.forEach((w, i) => w.resolve(actions[i]!)),
+      (error: unknown) => batch.waiting.forEach((w) => w.reject(error)),
+    );
+  }
+
+  /** The worker's signature over the jobs' settlement, the transaction paying from it, and its record. */
+  private async signAndRecord(worker: WorkerHandle, jobs: readonly JobRecord[]): Promise<ChainAction[]> {
+    const { wallet, escrowAddress } = jobs[0]!;
+    const tableId = BigInt(jobs[0]!.escrowTableId!);
+    const signature = await worker.signSettlement({
+      table: escrowAddress!,
+      jobs: jobs.map((job) => ({ jobId: job.id, slot: job.escrowTableSlot!, charge: creditsToBaseUnits(job.creditsCharged), promptTokens: job.promptTokens, completionTokens: job.completionTokens })),
+    });
+    const settled = jobs.map((job) => ({
+      jobId: job.id,
+      slot: job.escrowTableSlot!,
+      creditsCharged: job.creditsCharged,
+      proofHash: job.proofHash!,
+      promptTokens: job.promptTokens,
+      completionTokens: job.completionTokens,
+    }));
+    const prepared = await this.deps.chain.prepareTableSettlement({ wallet, tableId, worker: worker.address, signature, jobs: settled });
+    const leaves = settled.map((job) => leafHash(leafBytes(settlementLeaf(job))));
+    const leafOf = (i: number) => ({ leafIndex: i, treeSize: leaves.length, path: auditPath(leaves, i).map((hash) => Buffer.from(hash).toString("hex")) });
+    const shared = jobs.length > 1;
+    const actions: ChainAction[] = jobs.map((job) => ({ kind: "settlement", subject: job.id, signature: prepared.signature, wire: prepared.wire, ...(shared ? { shared } : {}) }));
+    const changes = jobs.map((_, i) => ({ settlementTx: prepared.signature, settlementLeaf: leafOf(i) }));
+    await this.deps.db.transaction(async (tx) => {
+      await this.deps.journal.recordAll(tx, actions);
+      await updateJobs(tx, jobs.map((job, i) => ({ id: job.id, changes: changes[i]! })));
+    });
+    // The drivers' records of the jobs follow their rows (the settlement's confirmation reads them).
+    jobs.forEach((job, i) => Object.assign(job, changes[i]));
+    return actions;
+  }
+}
