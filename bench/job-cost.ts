@@ -17,7 +17,10 @@
  * the moment the load ends (the sweeper gives it back only after the dispute window), per job
  * still holding one.
  *
- * Run: npm run bench:job-cost -- [jobs (50)] [--rates 1,10,100] [--seconds 20]
+ * Each rate is measured with each escrow design (`--escrows`): a record per job, and slots of the
+ * wallets' escrow tables settled in batches (JobServiceOptions.escrowTables).
+ *
+ * Run: npm run bench:job-cost -- [jobs (50)] [--rates 1,10,100] [--seconds 20] [--escrows records,tables]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -41,10 +44,16 @@ import { MODEL, startTestGateway } from "../test/support/service.ts";
 import { drivePaced, type PacedResult } from "./paced-client.ts";
 import { openJobCount } from "./support.ts";
 
-const { values: flags, positionals } = parseArgs({ options: { rates: { type: "string", default: "1,10,100" }, seconds: { type: "string", default: "20" } }, allowPositionals: true });
+const { values: flags, positionals } = parseArgs({
+  options: { rates: { type: "string", default: "1,10,100" }, seconds: { type: "string", default: "20" }, escrows: { type: "string", default: "records,tables" } },
+  allowPositionals: true,
+});
 const JOBS = Number(positionals[0] ?? 50);
 const RATES = flags.rates.split(",").map(Number);
 const SECONDS = Number(flags.seconds);
+/** The service's escrow designs measured at each rate: a record per job, or slots of the wallets' escrow tables. */
+const DESIGNS = flags.escrows.split(",");
+if (!DESIGNS.every((d) => d === "records" || d === "tables")) throw new RangeError(`--escrows takes records and/or tables, got ${flags.escrows}`);
 if (!RATES.every((r) => r > 0 && Number.isFinite(r)) || !(SECONDS > 0)) throw new RangeError(`--rates takes positive numbers and --seconds a positive number, got ${flags.rates} and ${flags.seconds}`);
 const LAMPORTS_PER_SIGNATURE = 5_000n;
 
@@ -177,6 +186,7 @@ interface Sent {
 }
 
 interface RateCost {
+  design: string;
   rate: number;
   client: PacedResult;
   /** The service's jobs by status, after the backlog settled. */
@@ -252,10 +262,10 @@ async function jobStatuses(service: Service): Promise<Record<string, number>> {
 }
 
 /** One rate on a service of its own, closed before this returns. */
-async function measureRate(rate: number, seconds: number): Promise<RateCost> {
+async function measureRate(rate: number, seconds: number, design: string): Promise<RateCost> {
   const dir = await mkdtemp(join(tmpdir(), "svc-job-cost-"));
   // No per-IP limits: the one caller process stands for many callers.
-  const gateway = await startTestGateway({ dataDir: dir, rateLimit: false, refusalLimit: false, credits: CREDITS });
+  const gateway = await startTestGateway({ dataDir: dir, rateLimit: false, refusalLimit: false, credits: CREDITS, escrowTables: design === "tables" });
   try {
     const { service } = gateway;
     const chain = service.chain;
@@ -269,7 +279,7 @@ async function measureRate(rate: number, seconds: number): Promise<RateCost> {
     const settleMs = await settledWithin(service, SETTLE_TIMEOUT_MS);
     const sent = await serviceTransactions(chain, recordsBefore);
     const spent = lamportsBefore - (await payerLamports(chain));
-    return { rate, client, jobs: await jobStatuses(service), parked, left: await jobRecords(chain), sent, spent, settleMs, loadBefore, loadAfter };
+    return { design, rate, client, jobs: await jobStatuses(service), parked, left: await jobRecords(chain), sent, spent, settleMs, loadBefore, loadAfter };
   } finally {
     await gateway.close();
     await rm(dir, { recursive: true, force: true });
@@ -288,7 +298,7 @@ function rateLines(c: RateCost): string[] {
   const statuses = Object.entries(c.jobs).map(([status, n]) => `${n} ${status}`).join(", ");
   const failures = Object.entries(c.client.failures).map(([kind, n]) => `${n} × ${kind}`).join(", ");
   return [
-    `rate ${c.rate}/s: ${c.client.sent} requests (${c.client.failed} failed), ${jobs} jobs (${statuses}), per job: ${per(c.sent.transactions)} transactions, ` +
+    `escrow ${c.design}, rate ${c.rate}/s: ${c.client.sent} requests (${c.client.failed} failed), ${jobs} jobs (${statuses}), per job: ${per(c.sent.transactions)} transactions, ` +
       `${per(c.sent.signatures)} signatures, ${per(c.sent.feeLamports, 0)} lamports in fees, ${perOpen} lamports of rent parked per open job ` +
       `(${recordsText(c.parked)} at the end of the load), ${per(c.spent - c.sent.feeLamports, 0)} lamports of rent not back after settling ` +
       `(${per(c.left.lamports, 0)} in ${recordsText(c.left)}, ${per(c.spent - c.sent.feeLamports - c.left.lamports, 0)} elsewhere); ` +
@@ -302,6 +312,6 @@ function rateLines(c: RateCost): string[] {
 
 await chainApiCost();
 console.log(`\nthe whole service (embedded chain and PGlite, a seed worker on ${MODEL}), ${SECONDS} s at each rate, max_tokens ${MAX_TOKENS}:`);
-for (const rate of RATES) for (const line of rateLines(await measureRate(rate, SECONDS))) console.log(line);
+for (const rate of RATES) for (const design of DESIGNS) for (const line of rateLines(await measureRate(rate, SECONDS, design))) console.log(line);
 // The engine the seed workers share keeps llama.cpp's threads alive.
 process.exit(0);
