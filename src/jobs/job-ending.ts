@@ -118,7 +118,8 @@ export interface EndingJob {
 
 type Charged =
   | { ok: true; settlement: ChainAction | null; creditsRemaining: number }
-  | { ok: false; creditsRemaining?: number };
+  /** `escrowFailed`: the job's lock never reached the chain, the service's failure, not the worker's. */
+  | { ok: false; escrowFailed?: true; creditsRemaining?: number };
 
 type Confirmed =
   | { ok: true; slot: number }
@@ -158,6 +159,10 @@ export async function conclude(
   // text fails the job, and a stream told it finished would have sent its [DONE] already.
   if (proven && done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
   const charged = await charge(deps, job, text, { ...done, usage: metered.usage }, ending.escrow, proven);
+  if (!charged.ok && charged.escrowFailed) {
+    run.lease.outcome(metered.outcome);
+    return fail(deps, ending, charged, new ApiError("internal_error", "The job's escrow lock did not reach the chain; nothing was charged. Retrying usually succeeds."));
+  }
   if (!charged.ok) {
     run.lease.outcome("failed");
     return fail(deps, ending, charged, new ApiError("internal_error", "The worker's proof of this output did not verify; nothing was charged."));
@@ -243,13 +248,14 @@ type Finished = { finishReason: StopReason; usage: Usage; signature: Uint8Array;
  */
 async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Finished, escrow: EscrowLanding, proven: boolean): Promise<Charged> {
   const proved = provedChanges(deps, job, text, done);
-  // An escrow table's job is settled in its worker's batch, later (settleAndConfirm).
-  const batched = job.escrowTableId !== null;
+  // An escrow table's job is settled in its worker's batch, later (settleAndConfirm). A node that
+  // locks into tables locks every job there, some only once the charge hurries their lock.
+  const batched = deps.tableSettlements !== undefined || job.escrowTableId !== null;
   const signed = !proven ? Promise.resolve(null) : batched ? Promise.resolve(undefined) : prepareSettlement(deps.chain, { ...job, ...proved });
   // Awaited below once the escrow has landed.
   awaitedLater(signed);
   const landed = await escrow.forCharge().catch(() => null);
-  if (landed === null) return { ok: false, ...(await refundJob(deps, job, escrow.confirmed, "failed", "escrow_failed")) };
+  if (landed === null) return { ok: false, escrowFailed: true, ...(await refundJob(deps, job, escrow.confirmed, "failed", "escrow_failed")) };
   // Sent again alone (the transaction it shared was refused), a table's lock took a slot of a new table.
   if (batched) Object.assign(job, escrowPlace(landed.action as EscrowAction));
   const charged = await recordCharge(deps, job, { ...proved, slot: landed.slot }, signed, escrow, landed);
