@@ -20,7 +20,7 @@
  * Each rate is measured with each escrow design (`--escrows`): a record per job, and slots of the
  * wallets' escrow tables settled in batches (JobServiceOptions.escrowTables).
  *
- * Run: npm run bench:job-cost -- [jobs (50)] [--rates 1,10,100] [--seconds 20] [--escrows records,tables]
+ * Run: npm run bench:job-cost -- [jobs (50)] [--rates 1,10,100] [--seconds 20] [--escrows records,tables] [--job-ms <n>]
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -42,10 +42,12 @@ import { outputHash, proofMessage } from "../src/core/proof.ts";
 import type { Service } from "../src/service.ts";
 import { MODEL, startTestGateway } from "../test/support/service.ts";
 import { drivePaced, type PacedResult } from "./paced-client.ts";
+import { BENCH_MODEL, startWorkerProcess } from "./worker-process.ts";
+import { until } from "../test/support/eventually.ts";
 import { openJobCount } from "./support.ts";
 
 const { values: flags, positionals } = parseArgs({
-  options: { rates: { type: "string", default: "1,10,100" }, seconds: { type: "string", default: "20" }, escrows: { type: "string", default: "records,tables" } },
+  options: { rates: { type: "string", default: "1,10,100" }, seconds: { type: "string", default: "20" }, escrows: { type: "string", default: "records,tables" }, "job-ms": { type: "string" } },
   allowPositionals: true,
 });
 const JOBS = Number(positionals[0] ?? 50);
@@ -53,6 +55,14 @@ const RATES = flags.rates.split(",").map(Number);
 const SECONDS = Number(flags.seconds);
 /** The service's escrow designs measured at each rate: a record per job, or slots of the wallets' escrow tables. */
 const DESIGNS = flags.escrows.split(",");
+/**
+ * --job-ms <n>: the jobs are served by a worker in a process of its own over the worker protocol,
+ * from an OpenAI-compatible upstream that answers after n ms (worker-process.ts), instead of the
+ * seed worker on the wiring model: jobs as long as a real model's, at rates this machine's CPU
+ * could not generate.
+ */
+const JOB_MS = flags["job-ms"] === undefined ? undefined : Number(flags["job-ms"]);
+if (JOB_MS !== undefined && !(JOB_MS >= 0)) throw new RangeError(`--job-ms takes a number of milliseconds, got ${flags["job-ms"]}`);
 if (!DESIGNS.every((d) => d === "records" || d === "tables")) throw new RangeError(`--escrows takes records and/or tables, got ${flags.escrows}`);
 if (!RATES.every((r) => r > 0 && Number.isFinite(r)) || !(SECONDS > 0)) throw new RangeError(`--rates takes positive numbers and --seconds a positive number, got ${flags.rates} and ${flags.seconds}`);
 const LAMPORTS_PER_SIGNATURE = 5_000n;
@@ -265,7 +275,10 @@ async function jobStatuses(service: Service): Promise<Record<string, number>> {
 async function measureRate(rate: number, seconds: number, design: string): Promise<RateCost> {
   const dir = await mkdtemp(join(tmpdir(), "svc-job-cost-"));
   // No per-IP limits: the one caller process stands for many callers.
-  const gateway = await startTestGateway({ dataDir: dir, rateLimit: false, refusalLimit: false, credits: CREDITS, escrowTables: design === "tables" });
+  const upstream = JOB_MS !== undefined;
+  const gateway = await startTestGateway({ dataDir: dir, rateLimit: false, refusalLimit: false, credits: CREDITS, escrowTables: design === "tables", ...(upstream ? { workers: [] } : {}) });
+  const worker = upstream ? await startWorkerProcess({ gateway: gateway.service.origin, firstTokenMs: JOB_MS }) : undefined;
+  if (worker) gateway.service.trust.vouch(worker.address);
   try {
     const { service } = gateway;
     const chain = service.chain;
@@ -273,7 +286,8 @@ async function measureRate(rate: number, seconds: number, design: string): Promi
     const lamportsBefore = await payerLamports(chain);
     const recordsBefore = (await embeddedBackend(chain).history()).length;
     const loadBefore = loadavg();
-    const client = await drivePaced({ baseUrl: gateway.baseUrl, apiKey: gateway.apiKey, model: MODEL, rate, seconds, maxTokens: MAX_TOKENS });
+    if (worker) await until(async () => gateway.service.pool.hosting(BENCH_MODEL).length, (n) => n > 0, "the worker process to join");
+    const client = await drivePaced({ baseUrl: gateway.baseUrl, apiKey: gateway.apiKey, model: worker ? BENCH_MODEL : MODEL, rate, seconds, maxTokens: MAX_TOKENS });
     const loadAfter = loadavg();
     const parked = await jobRecords(chain);
     const settleMs = await settledWithin(service, SETTLE_TIMEOUT_MS);
@@ -281,6 +295,7 @@ async function measureRate(rate: number, seconds: number, design: string): Promi
     const spent = lamportsBefore - (await payerLamports(chain));
     return { design, rate, client, jobs: await jobStatuses(service), parked, left: await jobRecords(chain), sent, spent, settleMs, loadBefore, loadAfter };
   } finally {
+    worker?.close();
     await gateway.close();
     await rm(dir, { recursive: true, force: true });
   }
@@ -311,7 +326,8 @@ function rateLines(c: RateCost): string[] {
 }
 
 await chainApiCost();
-console.log(`\nthe whole service (embedded chain and PGlite, a seed worker on ${MODEL}), ${SECONDS} s at each rate, max_tokens ${MAX_TOKENS}:`);
+const served = JOB_MS === undefined ? `a seed worker on ${MODEL}` : `a worker process on ${BENCH_MODEL} whose upstream answers after ${JOB_MS} ms`;
+console.log(`\nthe whole service (embedded chain and PGlite, ${served}), ${SECONDS} s at each rate, max_tokens ${MAX_TOKENS}:`);
 for (const rate of RATES) for (const design of DESIGNS) for (const line of rateLines(await measureRate(rate, SECONDS, design))) console.log(line);
 // The engine the seed workers share keeps llama.cpp's threads alive.
 process.exit(0);

@@ -10,7 +10,8 @@
  * own times sequential requests, back to back, straight to the upstream, through the gateway and
  * through Portkey (whole JSON answers only: Portkey 1.15's streams answer 500 on Node 20). The
  * service runs on svc dev's defaults (PGlite on disk, the embedded chain on disk), and then again
- * on PostgreSQL when DATABASE_URL is set.
+ * on PostgreSQL when DATABASE_URL is set; ESCROWS=records,tables drives each storage with both
+ * escrow designs (a record per job, and the wallets' escrow tables), a service each.
  *
  * Before all of that, each service and the proxy take WARM_UP seconds of unmeasured load (10 by
  * default), so the figures are a warm node's.
@@ -409,8 +410,17 @@ const rows: Row[] = [];
 const latencyLines: string[] = [];
 const latencies: SequentialLatencies[] = [];
 const kinds = process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const);
+/** ESCROWS=records,tables: the service's escrow designs to drive, each a service of its own (default: records, the service's default). */
+const designs = (process.env.ESCROWS ?? "records").split(",");
+if (!designs.every((d) => d === "records" || d === "tables")) throw new RangeError(`ESCROWS takes records and/or tables, got ${process.env.ESCROWS}`);
 let jobs = 0;
-for (const kind of kinds) jobs += await driveService(await benchStorage(kind, join(dir, kind)), rows);
+for (const kind of kinds) {
+  for (const design of designs) {
+    const storage = await benchStorage(kind, join(dir, `${kind}-${design}`));
+    const tables = design === "tables";
+    jobs += await driveService({ ...storage, label: tables ? `${storage.label}, escrow tables` : storage.label, options: { ...storage.options, escrowTables: tables } }, rows);
+  }
+}
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run after ${WARM_UP_SECONDS} s of warm-up; ${jobs} jobs settled in all`);

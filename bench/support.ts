@@ -54,7 +54,7 @@ export interface BenchStorage {
   kind: "pglite" | "postgres";
   label: string;
   /** The chain and keys stay in `dataDir` either way. */
-  options: { dataDir: string; db?: Db };
+  options: { dataDir: string; db?: Db; escrowTables?: boolean };
   /** Drops the schema (PostgreSQL), once the service is closed; the caller removes its own data dir. */
   drop(): Promise<void>;
 }

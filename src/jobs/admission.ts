@@ -22,6 +22,8 @@ export interface Admission {
   job: JobRecord;
   /** Its escrow lock, when signed ahead; otherwise the group's locks are signed together, several to a transaction. */
   escrow?: EscrowAction;
+  /** Admitted without its lock, which is signed later with the wallet's next jobs (EscrowTables.lockLater). */
+  lockLater?: boolean;
   worker: { address: string; staked: boolean };
   /** The caller's key, accepted from a cache that may lag its revocation (accounts.confirmKeys). */
   keyToConfirm?: string;
@@ -48,7 +50,7 @@ export class Admissions {
    * turns `processing`), committed with the rest of its group. Resolves with the wallet's
    * credits available after this job's lock, and the lock; rejects as the ledger refused it.
    */
-  async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction }> {
+  async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction | undefined }> {
     // Committed or not, its table lock is no longer the group's to give back.
     const { row, creditsAfterLock, escrow } = await this.groups.run(admission).finally(() => this.tableLocks.delete(admission));
     Object.assign(admission.job, row);
@@ -61,14 +63,14 @@ export class Admissions {
    * first in the group's transaction, before any row is locked; a group that fails is redone job
    * by job, each with a lock of its own, and its table locks give their slots back (`unsigned`).
    */
-  private async signEscrows(tx: Db, chain: Chain, admissions: readonly Admission[]): Promise<EscrowAction[]> {
-    const waiting = admissions.filter((a) => a.escrow === undefined);
+  private async signEscrows(tx: Db, chain: Chain, admissions: readonly Admission[]): Promise<(EscrowAction | undefined)[]> {
+    const waiting = admissions.filter((a) => a.escrow === undefined && a.lockLater !== true);
     const unsigned = waiting.map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }));
     let signed: EscrowAction[] = [];
     if (unsigned.length > 0) signed = this.tables ? await this.tables.prepareLocks(tx, unsigned) : await prepareEscrows(chain, unsigned);
     if (this.tables) waiting.forEach((admission, i) => this.tableLocks.set(admission, signed[i]!));
     let next = 0;
-    return admissions.map((a) => a.escrow ?? signed[next++]!);
+    return admissions.map((a) => a.escrow ?? (a.lockLater === true ? undefined : signed[next++]!));
   }
 
   /** Admissions whose group failed: their table locks will not be sent. */
@@ -83,7 +85,8 @@ export class Admissions {
 interface Admitted {
   row: JobRecord;
   creditsAfterLock: number;
-  escrow: EscrowAction;
+  /** Undefined for a job whose lock is signed later. */
+  escrow: EscrowAction | undefined;
 }
 
 /**
@@ -97,19 +100,22 @@ interface Admitted {
  * the flags flipped, the events). On PostgreSQL each is a round trip, as are BEGIN and COMMIT,
  * and a caller's first byte waits for all five.
  */
-async function admitAll(tx: Db, admissions: readonly Admission[], escrows: readonly EscrowAction[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
+async function admitAll(tx: Db, admissions: readonly Admission[], escrows: readonly (EscrowAction | undefined)[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
   // A refused key fails the group, which is redone job by job: only its own jobs are refused.
   const keysToConfirm = admissions.flatMap((a) => a.keyToConfirm ?? []);
   const creditsAfter = await reserveAll(tx, admissions, keysToConfirm);
   const sides = await lockCreditLowSides(tx, admissions.map(({ job }) => job.wallet), keysToConfirm);
-  admissions.forEach(({ job }, i) => Object.assign(job, escrowPlace(escrows[i]!)));
+  admissions.forEach(({ job }, i) => {
+    const escrow = escrows[i];
+    if (escrow) Object.assign(job, escrowPlace(escrow));
+  });
   const writes = new CombinedStatement();
   const rows = addAssignedJobs(
     writes,
     admissions.map(({ job, worker }) => ({ job, worker: { workerAddress: worker.address, workerStaked: worker.staked } })),
     nodeId,
   );
-  journal.addRecords(writes, escrows);
+  journal.addRecords(writes, escrows.flatMap((escrow) => escrow ?? []));
   const lows = money.creditLowCrossings(writes, sides, admissions.map(({ job }, i) => ({ wallet: job.wallet, creditsRemaining: creditsAfter[i]!, fell: true })));
   const events: NewEvent[] = admissions.flatMap(({ job }, i) => {
     const low = lows[i];

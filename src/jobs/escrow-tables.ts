@@ -35,6 +35,12 @@ export const MIN_TABLE_CAPACITY = 8;
 export const MAX_TABLE_CAPACITY = 255;
 /** Table ids taken from the database at once (migration jobs/007_escrow_tables). */
 const TABLE_ID_BLOCK = 1024;
+/**
+ * How long a job whose lock is signed later (lockLater) waits at most for the wallet's next jobs
+ * before its lock is signed with theirs: a job's credits are locked on-chain at most this long
+ * after its admission reserved them, unless it needs its lock sooner (`hurry`).
+ */
+export const LOCK_LINGER_MS = 200;
 /** Wallets whose table is remembered; past it, those whose table takes no more locks are forgotten. */
 const REMEMBERED_WALLETS = 10_000;
 
@@ -58,34 +64,105 @@ interface Turn {
   done: () => void;
 }
 
+/** A wallet's jobs waiting to have their locks signed together (lockLater). */
+interface Lane {
+  waiting: { job: JobToLock; resolve: (lock: TableLock) => void; reject: (error: unknown) => void }[];
+  timer: NodeJS.Timeout;
+}
+
 export class EscrowTables {
   /** Each wallet's current table. */
   private readonly tables = new Map<string, OpenTable>();
   /** The turns of signed locks not yet sent, by signature. */
   private readonly turns = new Map<string, Turn>();
+  /** Each wallet's jobs whose locks wait to be signed together. */
+  private readonly lanes = new Map<string, Lane>();
   private ids = { next: 0, end: 0 };
 
-  constructor(private readonly chain: Chain) {}
+  /**
+   * `record` writes locks signed later (lockLater) to the chain journal and their jobs' rows, in
+   * one transaction, before they are sent.
+   */
+  constructor(
+    private readonly chain: Chain,
+    private readonly db: Db,
+    private readonly record: (locks: readonly TableLock[]) => Promise<void>,
+    private readonly lingerMs = LOCK_LINGER_MS,
+  ) {}
+
+  /**
+   * A job admitted without its lock: its lock, signed with the wallet's other jobs waiting (up to
+   * a transaction's worth, or LOCK_LINGER_MS after the first of them) and recorded. Rejects when
+   * it could not be signed or recorded: nothing is on its way to the chain then.
+   */
+  lockLater(job: JobToLock): Promise<TableLock> {
+    return new Promise((resolve, reject) => {
+      let lane = this.lanes.get(job.wallet);
+      if (!lane) {
+        lane = { waiting: [], timer: setTimeout(() => this.hurry(job.wallet), this.lingerMs) };
+        this.lanes.set(job.wallet, lane);
+      }
+      lane.waiting.push({ job, resolve, reject });
+      if (lane.waiting.length >= MAX_TABLE_LOCKS_PER_TRANSACTION) this.hurry(job.wallet);
+    });
+  }
+
+  /**
+   * Signs the wallet's waiting locks now, when one of them is `jobId`'s (or with no job named):
+   * that job needs its lock on the chain.
+   */
+  hurry(wallet: string, jobId?: string): void {
+    const lane = this.lanes.get(wallet);
+    if (!lane || (jobId !== undefined && !lane.waiting.some((w) => w.job.jobId === jobId))) return;
+    this.lanes.delete(wallet);
+    clearTimeout(lane.timer);
+    const { waiting } = lane;
+    const signing = this.prepareLocks(this.db, waiting.map((w) => w.job));
+    signing
+      .then(async (locks) => {
+        await this.record(locks).catch((error: unknown) => {
+          this.discard(locks);
+          throw error;
+        });
+        waiting.forEach((w, i) => w.resolve(locks[i]!));
+      })
+      .catch((error: unknown) => waiting.forEach((w) => w.reject(error)));
+  }
+
+  /** Signs every lane's waiting locks now (the node is stopping). */
+  hurryAll(): void {
+    for (const wallet of [...this.lanes.keys()]) this.hurry(wallet);
+  }
 
   /**
    * The jobs' locks, in their order: each wallet's jobs into the next slots of its table, up to
-   * MAX_TABLE_LOCKS_PER_TRANSACTION to a transaction. Called one group at a time (admission.ts):
-   * the slots are taken when it is called, and given back by `discard` if the locks are not kept.
+   * MAX_TABLE_LOCKS_PER_TRANSACTION to a transaction. The slots are taken when it is called, and
+   * given back by `discard` if the locks are not kept.
    */
   async prepareLocks(db: Db, jobs: readonly JobToLock[]): Promise<TableLock[]> {
     const byWallet = new Map<string, JobToLock[]>();
     for (const job of jobs) byWallet.set(job.wallet, [...(byWallet.get(job.wallet) ?? []), job]);
-    const batches: { wallet: string; table: OpenTable; firstSlot: number; jobs: JobToLock[] }[] = [];
+    const batches: { wallet: string; table: OpenTable; firstSlot: number; jobs: JobToLock[]; turn: Turn }[] = [];
     for (const [wallet, walletJobs] of byWallet) {
       for (let at = 0; at < walletJobs.length; ) {
         const table = await this.tableFor(db, wallet);
+        // Another call may have filled it while this one awaited: then the next round opens one.
+        if (!takesLocks(table, Date.now())) continue;
         const count = Math.min(walletJobs.length - at, table.capacity - table.next, MAX_TABLE_LOCKS_PER_TRANSACTION);
-        batches.push({ wallet, table, firstSlot: table.next, jobs: walletJobs.slice(at, at + count) });
+        // Slots and turn taken together, with no await between: another call's lock comes after.
+        batches.push({ wallet, table, firstSlot: table.next, jobs: walletJobs.slice(at, at + count), turn: takeTurn(wallet, table) });
         table.next += count;
         at += count;
       }
     }
-    const signed = await Promise.all(batches.map((batch) => this.signLock(batch.wallet, batch.table, batch.firstSlot, batch.jobs)));
+    const settled = await Promise.allSettled(batches.map((batch) => this.signLock(batch)));
+    const failed = settled.find((r) => r.status === "rejected");
+    const signed = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    if (failed) {
+      // All or none: the locks signed beside a failed one are not sent, and their turns pass.
+      this.discard(signed.flat());
+      throw failed.reason;
+    }
     const byJob = new Map(signed.flat().map((lock) => [lock.subject, lock]));
     return jobs.map((job) => byJob.get(job.jobId)!);
   }
@@ -146,6 +223,9 @@ export class EscrowTables {
     const current = this.tables.get(wallet);
     if (current && takesLocks(current, Date.now())) return current;
     const tableId = await this.takeTableId(db);
+    // Another call may have opened one meanwhile: it is used first, and this id is never used.
+    const opened = this.tables.get(wallet);
+    if (opened && opened !== current && takesLocks(opened, Date.now())) return opened;
     const held = current?.next ?? 0;
     const capacity = Math.min(MAX_TABLE_CAPACITY, Math.max(MIN_TABLE_CAPACITY, 2 * held));
     const table: OpenTable = { tableId, capacity, next: 0, openedAtMs: Date.now(), broken: false, tail: current?.tail ?? Promise.resolve() };
@@ -154,10 +234,7 @@ export class EscrowTables {
     return table;
   }
 
-  private async signLock(wallet: string, table: OpenTable, firstSlot: number, jobs: readonly JobToLock[]): Promise<TableLock[]> {
-    let done!: () => void;
-    const turn: Turn = { wallet, tableId: table.tableId, gate: table.tail, done: () => done() };
-    table.tail = new Promise<void>((resolve) => (done = resolve));
+  private async signLock({ wallet, table, firstSlot, jobs, turn }: { wallet: string; table: OpenTable; firstSlot: number; jobs: readonly JobToLock[]; turn: Turn }): Promise<TableLock[]> {
     const prepared = await this.chain
       .prepareTableLock({ wallet, tableId: BigInt(table.tableId), capacity: table.capacity, firstSlot, jobs })
       .catch((error: unknown) => {
@@ -192,6 +269,14 @@ export class EscrowTables {
     const now = Date.now();
     for (const [wallet, table] of this.tables) if (!takesLocks(table, now)) this.tables.delete(wallet);
   }
+}
+
+/** The next place in the table's order of sends: after the lock signed before it. */
+function takeTurn(wallet: string, table: OpenTable): Turn {
+  let done!: () => void;
+  const turn: Turn = { wallet, tableId: table.tableId, gate: table.tail, done: () => done() };
+  table.tail = new Promise<void>((resolve) => (done = resolve));
+  return turn;
 }
 
 function takesLocks(table: OpenTable, nowMs: number): boolean {

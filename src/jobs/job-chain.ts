@@ -10,7 +10,7 @@ import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts"
 import type { Db } from "../store/index.ts";
 import type { EscrowTables } from "./escrow-tables.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
-import { addJobSlots, getJob, getJobs, mustMoveJob, mustMoveJobs, unfinishedJobs, updateJob, updateJobs } from "./job-repo.ts";
+import { addJobSlots, getJob, getJobs, moveJob, mustMoveJob, mustMoveJobs, unfinishedJobs, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 import { UNFINISHED_STATUSES } from "./job-states.ts";
 
@@ -134,6 +134,18 @@ async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promis
   const remaining = await money.refund(tx, job);
   await mustMoveJob(tx, job, "escrow_given_up", { failureReason: reason, completedAt: new Date() });
   await emitReleased(tx, job, remaining);
+}
+
+/**
+ * A job admitted without its lock whose lock was never recorded (its signing or record failed, or
+ * the node stopped first): nothing left the wallet, so its reservation goes back and it ends.
+ */
+export async function releaseUnlocked(db: Db, jobId: string, reason: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const job = await getJob(tx, jobId);
+    if (!job || !(await moveJob(tx, job, "escrow_given_up", { failureReason: job.failureReason ?? reason, completedAt: job.completedAt ?? new Date() }))) return;
+    await emitReleased(tx, job, await money.refund(tx, job));
+  });
 }
 
 /**
@@ -330,11 +342,15 @@ export class EscrowLanding {
   private writer: "landing" | "charge" | undefined;
   private resolveByCharge!: (confirmed: Promise<number>) => void;
 
-  /** `send` puts the lock on the chain (default: the journal's sendUntilLanded; EscrowTables.sendInTurn wraps it). */
+  /**
+   * `send` puts the lock on the chain (default: the journal's sendUntilLanded; EscrowTables.sendInTurn
+   * wraps it); `hurry` asks for a lock signed later to be signed now, when the charge needs it.
+   */
   constructor(
     private readonly journal: ChainJournal,
     escrow: Promise<ChainAction>,
     send: (action: ChainAction) => Promise<{ action: ChainAction; slot: number }> = (action) => journal.sendUntilLanded(action),
+    private readonly hurry: () => void = () => undefined,
   ) {
     this.landed = escrow.then(send);
     const byCharge = new Promise<number>((resolve) => (this.resolveByCharge = resolve));
@@ -359,6 +375,7 @@ export class EscrowLanding {
    * committed, or `notRecorded`.
    */
   async forCharge(): Promise<{ action: ChainAction; slot: number; fold: boolean }> {
+    this.hurry();
     const fold = this.writer === undefined;
     if (fold) this.writer = "charge";
     const { action, slot } = await this.landed;

@@ -34,10 +34,10 @@ import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
 import { EscrowTables } from "./escrow-tables.ts";
 import { TableSettlements } from "./table-settlements.ts";
-import { EscrowLanding, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, type EscrowAction } from "./job-chain.ts";
+import { EscrowLanding, escrowPlace, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, releaseUnlocked, type EscrowAction } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord } from "./job-record.ts";
-import { adoptJobs, getJob, updateJob } from "./job-repo.ts";
+import { adoptJobs, getJob, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 import type { Probation, ProbationCheck } from "./probation.ts";
 import { RequestBlame } from "./request-blame.ts";
@@ -126,10 +126,10 @@ export interface JobCaller {
   keyToConfirm?: string;
 }
 
-/** What a job's admission gives it: the wallet's credits after the lock, and the escrow to send. */
+/** What a job's admission gives it: the wallet's credits after the lock, and the escrow to send (undefined: signed later). */
 interface Admitted {
   creditsAfterLock: number;
-  escrow: ChainAction;
+  escrow: ChainAction | undefined;
 }
 
 /** A job started on its worker before its prompt was counted (startBeforeCount). */
@@ -251,7 +251,7 @@ export class JobService {
       unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
       tableSettlements: options.escrowTables ? new TableSettlements({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
     };
-    this.tables = options.escrowTables ? new EscrowTables(this.chain) : undefined;
+    this.tables = options.escrowTables ? new EscrowTables(this.chain, this.db, (locks) => this.recordLocks(locks)) : undefined;
     this.admissions = new Admissions(this.db, this.chain, this.journal, this.nodeId, this.tables);
     registerJobActions(this.journal, this.db, this.chain, this.tables);
   }
@@ -383,9 +383,14 @@ export class JobService {
     const admitted = admission.then((a) => a.creditsAfterLock);
     const tables = this.tables;
     const send = tables ? (lock: ChainAction) => tables.sendInTurn(lock, () => this.journal.sendUntilLanded(lock)) : undefined;
-    const escrow = new EscrowLanding(this.journal, admission.then((a) => a.escrow), send);
+    const lock = admission.then((a) => a.escrow ?? this.lockLater(job));
+    const escrow = new EscrowLanding(this.journal, lock, send, tables ? () => tables.hurry(job.wallet, job.id) : undefined);
     // Sent again alone (the transaction it shared was refused), the lock has another signature.
-    escrow.landedLock().then((lock) => (started.escrowTx = job.escrowTx = lock.signature), () => undefined);
+    // A table's lock signed later, or sent again alone, also names the job's slot.
+    escrow.landedLock().then((landed) => {
+      if ((landed as EscrowAction).escrowAddress !== undefined) Object.assign(job, escrowPlace(landed as EscrowAction));
+      started.escrowTx = job.escrowTx = landed.signature;
+    }, () => undefined);
     const channel = new Channel<JobEvent>();
     const started: StartedJob = {
       id: job.id,
@@ -399,7 +404,8 @@ export class JobService {
       events: channel,
     };
     const credited = admission.then(({ creditsAfterLock, escrow }) => {
-      started.escrowTx = escrow.signature;
+      // A lock signed later names its transaction once it has landed (above), before the reply ends.
+      if (escrow) started.escrowTx = escrow.signature;
       started.creditsAfterLock = creditsAfterLock;
       started.creditsRemaining = creditsAfterLock;
       return started;
@@ -517,7 +523,10 @@ export class JobService {
         request,
       };
       const job = early ? Object.assign(early.job, record) : newPendingJob(record);
-      const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
+      // A JSON reply is written at the end: its table lock can wait for the wallet's next jobs. A
+      // stream's headers name its lock at the first token, so it is signed in the admission.
+      const lockLater = this.tables !== undefined && request.stream !== true;
+      const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
       // A refusal is handled below.
       awaitedLater(admission);
       early?.admit(admission);
@@ -775,8 +784,31 @@ export class JobService {
     return returned;
   }
 
+  /**
+   * A job admitted without its lock (EscrowTables.lockLater), its lock signed with the wallet's
+   * next jobs and recorded; when that fails, the job's reservation goes back (nothing is on its
+   * way to the chain) and the promise rejects, which ends the job as an escrow that never landed.
+   */
+  private lockLater(job: JobRecord): Promise<ChainAction> {
+    return this.tables!.lockLater({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }).catch(async (error: unknown) => {
+      this.logger.error({ err: error, job: job.id }, "could not sign or record the job's escrow lock; its credits go back");
+      await releaseUnlocked(this.db, job.id, "escrow_failed");
+      throw error;
+    });
+  }
+
+  /** Locks signed later, written to the chain journal and to their jobs' rows in one transaction, before they are sent. */
+  private async recordLocks(locks: readonly ChainAction[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await this.journal.recordAll(tx, locks);
+      await updateJobs(tx, locks.map((lock) => ({ id: lock.subject, changes: escrowPlace(lock as EscrowAction) })));
+    });
+  }
+
   /** Sends back the escrow of an unfinished job that nothing drives; `slot` says whether it landed. */
   private async returnEscrow(job: JobRecord): Promise<void> {
+    // Admitted without its lock, and none recorded since: nothing is on the chain to send back.
+    if (!job.escrowTx) return releaseUnlocked(this.db, job.id, "interrupted");
     const escrowLanded = awaitedLater(job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain")));
     await refundJob(this.ending, job, escrowLanded, "failed", "interrupted");
   }
@@ -807,7 +839,8 @@ export class JobService {
 
   /** Wait for the jobs this process is driving to reach a final state. */
   async drain(): Promise<void> {
-    // Batches waiting for more jobs are signed now: nothing else will join them.
+    // Locks and batches waiting for more jobs are signed now: nothing else will join them.
+    this.tables?.hurryAll();
     this.ending.tableSettlements?.flush();
     await Promise.allSettled([...this.running]);
   }

@@ -18,6 +18,7 @@ import { checkInvariants } from "../../src/ledger/index.ts";
 import { runSvc } from "../cli/svc-process.ts";
 import { assertChainAgrees, assertWorkerPaidOnChain } from "../support/chain-checks.ts";
 import { jobConcluded, until } from "../support/eventually.ts";
+import { StallingWorker } from "../support/stalling-worker.ts";
 import { WrappedWorker } from "../support/wrapped-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
 
@@ -211,6 +212,51 @@ describe("disputes of escrow-table jobs", () => {
       assert.equal(await money.availableCredits(db, gateway.wallet), before + creditsCharged, "the charge and the bond back");
       await assertChainAgrees(gateway.service, gateway.wallet);
     } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () => {
+  test("jobs admitted apart, still running, share one lock transaction", async () => {
+    const stalling = new StallingWorker(await testWorker());
+    const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [stalling], escrowTables: true, credits: 100 });
+    try {
+      // Admitted 30 ms apart, each in a group of its own, all within the lock's linger.
+      const replies: Promise<{ response: Response }>[] = [];
+      for (let i = 0; i < 4; i++) {
+        replies.push(gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).withResponse());
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      stalling.release();
+      const ids = (await Promise.all(replies)).map(({ response }) => response.headers.get("x-svc-job-id")!);
+      const jobs = await Promise.all(ids.map((id) => jobConcluded(gateway.service, id)));
+      assert.ok(jobs.every((job) => job.status === "settled"), jobs.map((job) => `${job.status} ${job.failureReason}`).join(", "));
+      assert.equal(new Set(jobs.map((job) => job.escrowTx)).size, 1, "one lock transaction for the four");
+      assert.deepEqual(jobs.map((job) => job.escrowTableSlot).sort(), [0, 1, 2, 3]);
+      await assertChainAgrees(gateway.service, gateway.wallet);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  test("a caller that leaves before its job's lock is signed is charged nothing, and its slot is refunded", async () => {
+    const stalling = new StallingWorker(await testWorker());
+    const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [stalling], escrowTables: true, credits: 100 });
+    try {
+      const controller = new AbortController();
+      const reply = gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }, { signal: controller.signal }).catch(() => undefined);
+      const jobId = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs"))[0]?.id, (id) => id !== undefined, "the job's admission");
+      controller.abort();
+      await reply;
+      const job = await jobConcluded(gateway.service, jobId!);
+      assert.deepEqual([job.status, job.creditsCharged], ["failed", 0]);
+      assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
+      await assertChainAgrees(gateway.service, gateway.wallet);
+      await checkInvariants(gateway.service.db);
+    } finally {
+      stalling.release();
       await gateway.close();
     }
   });
