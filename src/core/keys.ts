@@ -97,6 +97,14 @@ export function generateKeypair(): Keypair {
   return fromSodiumSecretKey(secretKey);
 }
 
+/** The keypair an Ed25519 seed (32 bytes) makes: the same seed, the same key. */
+export function keypairFromSeed(seed: Uint8Array): Keypair {
+  if (seed.length !== 32) throw new TypeError("an Ed25519 seed is 32 bytes");
+  const secretKey = Buffer.alloc(sodium.crypto_sign_SECRETKEYBYTES);
+  sodium.crypto_sign_seed_keypair(Buffer.alloc(sodium.crypto_sign_PUBLICKEYBYTES), secretKey, Buffer.from(seed));
+  return fromSodiumSecretKey(secretKey);
+}
+
 /** From the CLI's 64 bytes (seed + public key); the public key is checked against the seed. */
 export function keypairFromSecretKey(secretKey: Uint8Array): Keypair {
   if (secretKey.length !== 64) throw new TypeError("a secret key is 64 bytes");

@@ -48,20 +48,32 @@ export function nativeOf(svm: LiteSVM): NativeSvm {
 
 export class EscrowChain {
   readonly svm = nativeOf(new LiteSVM().withTransactionHistory(0n));
-  readonly payer = generateKeypair();
-  readonly authority = generateKeypair();
-  readonly usdcMint = generateKeypair();
-  readonly stakeMint = generateKeypair();
-  readonly mintAuthority = generateKeypair();
-  readonly treasuryOwner = generateKeypair();
-  readonly usdc = new AssociatedTokenAddresses(this.usdcMint.address);
-  readonly stakeTokens = new AssociatedTokenAddresses(this.stakeMint.address);
+  readonly payer: Keypair;
+  readonly authority: Keypair;
+  readonly usdcMint: Keypair;
+  readonly stakeMint: Keypair;
+  readonly mintAuthority: Keypair;
+  readonly treasuryOwner: Keypair;
+  readonly usdc: AssociatedTokenAddresses;
+  readonly stakeTokens: AssociatedTokenAddresses;
   treasury!: Address;
   /** The `initialize` transaction, for its compute units. */
   initialized!: Sent;
 
-  static async open(rules: EscrowRules = DEFAULT_RULES): Promise<EscrowChain> {
-    const chain = new EscrowChain();
+  /** `newKey` makes every key the chain's actors use (a seeded test passes its own, to replay a run exactly). */
+  private constructor(readonly newKey: () => Keypair) {
+    this.payer = newKey();
+    this.authority = newKey();
+    this.usdcMint = newKey();
+    this.stakeMint = newKey();
+    this.mintAuthority = newKey();
+    this.treasuryOwner = newKey();
+    this.usdc = new AssociatedTokenAddresses(this.usdcMint.address);
+    this.stakeTokens = new AssociatedTokenAddresses(this.stakeMint.address);
+  }
+
+  static async open(rules: EscrowRules = DEFAULT_RULES, newKey: () => Keypair = generateKeypair): Promise<EscrowChain> {
+    const chain = new EscrowChain(newKey);
     chain.svm.addProgram(addressBytes(ESCROW_PROGRAM), readFileSync(PROGRAM_PATH));
     chain.svm.airdrop(addressBytes(chain.payer.address), 1_000_000_000_000n);
     chain.createMint(chain.usdcMint, 6);
@@ -126,7 +138,7 @@ export class EscrowChain {
 
   /** A wallet with an open vault holding `amount` base units, deposited by a plain token transfer. */
   fundedWallet(amount: bigint): { wallet: Keypair; vault: Address; own: Address } {
-    const wallet = generateKeypair();
+    const wallet = this.newKey();
     const own = this.tokenAccount(wallet.address, this.usdcMint.address);
     this.expectOk(this.send([ix.openVault({ payer: this.payer.address, wallet: wallet.address, usdcMint: this.usdcMint.address })]));
     const vault = vaultAddress(wallet.address).address;
