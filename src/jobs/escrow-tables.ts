@@ -64,6 +64,14 @@ interface Turn {
   done: () => void;
 }
 
+/** A job's lock taken out of its lane before it was signed (EscrowTables.withdraw). */
+export class LockWithdrawnError extends Error {
+  override readonly name = "LockWithdrawnError";
+  constructor(readonly jobId: string, readonly reason: string) {
+    super(`job ${jobId} ended (${reason}) before its escrow lock was signed`);
+  }
+}
+
 /** A wallet's jobs waiting to have their locks signed together (lockLater). */
 interface Lane {
   waiting: { job: JobToLock; resolve: (lock: TableLock) => void; reject: (error: unknown) => void }[];
@@ -127,6 +135,24 @@ export class EscrowTables {
         waiting.forEach((w, i) => w.resolve(locks[i]!));
       })
       .catch((error: unknown) => waiting.forEach((w) => w.reject(error)));
+  }
+
+  /**
+   * Takes `jobId`'s lock out of its wallet's lane while it still waits there, for a job that ended
+   * with nothing to charge: its lock is never signed, nothing goes to the chain, and its promise
+   * rejects with LockWithdrawnError. False when the lock was signed already (or never waited).
+   */
+  withdraw(wallet: string, jobId: string, reason: string): boolean {
+    const lane = this.lanes.get(wallet);
+    const at = lane ? lane.waiting.findIndex((w) => w.job.jobId === jobId) : -1;
+    if (!lane || at < 0) return false;
+    const [withdrawn] = lane.waiting.splice(at, 1);
+    if (lane.waiting.length === 0) {
+      clearTimeout(lane.timer);
+      this.lanes.delete(wallet);
+    }
+    withdrawn!.reject(new LockWithdrawnError(jobId, reason));
+    return true;
   }
 
   /** Signs every lane's waiting locks now (the node is stopping). */

@@ -351,6 +351,7 @@ export class EscrowLanding {
     escrow: Promise<ChainAction>,
     send: (action: ChainAction) => Promise<{ action: ChainAction; slot: number }> = (action) => journal.sendUntilLanded(action),
     private readonly hurry: () => void = () => undefined,
+    private readonly withdraw: (reason: string) => boolean = () => false,
   ) {
     this.landed = escrow.then(send);
     const byCharge = new Promise<number>((resolve) => (this.resolveByCharge = resolve));
@@ -361,6 +362,15 @@ export class EscrowLanding {
     });
     // The job's driver awaits it.
     awaitedLater(this.confirmed);
+  }
+
+  /**
+   * For a job that ended with nothing to charge (`reason`, its failure): a lock still waiting to
+   * be signed never is (EscrowTables.withdraw), and the job's escrow then never lands. Says whether
+   * it was withdrawn.
+   */
+  withdrawUnsigned(reason: string): boolean {
+    return this.withdraw(reason);
   }
 
   /** The lock that landed: the admitted one, or its copy alone when the transaction it shared was refused. */

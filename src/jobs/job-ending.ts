@@ -150,7 +150,10 @@ export async function conclude(
   // Stopped before any output: nothing to charge, whatever the worker counted.
   if (done === undefined || (done.finishReason === "cancelled" && text === "")) {
     if (run.workerError !== undefined) deps.logger.warn({ err: run.workerError, job: job.id }, "worker failed");
-    const refund = await refundJob(deps, job, ending.escrow.confirmed, "failed", how.callerLeft ? "client_disconnected" : "worker_error");
+    const reason = how.callerLeft ? "client_disconnected" : "worker_error";
+    // A lock not yet signed never is: nothing went to the chain, so nothing comes back from it.
+    ending.escrow.withdrawUnsigned(reason);
+    const refund = await refundJob(deps, job, ending.escrow.confirmed, "failed", reason);
     return fail(deps, ending, refund, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
   }
   const metered = await how.metered(done);

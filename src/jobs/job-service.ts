@@ -32,7 +32,7 @@ import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type LeaseWanted, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
-import { EscrowTables } from "./escrow-tables.ts";
+import { EscrowTables, LockWithdrawnError } from "./escrow-tables.ts";
 import { TableSettlements } from "./table-settlements.ts";
 import { EscrowLanding, escrowPlace, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, releaseUnlocked, type EscrowAction } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
@@ -384,7 +384,7 @@ export class JobService {
     const tables = this.tables;
     const send = tables ? (lock: ChainAction) => tables.sendInTurn(lock, () => this.journal.sendUntilLanded(lock)) : undefined;
     const lock = admission.then((a) => a.escrow ?? this.lockLater(job));
-    const escrow = new EscrowLanding(this.journal, lock, send, tables ? () => tables.hurry(job.wallet, job.id) : undefined);
+    const escrow = new EscrowLanding(this.journal, lock, send, tables ? () => tables.hurry(job.wallet, job.id) : undefined, tables ? (reason: string) => tables.withdraw(job.wallet, job.id, reason) : undefined);
     // Sent again alone (the transaction it shared was refused), the lock has another signature.
     // A table's lock signed later, or sent again alone, also names the job's slot.
     escrow.landedLock().then((landed) => {
@@ -791,8 +791,9 @@ export class JobService {
    */
   private lockLater(job: JobRecord): Promise<ChainAction> {
     return this.tables!.lockLater({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }).catch(async (error: unknown) => {
-      this.logger.error({ err: error, job: job.id }, "could not sign or record the job's escrow lock; its credits go back");
-      await releaseUnlocked(this.db, job.id, "escrow_failed");
+      const withdrawn = error instanceof LockWithdrawnError;
+      if (!withdrawn) this.logger.error({ err: error, job: job.id }, "could not sign or record the job's escrow lock; its credits go back");
+      await releaseUnlocked(this.db, job.id, withdrawn ? error.reason : "escrow_failed");
       throw error;
     });
   }

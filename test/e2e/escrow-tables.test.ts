@@ -241,7 +241,7 @@ describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () =
     }
   });
 
-  test("a caller that leaves before its job's lock is signed is charged nothing, and its slot is refunded", async () => {
+  test("a caller that leaves before its job's lock is signed is charged nothing, and nothing goes to the chain for it", async () => {
     const stalling = new StallingWorker(await testWorker());
     const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [stalling], escrowTables: true, credits: 100 });
     try {
@@ -250,8 +250,10 @@ describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () =
       const jobId = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs"))[0]?.id, (id) => id !== undefined, "the job's admission");
       controller.abort();
       await reply;
-      const job = await jobConcluded(gateway.service, jobId!);
-      assert.deepEqual([job.status, job.creditsCharged], ["failed", 0]);
+      const job = await until(async () => (await getJob(gateway.service.db, jobId!))!, (j) => j.status === "failed", `job ${jobId} to fail`);
+      assert.deepEqual([job.creditsCharged, job.failureReason, job.escrowTx], [0, "client_disconnected", ""]);
+      // Its lock was taken out of the wallet's lane unsigned: no lock, no refund.
+      assert.deepEqual(await gateway.service.db.query("SELECT kind FROM chain_actions WHERE subject = $1", [jobId]), []);
       assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
       await assertChainAgrees(gateway.service, gateway.wallet);
       await checkInvariants(gateway.service.db);
