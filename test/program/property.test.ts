@@ -146,6 +146,15 @@ class World {
     );
   }
 
+  /** A slot of a wallet's table settled within the dispute window, or -1. */
+  slotInDisputeWindow(wallet: Address, tableId: bigint): number {
+    const data = this.chain.data(tableAddress(wallet, tableId).address);
+    if (!data || data[0] !== Tag.table) return -1;
+    const table = decodeTable(data);
+    const now = this.chain.now();
+    return table.slots.findIndex((s) => s.status === "settled" && now - (table.openedAt + BigInt(s.closedAfter)) <= DEFAULT_RULES.disputeWindowSeconds);
+  }
+
   /** The slots of a wallet's table, or none when it does not exist. */
   slotsOf(wallet: Address, tableId: bigint) {
     const data = this.chain.data(tableAddress(wallet, tableId).address);
@@ -280,7 +289,8 @@ function tableAction(w: World, step: number, someWallet: Wallet, worker: Worker)
     case 4: {
       // Mostly a move a slot's status allows: resolve a disputed slot, dispute a settled one.
       const disputed = all.findIndex((s) => s.status === "disputed");
-      const settled = all.findIndex((s) => s.status === "settled");
+      // The table was picked for a slot settled within the window (tableDisputable): that one.
+      const settled = w.slotInDisputeWindow(wallet.key.address, tableId);
       const slot = disputed >= 0 ? disputed : settled >= 0 && rng.next() < 0.9 ? settled : rng.int(all.length + 1);
       if (disputed >= 0) {
         const outcome = rng.pick(["upheld", "rejected", "inconclusive"] as const);
