@@ -230,10 +230,12 @@ describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () =
       }
       await new Promise((resolve) => setTimeout(resolve, 300));
       stalling.release();
-      const ids = (await Promise.all(replies)).map(({ response }) => response.headers.get("x-svc-job-id")!);
-      const jobs = await Promise.all(ids.map((id) => jobConcluded(gateway.service, id)));
+      const responses = (await Promise.all(replies)).map(({ response }) => response);
+      const jobs = await Promise.all(responses.map((response) => jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!)));
       assert.ok(jobs.every((job) => job.status === "settled"), jobs.map((job) => `${job.status} ${job.failureReason}`).join(", "));
       assert.equal(new Set(jobs.map((job) => job.escrowTx)).size, 1, "one lock transaction for the four");
+      // Signed after admission, the lock is still named by each reply.
+      assert.deepEqual(responses.map((response) => response.headers.get("x-svc-escrow-tx")), jobs.map((job) => job.escrowTx));
       assert.deepEqual(jobs.map((job) => job.escrowTableSlot).sort(), [0, 1, 2, 3]);
       await assertChainAgrees(gateway.service, gateway.wallet);
     } finally {

@@ -84,8 +84,10 @@ async function jsonCompletion({ reply, job, events, log, callerGone }: Answer) {
     reply.hijack();
     return undefined;
   }
-  // The worker may have changed if the first one failed before its first token.
+  // The worker may have changed if the first one failed before its first token; a lock signed
+  // after admission (an escrow table's) is named once it landed, before the charge.
   reply.header("x-svc-worker", job.workerAddress);
+  reply.header("x-svc-escrow-tx", job.escrowTx);
   if (!finish) throw new ApiError("internal_error", "The job ended without a result; nothing was charged.");
   return completionBody({ jobId: job.id, created: job.created, model: job.model, content, ...finish });
 }
