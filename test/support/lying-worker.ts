@@ -4,17 +4,17 @@
  * so it is made by wrapping a real one.
  */
 import type { Signer } from "../../src/core/keys.ts";
-import { outputHash, proofMessage } from "../../src/core/proof.ts";
+import { outputHash } from "../../src/core/proof.ts";
 import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
 import { WrappedWorker } from "./wrapped-worker.ts";
 
 export class LyingWorker extends WrappedWorker {
   constructor(
     honest: WorkerHandle,
-    private readonly key: Signer,
+    key: Signer,
     private readonly claimed = "a text the caller never received",
   ) {
-    super(honest);
+    super(honest, key);
   }
 
   async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {
@@ -24,7 +24,7 @@ export class LyingWorker extends WrappedWorker {
         continue;
       }
       const hash = outputHash(this.claimed);
-      yield { ...event, outputHash: hash, signature: this.key.sign(proofMessage(job.jobId, hash)) };
+      yield { ...event, outputHash: hash, signature: this.prove(job.jobId, hash) };
     }
   }
 }

@@ -5,16 +5,16 @@
  * honest worker produces, so it is made by wrapping a real one.
  */
 import type { Signer } from "../../src/core/keys.ts";
-import { outputHash, proofMessage } from "../../src/core/proof.ts";
+import { outputHash } from "../../src/core/proof.ts";
 import type { WorkerEvent, WorkerHandle, WorkerJob } from "../../src/network/worker-handle.ts";
 import { WrappedWorker } from "./wrapped-worker.ts";
 
 export class OtherModelWorker extends WrappedWorker {
   constructor(
     real: WorkerHandle,
-    private readonly key: Signer,
+    key: Signer,
   ) {
-    super(real);
+    super(real, key);
   }
 
   async *run(job: WorkerJob, signal: AbortSignal): AsyncIterable<WorkerEvent> {
@@ -27,7 +27,7 @@ export class OtherModelWorker extends WrappedWorker {
         continue;
       }
       const hash = outputHash(text);
-      yield { ...event, outputHash: hash, signature: this.key.sign(proofMessage(job.jobId, hash)) };
+      yield { ...event, outputHash: hash, signature: this.prove(job.jobId, hash) };
     }
   }
 }

@@ -1,7 +1,8 @@
 /**
  * A worker driven message by message over a raw `ws` connection, for tests of what the gateway
  * does with workers that misbehave (wrong signatures, bad messages, silence) in ways the real
- * WorkerClient never would.
+ * WorkerClient never would. Like the real worker, it signs the settlement of jobs it answered
+ * (`done` with an output hash) when the gateway asks (`sign_settlement`), unless told not to.
  */
 import { WebSocket } from "ws";
 import { generateKeypair, type Signer } from "../../src/core/keys.ts";
@@ -9,6 +10,7 @@ import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { connectUrl, type GatewayMessage, type WorkerMessage } from "../../src/network/protocol.ts";
 import { authMessage } from "../../src/network/worker-auth.ts";
 import { MODEL } from "./service.ts";
+import { signSettlementOf } from "./settlement-signing.ts";
 
 export interface RawWorker {
   ws: WebSocket;
@@ -37,13 +39,20 @@ export interface HelloOptions {
   address?: string;
 }
 
-/** `localAddress`: the loopback address it dials from (any of 127.0.0.0/8), to stand for another machine. */
-export async function connectRawWorker(origin: string, signer: Signer = generateKeypair(), options: { localAddress?: string } = {}): Promise<RawWorker> {
+/**
+ * `localAddress`: the loopback address it dials from (any of 127.0.0.0/8), to stand for another
+ * machine. `signsSettlements: false`: settlements are left in the inbox for the test to answer.
+ */
+export async function connectRawWorker(origin: string, signer: Signer = generateKeypair(), options: { localAddress?: string; signsSettlements?: boolean } = {}): Promise<RawWorker> {
   const ws = new WebSocket(connectUrl(origin), options.localAddress ? { localAddress: options.localAddress } : {});
   const inbox: GatewayMessage[] = [];
+  /** The output hash of each job it answered, by job id: what its settlement signatures cover. */
+  const answered = new Map<string, string>();
   let wake: (() => void) | undefined;
   ws.on("message", (data) => {
-    inbox.push(JSON.parse(data.toString()) as GatewayMessage);
+    const message = JSON.parse(data.toString()) as GatewayMessage;
+    if (message.type === "sign_settlement" && options.signsSettlements !== false) return send(settlementAnswer(signer, answered, message));
+    inbox.push(message);
     wake?.();
   });
   ws.on("error", () => undefined);
@@ -64,7 +73,11 @@ export async function connectRawWorker(origin: string, signer: Signer = generate
     }
   };
 
-  const send = (message: unknown) => ws.send(JSON.stringify(message));
+  function send(message: unknown): void {
+    const sent = message as { type?: unknown; jobId?: unknown; outputHash?: unknown };
+    if (sent.type === "done" && typeof sent.jobId === "string" && typeof sent.outputHash === "string") answered.set(sent.jobId, sent.outputHash);
+    ws.send(JSON.stringify(message));
+  }
   const challenge = await next("challenge");
   const host = connectUrl(origin).host;
   const heartbeat = setInterval(() => ws.readyState === WebSocket.OPEN && send({ type: "heartbeat" }), challenge.heartbeatIntervalMs);
@@ -108,4 +121,14 @@ export async function connectRawWorker(origin: string, signer: Signer = generate
     },
   };
   return worker;
+}
+
+/** A signature over the settlement of jobs it answered, or a refusal naming one it did not. */
+function settlementAnswer(signer: Signer, answered: ReadonlyMap<string, string>, request: Extract<GatewayMessage, { type: "sign_settlement" }>): WorkerMessage {
+  try {
+    const signature = signSettlementOf(signer, answered, { table: request.table, jobs: request.jobs.map((job) => ({ ...job, charge: BigInt(job.charge) })) });
+    return { type: "settlement_signature", requestId: request.requestId, signature: Buffer.from(signature).toString("base64") };
+  } catch (error) {
+    return { type: "settlement_error", requestId: request.requestId, message: (error as Error).message };
+  }
 }
