@@ -121,7 +121,7 @@ export interface ServiceOptions {
   escrowRules?: OpenChainOptions["escrowRules"];
   /** Serve Prometheus metrics on a port of its own (default host 127.0.0.1; port 0 picks one); none without it. */
   metrics?: { port: number; host?: string };
-  /** Lock jobs into their wallets' escrow tables and settle them in batches (JobServiceOptions.escrowTables). */
+  /** Lock jobs into their wallets' escrow tables and settle them in batches (JobServiceOptions.escrowTables; default true). */
   escrowTables?: boolean;
 }
 
@@ -296,7 +296,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     ...(options.queueWaitMs !== undefined ? { queueWaitMs: options.queueWaitMs } : {}),
     ...(options.skipProofCheck ? { skipProofCheck: true } : {}),
     ...(options.maxAnsweredUnconfirmed !== undefined ? { maxAnsweredUnconfirmed: options.maxAnsweredUnconfirmed } : {}),
-    ...(options.escrowTables ? { escrowTables: true } : {}),
+    ...(options.escrowTables !== undefined ? { escrowTables: options.escrowTables } : {}),
     onSettled: (jobId, workerAddress) => arbitration.maybeAudit(jobId, workerAddress),
     probation: new Probation({ pool, trust, logger, timeoutMs: options.jobTimeoutMs ?? JOB_TIMEOUT_MS, firstTokenTimeoutMs: options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS }),
   });

@@ -39,9 +39,9 @@ Options:
   --keys-dir <dir>    The service's chain keys (default <data dir>/keys; SVC_KEYS_DIR sets it too)
   --priority-fee <n>  Micro-lamports per compute unit offered on each chain transaction (default 0;
                       SVC_PRIORITY_FEE sets it too)
-  --escrow <design>   records (default): each job's credits are locked in an escrow record of its
-                      own; tables: in a slot of its wallet's escrow table, locked and settled many
-                      jobs to a transaction (SVC_ESCROW sets it too; docs/program.md)
+  --escrow <design>   tables (default): each job's credits are locked in a slot of its wallet's
+                      escrow table, locked and settled many jobs to a transaction; records: in an
+                      escrow record of its own (SVC_ESCROW sets it too; docs/program.md)
   --nats-url <u>      NATS shared with other gateways ('svc serve'), so requests here can run on
                       their workers and theirs on this one's (SVC_NATS_URL sets it too)
   --rpc-port <n>      Port of the chain's Solana JSON-RPC server (default ${DEFAULT_RPC_PORT}, another if taken; 0 picks one)

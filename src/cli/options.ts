@@ -34,7 +34,7 @@ export interface SharedPartsOptions {
   keysDir?: string;
   natsUrl?: string;
   priorityFeeMicroLamports?: bigint;
-  /** Jobs' escrows are slots of their wallets' escrow tables (`--escrow tables`). */
+  /** Jobs' escrows are slots of their wallets' escrow tables (`--escrow tables`, the default), or records of their own (`--escrow records`). */
   escrowTables?: boolean;
 }
 
@@ -55,7 +55,7 @@ export function sharedPartsOption(values: { [F in keyof typeof SHARED_PARTS_FLAG
   const natsUrl = values["nats-url"] ?? env.SVC_NATS_URL;
   const fee = values["priority-fee"] ?? env.SVC_PRIORITY_FEE;
   if (fee && !/^\d{1,12}$/.test(fee)) return { ok: false, message: `--priority-fee is a whole number of micro-lamports per compute unit, got '${fee}'` };
-  const escrow = values.escrow ?? env.SVC_ESCROW ?? "records";
+  const escrow = values.escrow ?? env.SVC_ESCROW ?? "tables";
   if (escrow !== "records" && escrow !== "tables") return { ok: false, message: `--escrow is records or tables, got '${escrow.slice(0, 64)}'` };
   return {
     ok: true,
@@ -64,7 +64,7 @@ export function sharedPartsOption(values: { [F in keyof typeof SHARED_PARTS_FLAG
       ...(keysDir ? { keysDir: resolve(keysDir) } : {}),
       ...(natsUrl ? { natsUrl } : {}),
       ...(fee && BigInt(fee) > 0n ? { priorityFeeMicroLamports: BigInt(fee) } : {}),
-      ...(escrow === "tables" ? { escrowTables: true } : {}),
+      escrowTables: escrow === "tables",
     },
   };
 }

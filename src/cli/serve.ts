@@ -31,9 +31,9 @@ Options (each also read from the environment variable named after it):
                       sharing a chain share them
   --priority-fee <n>  Micro-lamports per compute unit offered on each transaction, for a busy
                       cluster (SVC_PRIORITY_FEE; default 0)
-  --escrow <design>   records (default): each job's credits are locked in an escrow record of its
-                      own; tables: in a slot of its wallet's escrow table, locked and settled many
-                      jobs to a transaction (SVC_ESCROW; docs/program.md)
+  --escrow <design>   tables (default): each job's credits are locked in a slot of its wallet's
+                      escrow table, locked and settled many jobs to a transaction; records: in an
+                      escrow record of its own (SVC_ESCROW; docs/program.md)
   --nats-url <u>      NATS shared with the other gateways (SVC_NATS_URL): requests here run on
                       workers connected to any of them
   --node-id <id>      This gateway's name among those sharing the database (SVC_NODE_ID; default

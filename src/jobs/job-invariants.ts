@@ -9,6 +9,7 @@
  *                                 pending for its whole lock
  *   running_has_worker            a processing, settling or settled job names its worker
  *   settling_has_proof            a settling or settled job has the worker's proof and a settlement signature
+ *                                 (a settling job of an escrow table: once its worker's batch is signed)
  *   settled_is_charged            a settled job's reservation is posted for exactly what it charged, and it
  *                                 has its settlement's slot and completion time
  *   ended_charges_nothing         a failed or refunded job charged nothing and has no posted charge
@@ -62,7 +63,9 @@ function violationsOf(job: JobRecord, reservation: Reservation, charged: number 
   if (["processing", "settling", "settled"].includes(status) && job.workerAddress === null) {
     found.push(["running_has_worker", `${status} with no worker`]);
   }
-  if (["settling", "settled"].includes(status) && (job.proofHash === null || job.proofSignature === null || job.settlementTx === null)) {
+  // An escrow table's settling job waits for its worker's batch: its settlement is signed later.
+  const settlementDue = status === "settled" || (status === "settling" && job.escrowTableId === null);
+  if (["settling", "settled"].includes(status) && (job.proofHash === null || job.proofSignature === null || (settlementDue && job.settlementTx === null))) {
     found.push(["settling_has_proof", `${status} without its proof or settlement signature`]);
   }
   if (status === "settled" && (reservation?.state !== "posted" || charged !== job.creditsCharged || job.slot === null || job.completedAt === null)) {

@@ -101,7 +101,8 @@ export interface JobServiceOptions {
   nodeId?: string;
   /**
    * Each job's escrow is a slot of its wallet's escrow table, locked and settled several jobs to a
-   * transaction (escrow-tables.ts, table-settlements.ts), instead of an escrow record of its own.
+   * transaction (escrow-tables.ts, table-settlements.ts); false: an escrow record of its own per
+   * job, locked and settled in transactions of its own. Default true.
    */
   escrowTables?: boolean;
 }
@@ -239,6 +240,7 @@ export class JobService {
     this.queueWaitMs = options.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS;
     this.vocabularies = options.vocabularies;
     this.probation = options.probation;
+    const escrowTables = options.escrowTables ?? true;
     this.ending = {
       db: this.db,
       chain: this.chain,
@@ -249,9 +251,9 @@ export class JobService {
       settled: options.onSettled ?? (() => undefined),
       settlementRecords: settlementRecords(this.db, this.journal),
       unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
-      tableSettlements: options.escrowTables ? new TableSettlements({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
+      tableSettlements: escrowTables ? new TableSettlements({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
     };
-    this.tables = options.escrowTables ? new EscrowTables(this.chain, this.db, (locks) => this.recordLocks(locks)) : undefined;
+    this.tables = escrowTables ? new EscrowTables(this.chain, this.db, (locks) => this.recordLocks(locks)) : undefined;
     this.admissions = new Admissions(this.db, this.chain, this.journal, this.nodeId, this.tables);
     registerJobActions(this.journal, this.db, this.chain, this.tables);
   }

@@ -23,6 +23,8 @@ import {
 import { runSvc, startSvc } from "../cli/svc-process.ts";
 import { startChainServer, type ChainServer } from "../support/chain-server.ts";
 import { startFaultyRpcProxy } from "../support/faulty-rpc-proxy.ts";
+import { escrowState } from "../../src/jobs/job-chain.ts";
+import { getJob } from "../../src/jobs/job-repo.ts";
 import { MODEL, migratedTestDb, startTestGateway, tempDir, testWorker } from "../support/service.ts";
 
 const COMMITTED = new Uint8Array(readFileSync(ESCROW_PROGRAM_PATH));
@@ -103,9 +105,10 @@ describe("svc chain init on a fresh cluster", () => {
         [job] = await gateway.service.db.query<{ id: string; status: string }>("SELECT id, status FROM jobs WHERE wallet = $1", [gateway.wallet]);
       }
       assert.equal(job?.status, "settled");
-      const escrow = await account(rpc, gateway.service.chain.escrowAddressFor(job.id) as Address);
-      assert.equal(escrow?.owner, program, "the job's escrow record is the new program's");
-      assert.equal((await gateway.service.chain.escrowRecord(job.id))?.status, "settled");
+      const settled = (await getJob(gateway.service.db, job.id))!;
+      const escrow = await account(rpc, settled.escrowAddress as Address);
+      assert.equal(escrow?.owner, program, "the job's escrow (its wallet's table) is the new program's");
+      assert.equal((await escrowState(gateway.service.chain, settled))?.status, "settled");
     } finally {
       await gateway.close();
     }

@@ -2,7 +2,9 @@
  * A JSON reply is sent once the ledger has charged the job and its settlement transaction is
  * signed and recorded, before the chain confirms it (DECISIONS "Answering before the chain
  * confirms"). To read what the caller sees in between, the settlement is held at the chain's
- * door (FAULT INJECTION: a slow chain; the embedded one answers too fast to look).
+ * door (FAULT INJECTION: a slow chain; the embedded one answers too fast to look). The jobs hold
+ * escrow records of their own (`escrowTables: false`): a JSON reply on escrow tables leaves before
+ * its settlement is even signed (test/e2e/escrow-tables.test.ts).
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -18,7 +20,7 @@ import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../su
 let gateway: TestGateway;
 before(async () => {
   // One caller at a time may be answered before its settlement confirms (64 by default).
-  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, maxAnsweredUnconfirmed: 1 });
+  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, maxAnsweredUnconfirmed: 1, escrowTables: false });
 });
 after(() => gateway?.close());
 

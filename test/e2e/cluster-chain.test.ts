@@ -60,7 +60,8 @@ describe("paid jobs with the chain on a cluster behind a faulty RPC", () => {
     // Streams settle after their last chunk; wait for the chain and the books.
     const db = gateway.service.db;
     for (let i = 0; i < 200; i++) {
-      const open = await db.query("SELECT 1 FROM chain_actions WHERE state = 'sent'");
+      // A job of an escrow table waits in its worker's batch before its settlement is sent.
+      const open = await db.query("SELECT 1 FROM chain_actions WHERE state = 'sent' UNION ALL SELECT 1 FROM jobs WHERE status = 'settling'");
       if (open.length === 0) break;
       await new Promise((r) => setTimeout(r, 50));
     }

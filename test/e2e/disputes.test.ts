@@ -8,7 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { escrowAddress, decodeDispute, decodeEscrow, disputeAddress } from "../../src/chain/escrow-program/index.ts";
+import type { Address } from "@solana/kit";
+import { decodeDispute, disputeAddress, slotDisputeAddress } from "../../src/chain/escrow-program/index.ts";
 import { generateKeypair } from "../../src/core/keys.ts";
 import { outputHash } from "../../src/core/proof.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
@@ -17,7 +18,8 @@ import { newId } from "../../src/core/ids.ts";
 import { DISPUTES_PER_WALLET_PER_HOUR, disputeBondCredits } from "../../src/jobs/disputes.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import { newPendingJob } from "../../src/jobs/job-record.ts";
-import { insertJob } from "../../src/jobs/job-repo.ts";
+import { escrowState } from "../../src/jobs/job-chain.ts";
+import { getJob, insertJob } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TREASURY_ACCOUNT, checkInvariants, getTransfer } from "../../src/ledger/index.ts";
 import { WorkerNode } from "../../src/worker/worker-node.ts";
@@ -25,6 +27,18 @@ import { assertChainAgrees } from "../support/chain-checks.ts";
 import { LyingWorker } from "../support/lying-worker.ts";
 import { OtherModelWorker } from "../support/other-model-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, tempDir, testEngine, testWorker, type TestGateway } from "../support/service.ts";
+
+/** The status of the job's escrow on the chain: its record's, or its slot's in its wallet's table. */
+async function escrowStatus(gateway: TestGateway, jobId: string): Promise<string | undefined> {
+  return (await escrowState(gateway.service.chain, (await getJob(gateway.service.db, jobId))!))?.status;
+}
+
+/** The job's dispute account on the chain (null while none was opened): the job's own, or its slot's. */
+async function disputeAccount(gateway: TestGateway, jobId: string) {
+  const job = (await getJob(gateway.service.db, jobId))!;
+  const address = job.escrowTableId === null ? disputeAddress(jobId).address : slotDisputeAddress(job.escrowAddress as Address, job.escrowTableSlot!).address;
+  return gateway.service.chain.backend.getAccount(address);
+}
 
 const hi = [{ role: "user" as const, content: "Hi" }];
 const DISPUTES = { windowMs: 3_000, arbitrationRetryMs: 100 };
@@ -112,8 +126,8 @@ describe("disputes against honest workers", () => {
     const job = await outcomeOf(gateway, gateway.apiKey, jobId);
     assert.deepEqual([job.status, job.dispute?.outcome, job.dispute?.credits_returned, job.dispute?.bond_credits], ["settled", "rejected", 0, bond]);
     assert.ok((await chain.readTransaction(job.dispute!.resolve_tx!)).ok);
-    assert.equal(decodeEscrow((await chain.backend.getAccount(escrowAddress(jobId).address))!.data).status, "settled");
-    const onChain = decodeDispute((await chain.backend.getAccount(disputeAddress(jobId).address))!.data);
+    assert.equal(await escrowStatus(gateway, jobId), "settled");
+    const onChain = decodeDispute((await disputeAccount(gateway, jobId))!.data);
     assert.deepEqual([onChain.outcome, onChain.bond], ["rejected", creditsToBaseUnits(bond)]);
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before - bond, "the bond paid for the re-executions");
     // Other jobs' fees reach the treasury meanwhile: the bond's own transfer says where it went.
@@ -140,7 +154,7 @@ describe("disputes against honest workers", () => {
     assert.deepEqual([refused.status, (refused.body.error as { code: string }).code], [402, "insufficient_credits"]);
     const job = await jobOf(gateway, poor.apiKey, jobId);
     assert.deepEqual([job.status, job.dispute], ["settled", null]);
-    assert.equal(await gateway.service.chain.backend.getAccount(disputeAddress(jobId).address), null, "no dispute on the chain");
+    assert.equal(await disputeAccount(gateway, jobId), null, "no dispute on the chain");
     assert.equal(await money.availableCredits(gateway.service.db, poor.wallet), 3 - charged);
     await assertChainAgrees(gateway.service, poor.wallet);
   });
@@ -217,7 +231,7 @@ describe("a worker whose proof names a text the caller never got (FAULT INJECTIO
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before + settled.credits_charged, "the caller has the charge and its bond back");
     await assertChainAgrees(gateway.service, gateway.wallet);
     const { chain, db } = gateway.service;
-    assert.equal(decodeEscrow((await chain.backend.getAccount(escrowAddress(jobId).address))!.data).status, "reversed");
+    assert.equal(await escrowStatus(gateway, jobId), "reversed");
 
     const deadline = Date.now() + 10_000;
     let slashed: { body: string }[] = [];
@@ -296,7 +310,8 @@ describe("audits (every settled job audited here)", () => {
       let rows: { audit_outcome: string | null }[] = [];
       while (Date.now() < deadline) {
         rows = await gateway.service.db.query("SELECT audit_outcome FROM jobs WHERE status = 'settled'");
-        if (rows.every((r) => r.audit_outcome !== null)) break;
+        // Answered before their batches settle: all nine settled, then audited.
+        if (rows.length === 9 && rows.every((r) => r.audit_outcome !== null)) break;
         await new Promise((r) => setTimeout(r, 50));
       }
       assert.deepEqual(rows.map((r) => r.audit_outcome), Array(9).fill("reproduced"));

@@ -6,6 +6,7 @@ import { issueApiKey, suspendApiKey } from "../../src/accounts/accounts.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
+import { jobConcluded } from "../support/eventually.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
 
 const hi = [{ role: "user" as const, content: "Hi" }];
@@ -24,6 +25,8 @@ describe("GET /jobs", () => {
       const { response } = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 2 }).withResponse();
       ids.push(response.headers.get("x-svc-job-id")!);
     }
+    // Answered before their worker's batch settles them: the filters below read them settled.
+    for (const id of ids) await jobConcluded(gateway.service, id);
   });
   after(() => gateway.close());
 

@@ -9,7 +9,7 @@ import { generateKeypair } from "../../src/core/keys.ts";
 import { MIN_ACTIVE_STAKE } from "../../src/core/payout.ts";
 import * as money from "../../src/jobs/money.ts";
 import { getAccount } from "../../src/ledger/index.ts";
-import { until } from "../support/eventually.ts";
+import { jobConcluded, until } from "../support/eventually.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
@@ -28,7 +28,9 @@ async function settlementShare(): Promise<{ worker: string; toWorker: bigint | u
   const { response } = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], temperature: 0 }).withResponse();
   const { chain } = gateway.service;
   const worker = response.headers.get("x-svc-worker")!;
-  const settlement = await chain.readTransaction(response.headers.get("x-svc-settlement-tx")!);
+  // Its worker's batch (of this one job) is signed and settled after the reply.
+  const job = await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
+  const settlement = await chain.readTransaction(job.settlementTx!);
   const toWorker = settlement.innerInstructions.find((i) => i.kind === "transfer" && i.to === chain.workerTokenAccount(worker))?.amount;
   return { worker, toWorker };
 }

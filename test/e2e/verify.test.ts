@@ -2,7 +2,9 @@
  * `svc verify` as a real process against a real gateway and the chain's JSON-RPC: a paid
  * completion through the openai SDK checks out from the chain, with and without the service's
  * claims; a tampered output, a wrong transaction and an unreachable chain do not. Jobs whose locks
- * share one transaction each check out on their own lock, open and closed.
+ * share one transaction each check out on their own lock, open and closed. The jobs here hold
+ * escrow records of their own (`escrowTables: false`); an escrow table job's receipt is checked in
+ * escrow-tables.test.ts.
  */
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -21,7 +23,7 @@ let rpc: ChainRpcServer;
 const dir = await tempDir("svc-verify-");
 
 before(async () => {
-  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100 });
+  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, escrowTables: false });
   rpc = await startChainRpc({ chain: gateway.service.chain, port: 0 });
 });
 after(async () => {
@@ -106,7 +108,7 @@ test("a job that charged nothing shows its refund; an unknown job, a bad id and 
 
 /** A gateway and its chain's JSON-RPC where an ended job's escrow record may be closed a second after it ended. */
 async function startClosingGateway(t: TestContext): Promise<{ closing: TestGateway; closingRpc: ChainRpcServer }> {
-  const closing = await startTestGateway({ db: await migratedTestDb(), credits: 100, escrowRules: { disputeWindowSeconds: 1n }, disputes: { windowMs: 1_000 } });
+  const closing = await startTestGateway({ db: await migratedTestDb(), credits: 100, escrowTables: false, escrowRules: { disputeWindowSeconds: 1n }, disputes: { windowMs: 1_000 } });
   const closingRpc = await startChainRpc({ chain: closing.service.chain, port: 0 });
   t.after(async () => {
     await closingRpc.close();

@@ -3,10 +3,11 @@
  * timeout on the chain's clock, the caller's own transaction refunds the job, and the service,
  * whose own refund then finds the escrow closed, releases the reservation so ledger and chain agree.
  * The program's timeout is shortened to 1 s (its config is set when the chain is new) and the
- * service's to 6 s, so the caller acts between the two.
+ * service's to 6 s, so the caller acts between the two. Both escrow designs: a job's own record
+ * (`refund`), and its slot of its wallet's table (`refund_slots`, naming that slot alone).
  */
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { escrowInstructions, ProgramError } from "../../src/chain/escrow-program/index.ts";
 import { buildTransaction } from "../../src/chain/wire.ts";
@@ -15,32 +16,33 @@ import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
+import { escrowState } from "../../src/jobs/job-chain.ts";
+import { getJob } from "../../src/jobs/job-repo.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { assertChainAgrees } from "../support/chain-checks.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
 import { StallingWorker } from "../support/stalling-worker.ts";
 import type { Address } from "@solana/kit";
 
+/** The gateway of the design under test (each describe starts its own). */
 let gateway: TestGateway;
 let worker: StallingWorker;
-before(async () => {
-  worker = new StallingWorker(await testWorker());
-  gateway = await startTestGateway({
-    db: await migratedTestDb(),
-    workers: [worker],
-    jobTimeoutMs: 6_000,
-    firstTokenTimeoutMs: 60_000,
-    escrowRules: { jobTimeoutSeconds: 1n },
-  });
-});
-after(() => gateway.close());
 
 /** The caller's own refund transaction: the wallet signs and pays its fee; the service has no part in it. */
 async function refundAsTheWallet(wallet: Keypair, jobId: string): Promise<void> {
-  const { chain } = gateway.service;
+  const { chain, db } = gateway.service;
+  const job = (await getJob(db, jobId))!;
   const { bytes } = await chain.backend.latestBlockhash();
-  const refund = escrowInstructions.refund({ jobId, wallet: wallet.address as Address, caller: wallet.address as Address });
+  const [owner, caller] = [wallet.address as Address, wallet.address as Address];
+  const refund = job.escrowTableId === null
+    ? escrowInstructions.refund({ jobId, wallet: owner, caller })
+    : escrowInstructions.refundSlots({ wallet: owner, tableId: BigInt(job.escrowTableId), slots: [job.escrowTableSlot!], caller });
   await chain.send(buildTransaction(wallet, [refund], bytes, []).wire);
+}
+
+/** The job's escrow on the chain: its record's status, or its table slot's. */
+async function escrowStatus(jobId: string): Promise<string | undefined> {
+  return (await escrowState(gateway.service.chain, (await getJob(gateway.service.db, jobId))!))?.status;
 }
 
 /** A funded wallet we hold the key of, with SOL for its own fees, and a client with its API key. */
@@ -63,48 +65,64 @@ async function assertWholeAndAgreed(wallet: Keypair): Promise<void> {
 
 async function lockedJobId(client: OpenAI): Promise<{ jobId: string; ended: Promise<unknown> }> {
   const ended = client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).catch((e: unknown) => e);
-  const { chain } = gateway.service;
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const [row] = await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE status = 'processing'");
-    if (row && (await chain.escrowRecord(row.id))?.status === "locked") return { jobId: row.id, ended };
+    if (row && (await getJob(gateway.service.db, row.id))?.escrowTx && (await escrowStatus(row.id)) === "locked") return { jobId: row.id, ended };
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error("no job reached processing with its escrow locked");
 }
 
-test("a job the service does not settle is refunded by the wallet's own transaction after the program's timeout", async () => {
-  const { chain, db } = gateway.service;
-  const { wallet, client } = await walletWithKey();
-  const { jobId, ended } = await lockedJobId(client);
-  const locked = (await chain.escrowRecord(jobId))!.amountLocked;
-  assert.equal(await chain.creditBalance(wallet.address), creditsToBaseUnits(20) - locked, "the lock left the vault");
-  await assert.rejects(refundAsTheWallet(wallet, jobId), (e: unknown) => chain.isRejection(e) && e.details.err.endsWith(`Custom(${ProgramError.tooEarly}))`));
+for (const design of ["records", "tables"] as const) {
+  describe(`escrow ${design}`, () => {
+    before(async () => {
+      worker = new StallingWorker(await testWorker());
+      gateway = await startTestGateway({
+        db: await migratedTestDb(),
+        workers: [worker],
+        jobTimeoutMs: 6_000,
+        firstTokenTimeoutMs: 60_000,
+        escrowRules: { jobTimeoutSeconds: 1n },
+        escrowTables: design === "tables",
+      });
+    });
+    after(() => gateway.close());
 
-  await new Promise((r) => setTimeout(r, 2_100)); // past the program's 1 s on the chain's clock (whole seconds)
-  await refundAsTheWallet(wallet, jobId);
-  assert.equal(await chain.creditBalance(wallet.address), creditsToBaseUnits(20), "the whole lock is back in the vault");
-  assert.equal((await chain.escrowRecord(jobId))?.status, "refunded");
+    test("a job the service does not settle is refunded by the wallet's own transaction after the program's timeout", async () => {
+      const { chain, db } = gateway.service;
+      const { wallet, client } = await walletWithKey();
+      const { jobId, ended } = await lockedJobId(client);
+      const locked = creditsToBaseUnits((await getJob(db, jobId))!.creditsLocked);
+      assert.equal(await chain.creditBalance(wallet.address), creditsToBaseUnits(20) - locked, "the lock left the vault");
+      await assert.rejects(refundAsTheWallet(wallet, jobId), (e: unknown) => chain.isRejection(e) && e.details.err.endsWith(`Custom(${ProgramError.tooEarly}))`));
 
-  const answer = await ended;
-  assert.ok(answer instanceof OpenAI.APIError && answer.status === 504, `the caller still gets the service's timeout: ${String(answer)}`);
-  const [job] = await db.query<{ status: string; credits_charged: number }>("SELECT status, credits_charged FROM jobs WHERE id = $1", [jobId]);
-  assert.deepEqual([job?.status, job?.credits_charged], ["refunded", 0]);
-  await assertWholeAndAgreed(wallet);
-});
+      await new Promise((r) => setTimeout(r, 2_100)); // past the program's 1 s on the chain's clock (whole seconds)
+      await refundAsTheWallet(wallet, jobId);
+      assert.equal(await chain.creditBalance(wallet.address), creditsToBaseUnits(20), "the whole lock is back in the vault");
+      assert.equal(await escrowStatus(jobId), "refunded");
 
-test("a worker that finishes after the wallet refunded: the settlement is refused, nothing is charged, the job says why", async () => {
-  const { chain, db } = gateway.service;
-  const { wallet, client } = await walletWithKey();
-  const { jobId, ended } = await lockedJobId(client);
-  await new Promise((r) => setTimeout(r, 2_100));
-  await refundAsTheWallet(wallet, jobId);
-  worker.release();
+      const answer = await ended;
+      assert.ok(answer instanceof OpenAI.APIError && answer.status === 504, `the caller still gets the service's timeout: ${String(answer)}`);
+      const [job] = await db.query<{ status: string; credits_charged: number }>("SELECT status, credits_charged FROM jobs WHERE id = $1", [jobId]);
+      assert.deepEqual([job?.status, job?.credits_charged], ["refunded", 0]);
+      await assertWholeAndAgreed(wallet);
+    });
 
-  const answer = await ended;
-  assert.ok(answer instanceof OpenAI.APIError && answer.status === 500 && /refunded on-chain/.test(answer.message), String(answer));
-  const [job] = await db.query<{ status: string; failure_reason: string }>("SELECT status, failure_reason FROM jobs WHERE id = $1", [jobId]);
-  assert.deepEqual([job?.status, job?.failure_reason], ["failed", "escrow_refunded"]);
-  assert.equal((await chain.escrowRecord(jobId))?.status, "refunded", "the settlement moved nothing");
-  await assertWholeAndAgreed(wallet);
-});
+    test("a worker that finishes after the wallet refunded: the settlement is refused, nothing is charged, the job says why", async () => {
+      const { chain, db } = gateway.service;
+      const { wallet, client } = await walletWithKey();
+      const { jobId, ended } = await lockedJobId(client);
+      await new Promise((r) => setTimeout(r, 2_100));
+      await refundAsTheWallet(wallet, jobId);
+      worker.release();
+
+      const answer = await ended;
+      assert.ok(answer instanceof OpenAI.APIError && answer.status === 500 && /refunded on-chain/.test(answer.message), String(answer));
+      const [job] = await db.query<{ status: string; failure_reason: string }>("SELECT status, failure_reason FROM jobs WHERE id = $1", [jobId]);
+      assert.deepEqual([job?.status, job?.failure_reason], ["failed", "escrow_refunded"]);
+      assert.equal(await escrowStatus(jobId), "refunded", "the settlement moved nothing");
+      await assertWholeAndAgreed(wallet);
+    });
+  });
+}

@@ -100,6 +100,18 @@ for (const backend of testDatabases()) {
       assert.deepEqual(await checkInvariants(db), []);
       assert.deepEqual(await checkJobInvariants(db), []);
     });
+  });
+
+  // JSON jobs' locks share transactions across wallets only when each job holds an escrow record
+  // of its own; escrow tables lock each wallet's JSON jobs in transactions of their own.
+  describe(`a wallet's refused lock among others' on ${backend.name}, escrow records`, () => {
+    let gateway: TestGateway;
+    before(async () => {
+      gateway = await startTestGateway({ db: await backend.open(), credits: 0, rateLimit: false, escrowTables: false });
+    });
+    const settlementsConfirmed = () =>
+      until(() => gateway.service.db.query("SELECT id FROM jobs WHERE status = 'settling'"), (rows) => rows.length === 0, "the settlements to confirm");
+    after(() => gateway.close());
 
     test("a wallet that empties its vault on-chain: its jobs fail, and the jobs whose locks shared its transaction lock again alone", async () => {
       const { service } = gateway;

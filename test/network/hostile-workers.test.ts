@@ -110,8 +110,10 @@ describe("a request a worker cannot read", () => {
     for (const worker of [a, b]) assert.deepEqual(gateway.service.pool.health(worker.address)?.standing, "good", "a request's fault is no strike");
     assert.equal(await activeWorkers(), 2);
     assert.equal(await credits(), balance, "nothing charged");
-    const reply = await gateway.client.chat.completions.create(hi, PAID);
+    const { data: reply, response } = await gateway.client.chat.completions.create(hi, PAID).withResponse();
     assert.ok(reply.choices[0]!.message.content, "a paid request is served");
+    // Its worker signs its settlement before it leaves (a worker that leaves first is not paid).
+    await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
     await Promise.all([leave(a), leave(b)]);
   });
 });
