@@ -291,6 +291,8 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
       const job = await getJob(db, action.subject);
       return job ? prepareRefund(chain, job) : undefined;
     },
+    // A batch of a table's refunds refused (one of its slots refunded already): each job's alone.
+    alone: async (action) => prepareRefund(chain, await jobOf(db, action)),
     dropped: async (tx, action, fresh) => {
       if (fresh) await updateJob(tx, action.subject, { refundTx: fresh.signature });
     },

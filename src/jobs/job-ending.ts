@@ -11,9 +11,11 @@ import type { FinishReason, StopReason, Usage } from "../inference/index.ts";
 import type { JobOutcome, WorkerEvent, WorkerLease } from "../network/index.ts";
 import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { escrowPlace, escrowState, prepareRefund, prepareSettlement, type EscrowAction, type EscrowLanding, type SettlementOutcome } from "./job-chain.ts";
+import type { TableRefunds } from "./table-refunds.ts";
 import type { TableSettlements } from "./table-settlements.ts";
 import type { JobRecord } from "./job-record.ts";
 import { addJobMoves, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
+import { nextStatus } from "./job-states.ts";
 import * as money from "./money.ts";
 
 export type JobEvent =
@@ -53,6 +55,8 @@ export interface EndingDeps {
   settlementRecords: GroupCommit<SettlementRecord, RecordedSettlement>;
   /** Batches the settlements of escrow-table jobs (table-settlements.ts); absent when the node locks no tables. */
   tableSettlements: TableSettlements | undefined;
+  /** Batches the refunds of escrow-table jobs (table-refunds.ts); absent when the node locks no tables. */
+  tableRefunds: TableRefunds | undefined;
   /** Callers answered whose settlements have not confirmed yet, and how many may be (conclude below). */
   unconfirmed: { count: number; max: number };
 }
@@ -362,11 +366,7 @@ export async function refundJob(
     await moveJob(deps.db, job, "escrow_not_landed", { failureReason: reason, completedAt: new Date() });
     return { refundTx: null };
   }
-  const refund = await prepareRefund(deps.chain, job);
-  await deps.db.transaction(async (tx) => {
-    await mustMoveJob(tx, job, status === "refunded" ? "timed_out" : "refund_recorded", { failureReason: reason, refundTx: refund.signature, creditsCharged: 0 });
-    await deps.journal.record(tx, refund);
-  });
+  const refund = await recordRefund(deps, job, status === "refunded" ? "timed_out" : "refund_recorded", reason);
   const sent = await deps.journal.send(refund).catch(async (error: unknown) => {
     // Someone refunded the escrow before us (anyone may, past the program's timeout); the
     // rejection released the reservation, as the refund's confirmation would have.
@@ -376,4 +376,29 @@ export async function refundJob(
   // The confirmation released the reservation and says what it left; a concurrent recovery's says nothing.
   const outcome = "outcome" in sent ? (sent.outcome as SettlementOutcome | undefined) : undefined;
   return { refundTx: refund.signature, ...(outcome ? { creditsRemaining: outcome.creditsRemaining } : {}) };
+}
+
+/**
+ * The job's refund, recorded with its move: in its table's next batch (TableRefunds), or alone (a
+ * job's own escrow record, or a batch that could not be recorded, which moved none of its jobs).
+ */
+async function recordRefund(deps: EndingDeps, job: JobRecord, trigger: "timed_out" | "refund_recorded", reason: string): Promise<ChainAction> {
+  const changes = (refund: ChainAction): JobChanges => ({ failureReason: reason, refundTx: refund.signature, creditsCharged: 0 });
+  if (deps.tableRefunds && job.escrowTableId !== null) {
+    // Moved as a copy: the batch's transaction may yet roll back over another job's move.
+    const batched = await deps.tableRefunds.refund(job, (tx, refund) => mustMoveJob(tx, { ...job }, trigger, changes(refund))).catch((error: unknown) => {
+      deps.logger.warn({ err: error, job: job.id }, "the job's refund could not join its table's batch; it is sent alone");
+      return null;
+    });
+    if (batched) {
+      Object.assign(job, changes(batched), { status: nextStatus(job.status, trigger) });
+      return batched;
+    }
+  }
+  const refund = await prepareRefund(deps.chain, job);
+  await deps.db.transaction(async (tx) => {
+    await mustMoveJob(tx, job, trigger, changes(refund));
+    await deps.journal.record(tx, refund);
+  });
+  return refund;
 }

@@ -33,6 +33,7 @@ import { CALLER_LEFT, JobRequestError, type JobOutcome, type LeaseWanted, type W
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
 import { EscrowTables, LockWithdrawnError } from "./escrow-tables.ts";
+import { TableRefunds } from "./table-refunds.ts";
 import { TableSettlements } from "./table-settlements.ts";
 import { EscrowLanding, escrowPlace, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, releaseUnlocked, type EscrowAction } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
@@ -252,6 +253,7 @@ export class JobService {
       settlementRecords: settlementRecords(this.db, this.journal),
       unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
       tableSettlements: escrowTables ? new TableSettlements({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
+      tableRefunds: escrowTables ? new TableRefunds({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
     };
     this.tables = escrowTables ? new EscrowTables(this.chain, this.db, (locks) => this.recordLocks(locks)) : undefined;
     this.admissions = new Admissions(this.db, this.chain, this.journal, this.nodeId, this.tables);
@@ -845,6 +847,7 @@ export class JobService {
     // Locks and batches waiting for more jobs are signed now: nothing else will join them.
     this.tables?.hurryAll();
     this.ending.tableSettlements?.flush();
+    this.ending.tableRefunds?.flush();
     await Promise.allSettled([...this.running]);
   }
 }

@@ -159,6 +159,22 @@ describe("escrow tables with a worker that does not sign its settlements", () =>
     await assertChainAgrees(gateway.service, gateway.wallet);
     await checkInvariants(gateway.service.db);
   });
+
+  test("the refunds of jobs ending together share one transaction, each job's slot refunded", async () => {
+    const replies = await Promise.all(Array.from({ length: 6 }, () => gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).withResponse()));
+    const jobs = await Promise.all(replies.map(({ response }) => jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!)));
+    assert.ok(jobs.every((job) => job.status === "failed" && job.creditsCharged === 0), jobs.map((job) => `${job.status} ${job.failureReason}`).join(", "));
+    const refunds = new Set(jobs.map((job) => job.refundTx));
+    assert.ok(refunds.size < jobs.length, `${refunds.size} refund transactions for ${jobs.length} jobs`);
+    for (const refund of refunds) assert.ok((await gateway.service.chain.readTransaction(refund!)).ok);
+    for (const job of jobs) {
+      const table = await gateway.service.chain.tableRecord(job.wallet, BigInt(job.escrowTableId!));
+      assert.equal(table!.slots[job.escrowTableSlot!]!.status, "refunded");
+    }
+    assert.equal(await gateway.service.chain.tokenBalance(gateway.service.chain.creditAccountAddress(gateway.wallet)), creditsToBaseUnits(100));
+    await assertChainAgrees(gateway.service, gateway.wallet);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
+  });
 });
 
 describe("disputes of escrow-table jobs", () => {

@@ -63,6 +63,18 @@ async function assertWholeAndAgreed(wallet: Keypair): Promise<void> {
   assert.deepEqual(await checkJobInvariants(db), []);
 }
 
+/** `count` jobs of the wallet running with their escrows locked on the chain. */
+async function lockedJobIds(wallet: string, count: number): Promise<string[]> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const rows = await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE wallet = $1 AND status = 'processing' AND escrow_tx <> '' ORDER BY id", [wallet]);
+    const locked = await Promise.all(rows.map(async (row) => (await escrowStatus(row.id)) === "locked"));
+    if (rows.length === count && locked.every(Boolean)) return rows.map((row) => row.id);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`no ${count} jobs reached processing with their escrows locked`);
+}
+
 async function lockedJobId(client: OpenAI): Promise<{ jobId: string; ended: Promise<unknown> }> {
   const ended = client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).catch((e: unknown) => e);
   const deadline = Date.now() + 10_000;
@@ -88,6 +100,25 @@ for (const design of ["records", "tables"] as const) {
       });
     });
     after(() => gateway.close());
+
+    if (design === "tables") {
+      test("two jobs of one table: the wallet refunds one itself, and the service's batch refund of both then returns the other alone", async () => {
+        const { db } = gateway.service;
+        const { wallet, client } = await walletWithKey();
+        const ended = [0, 1].map(() => client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).catch((e: unknown) => e));
+        const [first, second] = await lockedJobIds(wallet.address, 2);
+        await new Promise((r) => setTimeout(r, 2_100));
+        await refundAsTheWallet(wallet, first!);
+        // Both time out together: one refund for the two, refused for the slot already refunded.
+        for (const answer of await Promise.all(ended)) assert.ok(answer instanceof OpenAI.APIError && answer.status === 504, String(answer));
+        const shared = await db.query("SELECT signature FROM chain_actions WHERE kind = 'refund' AND state = 'failed' AND subject = ANY($1::text[]) GROUP BY signature HAVING count(*) = 2", [[first, second]]);
+        assert.equal(shared.length, 1, "the batch holding both slots was refused");
+        const jobs = await db.query<{ status: string; credits_charged: number }>("SELECT status, credits_charged FROM jobs WHERE id = ANY($1::text[])", [[first, second]]);
+        assert.deepEqual(jobs.map((job) => [job.status, job.credits_charged]), [["refunded", 0], ["refunded", 0]]);
+        assert.deepEqual([await escrowStatus(first!), await escrowStatus(second!)], ["refunded", "refunded"]);
+        await assertWholeAndAgreed(wallet);
+      });
+    }
 
     test("a job the service does not settle is refunded by the wallet's own transaction after the program's timeout", async () => {
       const { chain, db } = gateway.service;
