@@ -6,6 +6,7 @@
  * while someone hosts it.
  */
 import assert from "node:assert/strict";
+import { jobConcluded } from "../support/eventually.ts";
 import { after, before, test } from "node:test";
 import { TRIGGER_WORD } from "../../src/inference/wiring-model.ts";
 import { migratedTestDb, MODEL, startTestGateway, tempDir, type TestGateway } from "../support/service.ts";
@@ -80,6 +81,8 @@ test("concurrent requests spread across all three", async () => {
       let text = "";
       for await (const chunk of data) text += chunk.choices[0]?.delta.content ?? "";
       assert.equal(text.length, " banana".length * 120);
+      // Its worker signs its batch's settlement after the stream: the kill below finds none unsigned.
+      await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
       return response.headers.get("x-svc-worker")!;
     }),
   );
