@@ -410,15 +410,15 @@ const rows: Row[] = [];
 const latencyLines: string[] = [];
 const latencies: SequentialLatencies[] = [];
 const kinds = process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const);
-/** ESCROWS=records,tables: the service's escrow designs to drive, each a service of its own (default: records, the service's default). */
-const designs = (process.env.ESCROWS ?? "records").split(",");
+/** ESCROWS=records,tables: the service's escrow designs to drive, each a service of its own (default: tables, the service's default). */
+const designs = (process.env.ESCROWS ?? "tables").split(",");
 if (!designs.every((d) => d === "records" || d === "tables")) throw new RangeError(`ESCROWS takes records and/or tables, got ${process.env.ESCROWS}`);
 let jobs = 0;
 for (const kind of kinds) {
   for (const design of designs) {
     const storage = await benchStorage(kind, join(dir, `${kind}-${design}`));
     const tables = design === "tables";
-    jobs += await driveService({ ...storage, label: tables ? `${storage.label}, escrow tables` : storage.label, options: { ...storage.options, escrowTables: tables } }, rows);
+    jobs += await driveService({ ...storage, label: tables ? storage.label : `${storage.label}, escrow records`, options: { ...storage.options, escrowTables: tables } }, rows);
   }
 }
 const rssMb = process.memoryUsage().rss / 2 ** 20;
