@@ -22,6 +22,7 @@ export { PACKAGE_ROOT } from "./package-root.ts";
 export { threadModule } from "./thread-module.ts";
 export { awaitedLater, runInBackground } from "./promises.ts";
 export { RecentSamples, median } from "./recent-samples.ts";
+export { LingeringBatches } from "./lingering-batches.ts";
 export { DEFAULT_RATE_LIMIT, RateLimiter, TokenBucket, parseRateLimit } from "./rate-limit.ts";
 export type { RateLimitOptions } from "./rate-limit.ts";
 export { ANSWER_BEFORE_CONFIRM_MARGIN_MS, DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS } from "./job-clocks.ts";

@@ -9,6 +9,7 @@
  * (the refund owner's `alone`), and the one already refunded is released as such.
  */
 import type { Chain, ChainAction, ChainJournal } from "../chain/index.ts";
+import { LingeringBatches } from "../core/index.ts";
 import type { Db } from "../store/index.ts";
 import type { JobRecord } from "./job-record.ts";
 
@@ -27,18 +28,18 @@ export type RecordRefund = (tx: Db, refund: ChainAction) => Promise<void>;
 interface Waiting {
   job: JobRecord;
   record: RecordRefund;
-  resolve: (refund: ChainAction) => void;
-  reject: (error: unknown) => void;
 }
 
 export class TableRefunds {
   /** Batches filling, by table address. */
-  private readonly filling = new Map<string, { waiting: Waiting[]; timer: NodeJS.Timeout }>();
+  private readonly batches: LingeringBatches<Waiting, ChainAction>;
 
   constructor(
     private readonly deps: { db: Db; chain: Chain; journal: ChainJournal },
-    private readonly lingerMs = REFUND_LINGER_MS,
-  ) {}
+    lingerMs = REFUND_LINGER_MS,
+  ) {
+    this.batches = new LingeringBatches((waiting) => this.signAndRecord(waiting), lingerMs, MAX_REFUNDS_PER_TRANSACTION);
+  }
 
   /**
    * The job's refund, signed with the others of its table waiting and recorded with them (`record`
@@ -49,31 +50,12 @@ export class TableRefunds {
   refund(job: JobRecord, record: RecordRefund): Promise<ChainAction> {
     const key = job.escrowAddress;
     if (job.escrowTableId === null || job.escrowTableSlot === null || key === null) throw new Error(`job ${job.id} is not in an escrow table`);
-    return new Promise((resolve, reject) => {
-      let batch = this.filling.get(key);
-      if (!batch) {
-        batch = { waiting: [], timer: setTimeout(() => this.close(key), this.lingerMs) };
-        this.filling.set(key, batch);
-      }
-      batch.waiting.push({ job, record, resolve, reject });
-      if (batch.waiting.length >= MAX_REFUNDS_PER_TRANSACTION) this.close(key);
-    });
+    return this.batches.add(key, { job, record });
   }
 
   /** Signs every batch filling now (the node is stopping). */
   flush(): void {
-    for (const key of [...this.filling.keys()]) this.close(key);
-  }
-
-  private close(key: string): void {
-    const batch = this.filling.get(key);
-    if (!batch) return;
-    this.filling.delete(key);
-    clearTimeout(batch.timer);
-    this.signAndRecord(batch.waiting).then(
-      (actions) => batch.waiting.forEach((w, i) => w.resolve(actions[i]!)),
-      (error: unknown) => batch.waiting.forEach((w) => w.reject(error)),
-    );
+    this.batches.flush();
   }
 
   private async signAndRecord(waiting: readonly Waiting[]): Promise<ChainAction[]> {

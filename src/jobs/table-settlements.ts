@@ -9,7 +9,7 @@
  * unsettled: their senders refund them (`refund_slots`), and the worker is not paid.
  */
 import { MAX_TABLE_SETTLEMENTS_PER_TRANSACTION, settlementLeaf, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import { auditPath, creditsToBaseUnits, leafBytes, leafHash } from "../core/index.ts";
+import { auditPath, creditsToBaseUnits, leafBytes, leafHash, LingeringBatches } from "../core/index.ts";
 import type { WorkerHandle } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import type { JobRecord } from "./job-record.ts";
@@ -20,30 +20,20 @@ import { updateJobs } from "./job-repo.ts";
  * fills in this time, and a lone job's settlement is this much later. Nobody waits on it but the
  * worker's pay (the caller is answered first); each settlement costs two signatures (the fee
  * payer's and the worker's checked one), so at 100 jobs a second 300 ms keeps their fees under
- * 1,000 lamports a job where 100 ms did not (bench:job-cost --job-ms 2000: 615 against 1,163).
+ * 1,000 lamports a job where 100 ms did not (bench:job-cost --job-ms 2000: 615-620 against 1,163).
  */
 export const SETTLEMENT_LINGER_MS = 300;
 
-interface Waiting {
-  job: JobRecord;
-  resolve: (settlement: ChainAction) => void;
-  reject: (error: unknown) => void;
-}
-
-interface Batch {
-  worker: WorkerHandle;
-  waiting: Waiting[];
-  timer: NodeJS.Timeout;
-}
-
 export class TableSettlements {
   /** Batches filling, by worker and table. */
-  private readonly filling = new Map<string, Batch>();
+  private readonly batches: LingeringBatches<{ job: JobRecord; worker: WorkerHandle }, ChainAction>;
 
   constructor(
     private readonly deps: { db: Db; chain: Chain; journal: ChainJournal },
-    private readonly lingerMs = SETTLEMENT_LINGER_MS,
-  ) {}
+    lingerMs = SETTLEMENT_LINGER_MS,
+  ) {
+    this.batches = new LingeringBatches((items) => this.signInSlotOrder(items), lingerMs, MAX_TABLE_SETTLEMENTS_PER_TRANSACTION);
+  }
 
   /**
    * The job's settlement, signed by its worker with the others of its batch and recorded with
@@ -52,34 +42,19 @@ export class TableSettlements {
    */
   settle(job: JobRecord, worker: WorkerHandle): Promise<ChainAction> {
     if (job.escrowTableId === null || job.escrowTableSlot === null) throw new Error(`job ${job.id} is not in an escrow table`);
-    const key = `${worker.address} ${job.escrowAddress}`;
-    return new Promise((resolve, reject) => {
-      let batch = this.filling.get(key);
-      if (!batch) {
-        batch = { worker, waiting: [], timer: setTimeout(() => this.close(key), this.lingerMs) };
-        this.filling.set(key, batch);
-      }
-      batch.waiting.push({ job, resolve, reject });
-      if (batch.waiting.length >= MAX_TABLE_SETTLEMENTS_PER_TRANSACTION) this.close(key);
-    });
+    return this.batches.add(`${worker.address} ${job.escrowAddress}`, { job, worker });
   }
 
   /** Sends nothing more to the batches filling: each is signed now. */
   flush(): void {
-    for (const key of [...this.filling.keys()]) this.close(key);
+    this.batches.flush();
   }
 
-  private close(key: string): void {
-    const batch = this.filling.get(key);
-    if (!batch) return;
-    this.filling.delete(key);
-    clearTimeout(batch.timer);
-    // In slot order: a job's leaf index follows from the batch alone.
-    batch.waiting.sort((a, b) => a.job.escrowTableSlot! - b.job.escrowTableSlot!);
-    this.signAndRecord(batch.worker, batch.waiting.map((w) => w.job)).then(
-      (actions) => batch.waiting.forEach((w, i) => w.resolve(actions[i]!)),
-      (error: unknown) => batch.waiting.forEach((w) => w.reject(error)),
-    );
+  /** In slot order, so that a job's leaf index follows from the batch alone; the actions in the items' order. */
+  private async signInSlotOrder(items: readonly { job: JobRecord; worker: WorkerHandle }[]): Promise<ChainAction[]> {
+    const jobs = items.map((item) => item.job).sort((a, b) => a.escrowTableSlot! - b.escrowTableSlot!);
+    const actions = await this.signAndRecord(items[0]!.worker, jobs);
+    return items.map(({ job }) => actions[jobs.indexOf(job)]!);
   }
 
   /** The worker's signature over the jobs' settlement, the transaction paying from it, and its record. */
