@@ -14,7 +14,7 @@ import { escrowPlace, escrowState, prepareRefund, prepareSettlement, type Escrow
 import type { TableRefunds } from "./table-refunds.ts";
 import type { TableSettlements } from "./table-settlements.ts";
 import type { JobRecord } from "./job-record.ts";
-import { addJobMoves, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
+import { addJobMoves, getJob, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
 import { nextStatus } from "./job-states.ts";
 import * as money from "./money.ts";
 
@@ -375,7 +375,9 @@ export async function refundJob(
   });
   // The confirmation released the reservation and says what it left; a concurrent recovery's says nothing.
   const outcome = "outcome" in sent ? (sent.outcome as SettlementOutcome | undefined) : undefined;
-  return { refundTx: refund.signature, ...(outcome ? { creditsRemaining: outcome.creditsRemaining } : {}) };
+  // A shared refund the chain refused was replaced by the job's own, which its row names.
+  const refundTx = refund.shared === true ? ((await getJob(deps.db, job.id))?.refundTx ?? refund.signature) : refund.signature;
+  return { refundTx, ...(outcome ? { creditsRemaining: outcome.creditsRemaining } : {}) };
 }
 
 /**
