@@ -217,6 +217,8 @@ export class JobService {
   private readonly tables: EscrowTables | undefined;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
+  /** How many of each wallet's jobs are running here (launched, not ended), by wallet. */
+  private readonly runningByWallet = new Map<string, number>();
   /**
    * Each wallet's available credits after its latest admission here: a hint, never the authority
    * (the ledger is), that says whether its next job may start on its worker while its admission
@@ -420,8 +422,14 @@ export class JobService {
         channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
         await this.refundAbandoned(job.id);
       })
-      .finally(() => this.running.delete(drive));
+      .finally(() => {
+        this.running.delete(drive);
+        const left = (this.runningByWallet.get(job.wallet) ?? 1) - 1;
+        if (left > 0) this.runningByWallet.set(job.wallet, left);
+        else this.runningByWallet.delete(job.wallet);
+      });
     this.running.add(drive);
+    this.runningByWallet.set(job.wallet, (this.runningByWallet.get(job.wallet) ?? 0) + 1);
     return credited;
   }
 
@@ -527,9 +535,11 @@ export class JobService {
         request,
       };
       const job = early ? Object.assign(early.job, record) : newPendingJob(record);
-      // A JSON reply is written at the end: its table lock can wait for the wallet's next jobs. A
-      // stream's headers name its lock at the first token, so it is signed in the admission.
-      const lockLater = this.tables !== undefined && request.stream !== true;
+      // A JSON reply is written at the end: its table lock can wait for the wallet's next jobs,
+      // when the wallet has others running to share its transaction. Alone, it is signed in the
+      // admission and lands while the job runs, off the reply's path; so is a stream's, whose
+      // headers name it at the first token.
+      const lockLater = this.tables !== undefined && request.stream !== true && this.runningByWallet.has(wallet);
       const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
       // A refusal is handled below.
       awaitedLater(admission);

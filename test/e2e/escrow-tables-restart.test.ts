@@ -1,7 +1,8 @@
 /**
- * `svc dev --escrow tables` killed (kill -9) right after a JSON job's admission, while its table
- * lock waits to be signed with the wallet's next jobs, then restarted: the job ends failed with
- * nothing charged and its reserved credits back, on the ledger and on the chain alike. Whether
+ * `svc dev` killed (kill -9) right after two JSON jobs' admissions, the second one's table lock
+ * waiting to be signed with the wallet's next jobs (the first, alone, locked at its admission),
+ * then restarted: the jobs end failed with nothing charged and their reserved credits back, on
+ * the ledger and on the chain alike. Whether
  * the kill came before the lock was recorded (nothing on the chain: the reservation is released)
  * or after (the lock is found and refunded), nothing is lost.
  */
@@ -30,20 +31,23 @@ test("kill -9 while a JSON job's table lock waits, then restart: nothing charged
   const first = await startDev(dir.path, ["--credits", "100", "--escrow", "tables"]);
   const auth = { authorization: `Bearer ${first.apiKey}` };
   const client = new OpenAI({ apiKey: first.apiKey!, baseURL: first.baseUrl, maxRetries: 0 });
-  // A looping reply, long enough to be running when the process dies; its caller is cut off with it.
-  const reply = client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: `Say ${TRIGGER_WORD}` }], temperature: 0, max_tokens: 1900 }).catch(() => undefined);
-  let jobId: string | undefined;
-  while (jobId === undefined) {
-    const list = (await (await fetch(`${first.baseUrl}/jobs?limit=1`, { headers: auth })).json()) as { data: { id: string }[] };
-    jobId = list.data[0]?.id;
-  }
+  // Looping replies, long enough to be running when the process dies; their callers are cut off with it.
+  const ask = () => client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: `Say ${TRIGGER_WORD}` }], temperature: 0, max_tokens: 1900 }).catch(() => undefined);
+  const listed = async () => ((await (await fetch(`${first.baseUrl}/jobs?limit=2`, { headers: auth })).json()) as { data: { id: string }[] }).data.map((job) => job.id);
+  const replies = [ask()];
+  while ((await listed()).length < 1);
+  replies.push(ask());
+  let jobIds: string[] = [];
+  while (jobIds.length < 2) jobIds = await listed();
   first.child.kill("SIGKILL");
   await exited(first.child);
-  await reply;
+  await Promise.all(replies);
 
   const second = await startDev(dir.path, ["--escrow", "tables"]);
-  const job = (await (await fetch(`${second.baseUrl}/jobs/${jobId}`, { headers: auth })).json()) as { status: string; credits_charged: number };
-  assert.deepEqual([job.status, job.credits_charged], ["failed", 0]);
+  for (const jobId of jobIds) {
+    const job = (await (await fetch(`${second.baseUrl}/jobs/${jobId}`, { headers: auth })).json()) as { status: string; credits_charged: number };
+    assert.deepEqual([job.status, job.credits_charged], ["failed", 0]);
+  }
   const account = (await (await fetch(`${second.baseUrl}/account`, { headers: auth })).json()) as { credits_remaining: number };
   assert.equal(account.credits_remaining, 100);
   second.child.kill("SIGINT");

@@ -234,14 +234,17 @@ describe("disputes of escrow-table jobs", () => {
 });
 
 describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () => {
-  test("jobs admitted apart, still running, share one lock transaction", async () => {
+  test("a lone job locks at its admission; jobs admitted apart while it runs share one lock transaction", async () => {
     const stalling = new StallingWorker(await testWorker());
     const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [stalling], escrowTables: true, credits: 100 });
     try {
-      // Admitted 30 ms apart, each in a group of its own, all within the lock's linger.
-      const replies: Promise<{ response: Response }>[] = [];
-      for (let i = 0; i < 4; i++) {
-        replies.push(gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).withResponse());
+      // The first alone; once it runs, three more 30 ms apart, each in an admission group of its
+      // own, all within the lock's linger.
+      const ask = () => gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).withResponse();
+      const replies: Promise<{ response: Response }>[] = [ask()];
+      await until(() => gateway.service.db.query("SELECT id FROM jobs WHERE status = 'processing'"), (rows) => rows.length === 1, "the first job to run");
+      for (let i = 0; i < 3; i++) {
+        replies.push(ask());
         await new Promise((resolve) => setTimeout(resolve, 30));
       }
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -249,7 +252,8 @@ describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () =
       const responses = (await Promise.all(replies)).map(({ response }) => response);
       const jobs = await Promise.all(responses.map((response) => jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!)));
       assert.ok(jobs.every((job) => job.status === "settled"), jobs.map((job) => `${job.status} ${job.failureReason}`).join(", "));
-      assert.equal(new Set(jobs.map((job) => job.escrowTx)).size, 1, "one lock transaction for the four");
+      assert.equal(new Set(jobs.slice(1).map((job) => job.escrowTx)).size, 1, "one lock transaction for the three");
+      assert.notEqual(jobs[0]!.escrowTx, jobs[1]!.escrowTx, "the lone first job's own lock");
       // Signed after admission, the lock is still named by each reply.
       assert.deepEqual(responses.map((response) => response.headers.get("x-svc-escrow-tx")), jobs.map((job) => job.escrowTx));
       assert.deepEqual(jobs.map((job) => job.escrowTableSlot).sort(), [0, 1, 2, 3]);
@@ -263,16 +267,22 @@ describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () =
     const stalling = new StallingWorker(await testWorker());
     const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [stalling], escrowTables: true, credits: 100 });
     try {
+      // A job of the wallet running (its lock signed at its admission), so the next one's lock waits.
+      const running = gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).catch(() => undefined);
+      const first = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs"))[0]?.id, (id) => id !== undefined, "the first job's admission");
       const controller = new AbortController();
       const reply = gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }, { signal: controller.signal }).catch(() => undefined);
-      const jobId = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs"))[0]?.id, (id) => id !== undefined, "the job's admission");
+      const jobId = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE id <> $1", [first]))[0]?.id, (id) => id !== undefined, "the job's admission");
       controller.abort();
       await reply;
       const job = await until(async () => (await getJob(gateway.service.db, jobId!))!, (j) => j.status === "failed", `job ${jobId} to fail`);
       assert.deepEqual([job.creditsCharged, job.failureReason, job.escrowTx], [0, "client_disconnected", ""]);
       // Its lock was taken out of the wallet's lane unsigned: no lock, no refund.
       assert.deepEqual(await gateway.service.db.query("SELECT kind FROM chain_actions WHERE subject = $1", [jobId]), []);
-      assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100);
+      stalling.release();
+      await running;
+      const charged = (await jobConcluded(gateway.service, first!)).creditsCharged;
+      assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100 - charged);
       await assertChainAgrees(gateway.service, gateway.wallet);
       await checkInvariants(gateway.service.db);
     } finally {
