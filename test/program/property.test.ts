@@ -256,10 +256,12 @@ function action(w: World, step: number): Instruction[] {
 /** A lock of a few jobs into a wallet's table, a settlement of some of its slots, a refund of some, or its closing. */
 function tableAction(w: World, step: number, someWallet: Wallet, worker: Worker): Instruction[] {
   const { chain, rng } = w;
-  const kind = rng.int(5);
-  // A dispute goes to a table with a slot in its window whenever there is one: such slots are rare
-  // (the clock's long jumps close every window), and a dispute elsewhere is only ever refused.
-  const withLocks = kind === 4 ? w.tableDisputable() : kind === 0 || rng.next() < 0.2 ? undefined : w.tableWhere((t) => (t.open === 0) === (kind === 3));
+  // A slot settled within its dispute window is rare (the clock's long jumps close every window):
+  // while one is there, half the table actions dispute or resolve it, and a dispute goes to its
+  // table (one elsewhere is only ever refused).
+  const disputable = w.tableDisputable();
+  const kind = disputable && rng.next() < 0.5 ? 4 : rng.int(5);
+  const withLocks = kind === 4 ? disputable : kind === 0 || rng.next() < 0.2 ? undefined : w.tableWhere((t) => (t.open === 0) === (kind === 3));
   const wallet = withLocks?.wallet ?? someWallet;
   const tableId = withLocks?.tableId ?? w.tableAt(step);
   const all = w.slotsOf(wallet.key.address, tableId);

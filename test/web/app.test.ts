@@ -18,6 +18,7 @@ import { createSolanaRpc, type Base64EncodedWireTransaction } from "@solana/kit"
 import { signWalletSlot, startChainRpc } from "../../src/chain/index.ts";
 import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { formatSignInMessage } from "../../src/web/index.ts";
+import { jobConcluded } from "../support/eventually.ts";
 import { migratedTestDb, MODEL } from "../support/service.ts";
 import { testCert } from "../support/tls-cert.ts";
 import { startWebhookGateway, type WebhookGateway } from "../support/webhook-gateway.ts";
@@ -241,6 +242,8 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
     const client = (key: string) => new OpenAI({ apiKey: key, baseURL: gateway.baseUrl, maxRetries: 0 });
     const reply = await client(first).chat.completions.create({ model: MODEL, messages: hi });
     assert.ok(reply.choices[0]!.message.content);
+    // Answered before its worker's batch settles it: the job's page below shows the settlement.
+    await jobConcluded(gateway.service, reply.id.replace(/^chatcmpl-/, ""));
 
     await page.getByRole("button", { name: "Replace API key" }).click();
     await page.waitForFunction((old) => (document.querySelector("input[readonly]") as HTMLInputElement | null)?.value !== old, first);
