@@ -269,7 +269,7 @@ describe("escrow tables: JSON jobs' locks wait for the wallet's next jobs", () =
     try {
       // A job of the wallet running (its lock signed at its admission), so the next one's lock waits.
       const running = gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).catch(() => undefined);
-      const first = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs"))[0]?.id, (id) => id !== undefined, "the first job's admission");
+      const first = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE status = 'processing'"))[0]?.id, (id) => id !== undefined, "the first job to run");
       const controller = new AbortController();
       const reply = gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }, { signal: controller.signal }).catch(() => undefined);
       const jobId = await until(async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE id <> $1", [first]))[0]?.id, (id) => id !== undefined, "the job's admission");
