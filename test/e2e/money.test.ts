@@ -12,12 +12,10 @@ import { ESCROW_PROGRAM, TIER_CODES, escrowPoolAddress } from "../../src/chain/e
 import { checkInvariants } from "../../src/ledger/index.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
-import { escrowState } from "../../src/jobs/job-chain.ts";
-import { getJob } from "../../src/jobs/job-repo.ts";
 import { testDatabases } from "../support/db.ts";
 import { MODEL, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
 import { ForgingWorker } from "../support/forging-worker.ts";
-import { assertChainAgrees, assertWorkerPaidOnChain } from "../support/chain-checks.ts";
+import { assertChainAgrees, assertWorkerPaidOnChain, escrowStatus } from "../support/chain-checks.ts";
 import { jobConcluded, until } from "../support/eventually.ts";
 
 const hi = [{ role: "user" as const, content: "Hi" }];
@@ -150,7 +148,7 @@ describe("a worker whose proof is forged", () => {
     const job = await jobOf(gateway, gateway.apiKey, jobId);
     assert.deepEqual([job.status, job.credits_charged, job.on_chain.settlement_tx], ["failed", 0, null]);
     const { chain } = gateway.service;
-    assert.equal((await escrowState(chain, (await getJob(gateway.service.db, jobId))!))?.status, "refunded");
+    assert.equal(await escrowStatus(gateway.service, jobId), "refunded");
     assert.ok((await chain.readTransaction(job.on_chain.refund_tx!)).ok);
     assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 50);
     await assertChainAgrees(gateway.service, gateway.wallet);

@@ -16,10 +16,9 @@ import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
-import { escrowState } from "../../src/jobs/job-chain.ts";
 import { getJob } from "../../src/jobs/job-repo.ts";
 import { checkInvariants } from "../../src/ledger/index.ts";
-import { assertChainAgrees } from "../support/chain-checks.ts";
+import { assertChainAgrees, escrowStatus } from "../support/chain-checks.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
 import { StallingWorker } from "../support/stalling-worker.ts";
 import type { Address } from "@solana/kit";
@@ -38,11 +37,6 @@ async function refundAsTheWallet(wallet: Keypair, jobId: string): Promise<void> 
     ? escrowInstructions.refund({ jobId, wallet: owner, caller })
     : escrowInstructions.refundSlots({ wallet: owner, tableId: BigInt(job.escrowTableId), slots: [job.escrowTableSlot!], caller });
   await chain.send(buildTransaction(wallet, [refund], bytes, []).wire);
-}
-
-/** The job's escrow on the chain: its record's status, or its table slot's. */
-async function escrowStatus(jobId: string): Promise<string | undefined> {
-  return (await escrowState(gateway.service.chain, (await getJob(gateway.service.db, jobId))!))?.status;
 }
 
 /** A funded wallet we hold the key of, with SOL for its own fees, and a client with its API key. */
@@ -68,22 +62,18 @@ async function lockedJobIds(wallet: string, count: number): Promise<string[]> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const rows = await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE wallet = $1 AND status = 'processing' AND escrow_tx <> '' ORDER BY id", [wallet]);
-    const locked = await Promise.all(rows.map(async (row) => (await escrowStatus(row.id)) === "locked"));
+    const locked = await Promise.all(rows.map(async (row) => (await escrowStatus(gateway.service, row.id)) === "locked"));
     if (rows.length === count && locked.every(Boolean)) return rows.map((row) => row.id);
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`no ${count} jobs reached processing with their escrows locked`);
 }
 
-async function lockedJobId(client: OpenAI): Promise<{ jobId: string; ended: Promise<unknown> }> {
+/** A request of the wallet's, and its job once it runs with its escrow locked. */
+async function lockedJobId(wallet: Keypair, client: OpenAI): Promise<{ jobId: string; ended: Promise<unknown> }> {
   const ended = client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }] }).catch((e: unknown) => e);
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const [row] = await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE status = 'processing'");
-    if (row && (await getJob(gateway.service.db, row.id))?.escrowTx && (await escrowStatus(row.id)) === "locked") return { jobId: row.id, ended };
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("no job reached processing with its escrow locked");
+  const [jobId] = await lockedJobIds(wallet.address, 1);
+  return { jobId: jobId!, ended };
 }
 
 for (const design of ["records", "tables"] as const) {
@@ -115,7 +105,7 @@ for (const design of ["records", "tables"] as const) {
         assert.equal(shared.length, 1, "the batch holding both slots was refused");
         const jobs = await db.query<{ status: string; credits_charged: number }>("SELECT status, credits_charged FROM jobs WHERE id = ANY($1::text[])", [[first, second]]);
         assert.deepEqual(jobs.map((job) => [job.status, job.credits_charged]), [["refunded", 0], ["refunded", 0]]);
-        assert.deepEqual([await escrowStatus(first!), await escrowStatus(second!)], ["refunded", "refunded"]);
+        assert.deepEqual([await escrowStatus(gateway.service, first!), await escrowStatus(gateway.service, second!)], ["refunded", "refunded"]);
         await assertWholeAndAgreed(wallet);
       });
     }
@@ -123,7 +113,7 @@ for (const design of ["records", "tables"] as const) {
     test("a job the service does not settle is refunded by the wallet's own transaction after the program's timeout", async () => {
       const { chain, db } = gateway.service;
       const { wallet, client } = await walletWithKey();
-      const { jobId, ended } = await lockedJobId(client);
+      const { jobId, ended } = await lockedJobId(wallet, client);
       const locked = creditsToBaseUnits((await getJob(db, jobId))!.creditsLocked);
       assert.equal(await chain.creditBalance(wallet.address), creditsToBaseUnits(20) - locked, "the lock left the vault");
       await assert.rejects(refundAsTheWallet(wallet, jobId), (e: unknown) => chain.isRejection(e) && e.details.err.endsWith(`Custom(${ProgramError.tooEarly}))`));
@@ -131,7 +121,7 @@ for (const design of ["records", "tables"] as const) {
       await new Promise((r) => setTimeout(r, 2_100)); // past the program's 1 s on the chain's clock (whole seconds)
       await refundAsTheWallet(wallet, jobId);
       assert.equal(await chain.creditBalance(wallet.address), creditsToBaseUnits(20), "the whole lock is back in the vault");
-      assert.equal(await escrowStatus(jobId), "refunded");
+      assert.equal(await escrowStatus(gateway.service, jobId), "refunded");
 
       const answer = await ended;
       assert.ok(answer instanceof OpenAI.APIError && answer.status === 504, `the caller still gets the service's timeout: ${String(answer)}`);
@@ -143,7 +133,7 @@ for (const design of ["records", "tables"] as const) {
     test("a worker that finishes after the wallet refunded: the settlement is refused, nothing is charged, the job says why", async () => {
       const { chain, db } = gateway.service;
       const { wallet, client } = await walletWithKey();
-      const { jobId, ended } = await lockedJobId(client);
+      const { jobId, ended } = await lockedJobId(wallet, client);
       await new Promise((r) => setTimeout(r, 2_100));
       await refundAsTheWallet(wallet, jobId);
       worker.release();
@@ -152,7 +142,7 @@ for (const design of ["records", "tables"] as const) {
       assert.ok(answer instanceof OpenAI.APIError && answer.status === 500 && /refunded on-chain/.test(answer.message), String(answer));
       const [job] = await db.query<{ status: string; failure_reason: string }>("SELECT status, failure_reason FROM jobs WHERE id = $1", [jobId]);
       assert.deepEqual([job?.status, job?.failure_reason], ["failed", "escrow_refunded"]);
-      assert.equal(await escrowStatus(jobId), "refunded", "the settlement moved nothing");
+      assert.equal(await escrowStatus(gateway.service, jobId), "refunded", "the settlement moved nothing");
       await assertWholeAndAgreed(wallet);
     });
   });

@@ -1,7 +1,8 @@
 /** Checks that the ledger and the chain tell the same story, shared by the money tests. */
 import assert from "node:assert/strict";
 import { creditsToBaseUnits } from "../../src/core/units.ts";
-import { jobsWithStatus } from "../../src/jobs/job-repo.ts";
+import { escrowState } from "../../src/jobs/job-chain.ts";
+import { getJob, jobsWithStatus } from "../../src/jobs/job-repo.ts";
 import * as money from "../../src/jobs/money.ts";
 import { getAccount } from "../../src/ledger/index.ts";
 import type { Service } from "../../src/service.ts";
@@ -16,6 +17,11 @@ export async function assertChainAgrees(service: Service, wallet: string): Promi
   await until(() => jobsWithStatus(service.db, ["settling"]), (jobs) => !jobs.some((job) => job.wallet === wallet), `${wallet}'s settlements to confirm`);
   const ledgerCredits = await money.availableCredits(service.db, wallet);
   assert.equal(await service.chain.tokenBalance(service.chain.creditAccountAddress(wallet)), creditsToBaseUnits(ledgerCredits), "chain balance = ledger balance");
+}
+
+/** The status of the job's escrow on the chain: its record's, or its slot's in its wallet's table. */
+export async function escrowStatus(service: Service, jobId: string): Promise<string | undefined> {
+  return (await escrowState(service.chain, (await getJob(service.db, jobId))!))?.status;
 }
 
 /** The worker's on-chain token account holds exactly what its ledger account was paid; returns that. */
