@@ -5,6 +5,7 @@
  * jobs part's.
  */
 export { availableAfter, availableCredits, checkCreditLow, toCredits } from "./balance.ts";
+export { CreditBook, type CreditChange } from "./credit-book.ts";
 export { moveCustodialCredits } from "./custodial-upgrade.ts";
 export { Deposits } from "./deposits.ts";
 export { deposit, recentDeposits } from "./funding.ts";
