@@ -26,6 +26,7 @@ import { assertChainAgrees, escrowStatus } from "../support/chain-checks.ts";
 import { LyingWorker } from "../support/lying-worker.ts";
 import { OtherModelWorker } from "../support/other-model-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, tempDir, testEngine, testWorker, type TestGateway } from "../support/service.ts";
+import { until } from "../support/eventually.ts";
 
 /** The job's dispute account on the chain (null while none was opened): the job's own, or its slot's. */
 async function disputeAccount(gateway: TestGateway, jobId: string) {
@@ -333,7 +334,9 @@ describe("audits (every settled job audited here)", () => {
       assert.equal(row?.audit_outcome, "fraudulent");
       while ((await chain.slashableStake(cheatKey.address)) === MIN_ACTIVE_STAKE && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       assert.ok((await chain.slashableStake(cheatKey.address)) < MIN_ACTIVE_STAKE, "slashed on-chain");
-      const [event] = await db.query<{ body: string }>("SELECT body FROM events WHERE name = 'worker.slashed'");
+      // The event is written when the slash's confirmation is recorded, a moment after the chain has it.
+      const slashed = () => db.query<{ body: string }>("SELECT body FROM events WHERE name = 'worker.slashed'");
+      const [event] = await until(slashed, (rows) => rows.length > 0, "the worker.slashed event");
       const slashedData = (JSON.parse(event!.body) as { data: Record<string, unknown> }).data;
       assert.deepEqual([slashedData.worker_address, slashedData.reason, slashedData.related_job_id], [cheatKey.address, "fraudulent_proof", jobId]);
     } finally {
