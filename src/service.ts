@@ -28,7 +28,7 @@ import {
   Probation,
   unfinishedJobIds,
 } from "./jobs/index.ts";
-import { Deposits, WalletPayments, moveCustodialCredits } from "./wallets/index.ts";
+import { CreditBook, Deposits, WalletPayments, moveCustodialCredits } from "./wallets/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { FamilyTokenizers, ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
 import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool, WorkerTrust } from "./network/index.ts";
@@ -123,6 +123,13 @@ export interface ServiceOptions {
   metrics?: { port: number; host?: string };
   /** Lock jobs into their wallets' escrow tables and settle them in batches (JobServiceOptions.escrowTables; default true). */
   escrowTables?: boolean;
+  /**
+   * Whether this process is the only writer of its ledger, so it can hold its wallets' credits in
+   * memory and answer a caller whose lock they cover before the admission commits
+   * (JobServiceOptions.book). Default: on the embedded store, which one process owns; never on
+   * PostgreSQL, which other nodes may share.
+   */
+  soleLedgerWriter?: boolean;
 }
 
 export interface Service {
@@ -282,6 +289,8 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     { tokenizers: new FamilyTokenizers(), of: families },
   );
   const journal = new ChainJournal(db, chain, logger, nodeId);
+  // The embedded store has one writer, this process: its book of wallets' credits can grant locks.
+  const book = (options.soleLedgerWriter ?? db.kind === "pglite") ? new CreditBook() : undefined;
   const jobs = new JobService({
     nodeId,
     db,
@@ -291,6 +300,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     catalog,
     logger,
     vocabularies,
+    ...(book ? { book } : {}),
     ...(options.jobTimeoutMs ? { timeoutMs: options.jobTimeoutMs } : {}),
     ...(options.firstTokenTimeoutMs ? { firstTokenTimeoutMs: options.firstTokenTimeoutMs } : {}),
     ...(options.queueWaitMs !== undefined ? { queueWaitMs: options.queueWaitMs } : {}),
@@ -301,7 +311,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     probation: new Probation({ pool, trust, logger, timeoutMs: options.jobTimeoutMs ?? JOB_TIMEOUT_MS, firstTokenTimeoutMs: options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS }),
   });
   const deposits = new Deposits(db, journal, chain);
-  const payments = new WalletPayments(db, journal, chain);
+  const payments = new WalletPayments(db, journal, chain, book);
   const arbitration = new Arbitration({
     db,
     chain,
@@ -315,7 +325,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     auditShare: options.disputes?.auditShare ?? DEFAULT_AUDIT_SHARE,
     provenAuditShare: options.disputes?.provenAuditShare ?? options.disputes?.auditShare ?? DEFAULT_PROVEN_AUDIT_SHARE,
   });
-  const disputes = new Disputes({ db, chain, journal, logger, nodeId, windowMs: options.disputes?.windowMs ?? DISPUTE_WINDOW_MS }, (jobId) => arbitration.arbitrate(jobId));
+  const disputes = new Disputes({ db, chain, journal, logger, nodeId, ...(book ? { book } : {}), windowMs: options.disputes?.windowMs ?? DISPUTE_WINDOW_MS }, (jobId) => arbitration.arbitrate(jobId));
   return { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments };
 }
 

@@ -27,6 +27,14 @@ export interface Admission {
   worker: { address: string; staked: boolean };
   /** The caller's key, accepted from a cache that may lag its revocation (accounts.confirmKeys). */
   keyToConfirm?: string;
+  /**
+   * Told of the job's escrow lock once its group has signed it (undefined: signed later), before
+   * the group's statements: a caller answered before the commit is shown it. Such a lock is the
+   * job's only one: were its group to fail, the job is not admitted again alone with another.
+   */
+  signed?: (lock: EscrowAction | undefined) => void;
+  /** The group's statements wait for this (the job's first output relayed): they would hold this thread meanwhile. */
+  recordAfter?: Promise<void>;
 }
 
 /**
@@ -37,12 +45,40 @@ export class Admissions {
   private readonly groups: GroupCommit<Admission, Admitted>;
   /** The table locks signed for admissions whose group has not committed yet (escrow tables only). */
   private readonly tableLocks = new Map<Admission, EscrowAction>();
+  /** Each admission's lock as its group signed it before its transaction; undefined for one signed later. */
+  private readonly locks = new Map<Admission, EscrowAction | undefined>();
+  /** Admissions whose lock, signed for a group, was shown to their callers (Admission.signed). */
+  private readonly announced = new WeakSet<Admission>();
 
   /** With `tables`, each job's escrow is a slot of its wallet's escrow table; otherwise a record of its own. */
   constructor(db: Db, chain: Chain, journal: ChainJournal, nodeId: string | undefined, private readonly tables?: EscrowTables) {
-    this.groups = new GroupCommit(db, async (tx, admissions) => admitAll(tx, admissions, await this.signEscrows(tx, chain, admissions), journal, nodeId), {
+    this.groups = new GroupCommit(db, async (tx, admissions) => admitAll(tx, admissions, admissions.map((a) => this.locks.get(a)), journal, nodeId), {
+      before: (admissions) => this.prepare(db, chain, admissions),
       failed: (admissions) => this.unsigned(admissions),
     });
+  }
+
+  /**
+   * Before a group's transaction: its locks signed (a table's first lock may take a block of table
+   * ids from the database) and shown to the callers who wait for them, then the wait for the jobs
+   * whose statements should come after their first output.
+   */
+  private async prepare(db: Db, chain: Chain, admissions: readonly Admission[]): Promise<void> {
+    const locks = await this.signEscrows(db, chain, admissions);
+    admissions.forEach((admission, i) => {
+      this.locks.set(admission, locks[i]);
+      this.announce(admission, locks[i]);
+    });
+    await Promise.all(admissions.map((a) => a.recordAfter));
+  }
+
+  /** Shows a job's lock to its caller (Admission.signed), once: a group signing it again fails. */
+  private announce(admission: Admission, lock: EscrowAction | undefined): void {
+    if (admission.signed === undefined) return;
+    const signedHere = admission.escrow === undefined && admission.lockLater !== true;
+    if (signedHere && this.announced.has(admission)) throw new Error(`job ${admission.job.id}'s escrow lock was shown to its caller from a group that failed; it is not signed again`);
+    if (signedHere) this.announced.add(admission);
+    admission.signed(lock);
   }
 
   /**
@@ -52,7 +88,10 @@ export class Admissions {
    */
   async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction | undefined }> {
     // Committed or not, its table lock is no longer the group's to give back.
-    const { row, creditsAfterLock, escrow } = await this.groups.run(admission).finally(() => this.tableLocks.delete(admission));
+    const { row, creditsAfterLock, escrow } = await this.groups.run(admission).finally(() => {
+      this.tableLocks.delete(admission);
+      this.locks.delete(admission);
+    });
     Object.assign(admission.job, row);
     return { creditsAfterLock, escrow };
   }
@@ -60,14 +99,14 @@ export class Admissions {
   /**
    * Each job's escrow lock: its own when signed ahead, the others' signed together, several to a
    * transaction (with escrow tables, a wallet's jobs into the next slots of its table). Signed
-   * first in the group's transaction, before any row is locked; a group that fails is redone job
-   * by job, each with a lock of its own, and its table locks give their slots back (`unsigned`).
+   * before the group's transaction; a group that fails is redone job by job, each with a lock of
+   * its own, and its table locks give their slots back (`unsigned`).
    */
-  private async signEscrows(tx: Db, chain: Chain, admissions: readonly Admission[]): Promise<(EscrowAction | undefined)[]> {
+  private async signEscrows(db: Db, chain: Chain, admissions: readonly Admission[]): Promise<(EscrowAction | undefined)[]> {
     const waiting = admissions.filter((a) => a.escrow === undefined && a.lockLater !== true);
     const unsigned = waiting.map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }));
     let signed: EscrowAction[] = [];
-    if (unsigned.length > 0) signed = this.tables ? await this.tables.prepareLocks(tx, unsigned) : await prepareEscrows(chain, unsigned);
+    if (unsigned.length > 0) signed = this.tables ? await this.tables.prepareLocks(db, unsigned) : await prepareEscrows(chain, unsigned);
     if (this.tables) waiting.forEach((admission, i) => this.tableLocks.set(admission, signed[i]!));
     let next = 0;
     return admissions.map((a) => a.escrow ?? (a.lockLater === true ? undefined : signed[next++]!));
@@ -76,7 +115,10 @@ export class Admissions {
   /** Admissions whose group failed: their table locks will not be sent. */
   private unsigned(admissions: readonly Admission[]): void {
     const locks = admissions.flatMap((admission) => this.tableLocks.get(admission) ?? []);
-    for (const admission of admissions) this.tableLocks.delete(admission);
+    for (const admission of admissions) {
+      this.tableLocks.delete(admission);
+      this.locks.delete(admission);
+    }
     if (locks.length > 0) this.tables?.discard(locks);
   }
 }

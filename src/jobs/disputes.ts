@@ -10,6 +10,7 @@ import { ChainRejectedError, TABLE_APPEND_WINDOW_S, type ActionOwner, type Chain
 import { ApiError, type Logger, RateLimiter, creditsToBaseUnits } from "../core/index.ts";
 import { emitJobDisputed } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
+import type { CreditBook } from "../wallets/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import { prepareJobDispute } from "./job-chain.ts";
 import { forgetRequests, getJob, getJobs, jobsWithEscrowToClose, markEscrowsClosed, moveJob } from "./job-repo.ts";
@@ -55,6 +56,8 @@ export interface DisputeDeps {
   windowMs: number;
   /** This gateway node: it closes the escrow records of its own jobs, so nodes never race to close one. */
   nodeId?: string;
+  /** The node's book of wallets' credits, when it is the ledger's only writer: a bond is a decrease it must hear of. */
+  book?: CreditBook;
 }
 
 /** The answer of the dispute endpoint. */
@@ -281,6 +284,7 @@ export class Disputes {
   private async record(job: JobRecord, receivedHash: string, bondCredits: number, now: Date): Promise<ChainAction> {
     const prepared = await prepareJobDispute(this.deps.chain, job, { callerHash: receivedHash, bond: creditsToBaseUnits(bondCredits) });
     const action: ChainAction = { kind: "dispute", subject: job.id, signature: prepared.signature, wire: prepared.wire };
+    const change = await this.deps.book?.takeAlone(job.wallet, bondCredits);
     try {
       const moved = await this.deps.db.transaction(async (tx) => {
         if (!(await moveJob(tx, job, "dispute_opened", { disputeHash: receivedHash, disputeTx: action.signature, disputedAt: now, disputeBondCredits: bondCredits }))) return false;
@@ -288,8 +292,10 @@ export class Disputes {
         await money.holdDisputeBond(tx, job.wallet, job.id, bondCredits);
         return true;
       });
+      change?.done(moved);
       if (moved) return action;
     } catch (error) {
+      change?.done(false);
       if (!money.isRefusal(error)) throw error;
       const available = await money.availableCredits(this.deps.db, job.wallet);
       throw new ApiError(

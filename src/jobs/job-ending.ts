@@ -14,6 +14,7 @@ import { escrowPlace, escrowState, prepareRefund, prepareSettlement, type Escrow
 import type { TableRefunds } from "./table-refunds.ts";
 import type { TableSettlements } from "./table-settlements.ts";
 import type { JobRecord } from "./job-record.ts";
+import type { CreditBook } from "../wallets/index.ts";
 import { addJobMoves, getJob, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
 import { nextStatus } from "./job-states.ts";
 import * as money from "./money.ts";
@@ -59,6 +60,8 @@ export interface EndingDeps {
   tableRefunds: TableRefunds | undefined;
   /** Callers answered whose settlements have not confirmed yet, and how many may be (conclude below). */
   unconfirmed: { count: number; max: number };
+  /** The node's book of wallets' credits (JobServiceOptions.book): a charge gives back the rest of its lock. */
+  book: CreditBook | undefined;
 }
 
 /**
@@ -296,7 +299,12 @@ async function recordCharge(
     if (settlement === null) return null;
     const folded = fold ? { escrowLanded: { action, slot } } : {};
     const changes = settlement ? { ...proved, settlementTx: settlement.signature } : proved;
-    recorded = await deps.settlementRecords.run({ job, changes, ...(settlement ? { settlement } : {}), ...folded });
+    const giveBack = deps.book?.give(job.wallet, job.creditsLocked - (proved.creditsCharged ?? 0));
+    recorded = await deps.settlementRecords.run({ job, changes, ...(settlement ? { settlement } : {}), ...folded }).catch((error: unknown) => {
+      giveBack?.done(false);
+      throw error;
+    });
+    giveBack?.done(true, recorded.creditsRemaining);
     return { settlement: settlement ?? null, recorded };
   } finally {
     if (fold && recorded) escrow.recorded(action, slot);

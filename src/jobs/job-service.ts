@@ -29,6 +29,7 @@ import {
   type Usage,
 } from "../inference/index.ts";
 import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
+import type { CreditBook, CreditChange } from "../wallets/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type LeaseWanted, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
@@ -106,7 +107,41 @@ export interface JobServiceOptions {
    * job, locked and settled in transactions of its own. Default true.
    */
   escrowTables?: boolean;
+  /**
+   * The wallets' credits as this node holds them, when it is the ledger's only writer (the
+   * embedded store): a lock the book grants answers its caller without waiting for the
+   * admission's commit. Without it, every caller waits for that commit.
+   */
+  book?: CreditBook;
 }
+
+/** A job handed to its worker: what its caller is shown, and that once its admission has committed. */
+interface Launch {
+  started: StartedJob;
+  /** Resolves with `started` once the admission commits; rejects when it is refused. */
+  admitted: Promise<StartedJob>;
+}
+
+/** A job whose lock the credit book granted, and what its start has found out (reserve). */
+interface GrantedJob {
+  job: JobRecord;
+  caller: JobCaller;
+  request: ChatRequest;
+  held: HeldSlot;
+  clientSignal: AbortSignal;
+  early: EarlyJob | undefined;
+  /** Its lock, signed while its prompt was counted. */
+  escrow: EscrowAction | undefined;
+  lockLater: boolean;
+  credit: CreditChange;
+}
+
+/**
+ * How long a granted stream's admission waits at most for its first output to be relayed before
+ * it is recorded: a moment, so a job stays unrecorded no longer than that (its id answers 404 at
+ * GET /jobs until then), and long enough for an upstream that answers at once.
+ */
+const ADMISSION_DEFER_MS = 5;
 
 /** A job on its way, as its driver carries it. */
 interface DrivenJob {
@@ -120,6 +155,8 @@ interface DrivenJob {
   channel: Channel<JobEvent>;
   clientSignal: AbortSignal;
   started: StartedJob;
+  /** Told when the job's output has begun to flow, or an attempt at it ended: a deferred admission is recorded then. */
+  outputBegun: () => void;
 }
 
 /** Who asks for a job: the wallet, and the hash of a key its admission must confirm (accounts.authenticate). */
@@ -138,7 +175,9 @@ interface Admitted {
 interface EarlyJob {
   job: JobRecord;
   lease: WorkerLease;
-  started: Promise<StartedJob>;
+  launch: Launch;
+  /** Its output has begun to flow (DrivenJob.outputBegun), and who else to tell of it. */
+  output: { begun: boolean; tell: () => void };
   /** Hands the job its admission; the first of this and `abandon` decides. */
   admit(admission: Promise<Admitted>): void;
   abandon(): void;
@@ -215,6 +254,7 @@ export class JobService {
   private readonly admissions: Admissions;
   /** The wallets' escrow tables this node locks into; undefined: each job has an escrow record of its own. */
   private readonly tables: EscrowTables | undefined;
+  private readonly book: CreditBook | undefined;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
   /** How many of each wallet's jobs are running here (launched, not ended), by wallet. */
@@ -243,6 +283,7 @@ export class JobService {
     this.queueWaitMs = options.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS;
     this.vocabularies = options.vocabularies;
     this.probation = options.probation;
+    this.book = options.book;
     const escrowTables = options.escrowTables ?? true;
     this.ending = {
       db: this.db,
@@ -254,6 +295,7 @@ export class JobService {
       settled: options.onSettled ?? (() => undefined),
       settlementRecords: settlementRecords(this.db, this.journal),
       unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
+      book: options.book,
       tableSettlements: escrowTables ? new TableSettlements({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
       tableRefunds: escrowTables ? new TableRefunds({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
     };
@@ -356,15 +398,31 @@ export class JobService {
    * as not admitted, when the count refuses the request or moves it to another worker.
    */
   private startBeforeCount(wallet: string, model: CatalogModel, request: ChatRequest, lease: WorkerLease, clientSignal: AbortSignal): EarlyJob | undefined {
-    if (request.maxTokens === undefined || !this.slowToFirstToken(lease)) return undefined;
+    if (request.maxTokens === undefined) return undefined;
     const creditsLocked = completionCost(TIERS[model.tier], request.maxTokens);
-    if (!this.admitsEarly(wallet, request, creditsLocked)) return undefined;
+    if (!this.startsBeforeCount(wallet, lease, creditsLocked)) return undefined;
     const job = newPendingJob({ id: newId("job"), wallet, model: model.id, tier: model.tier, creditsLocked, maxTokens: request.maxTokens, promptTokens: 0, escrowAddress: "", escrowTx: "", request });
     // A promise settles once: whichever of admit and abandon comes first decides.
     let decide!: (admission: Promise<Admitted>) => void;
-    const started = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal);
-    awaitedLater(started);
-    return { job, lease, started, admit: decide, abandon: () => decide(notAdmitted()) };
+    const output = { begun: false, tell: () => undefined as void };
+    const outputBegun = () => {
+      output.begun = true;
+      output.tell();
+    };
+    const launch = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal, outputBegun);
+    awaitedLater(launch.admitted);
+    return { job, lease, launch, output, admit: decide, abandon: () => decide(notAdmitted()) };
+  }
+
+  /**
+   * Whether a job with `max_tokens` starts before its prompt is counted: when the credit book
+   * covers its lock, whose admission then keeps off its output's way; without the book, when the
+   * wallet's credits after its latest admission here cover it and the worker is slow to its first
+   * token (slowToFirstToken).
+   */
+  private startsBeforeCount(wallet: string, lease: WorkerLease, creditsLocked: number): boolean {
+    if (this.book) return (this.book.available(wallet) ?? -1) >= creditsLocked;
+    return (this.creditsSeen.get(wallet) ?? -1) >= creditsLocked && this.slowToFirstToken(lease);
   }
 
   /**
@@ -382,10 +440,11 @@ export class JobService {
   /**
    * Hand the job to its worker, and send the escrow once `admitted` (the admission's commit)
    * resolves. The chain transaction proceeds while the worker generates: the ledger already holds
-   * the credits, and the driver awaits the escrow before any settlement. Resolves once admitted;
-   * until then the worker's output waits in the job's channel.
+   * the credits, and the driver awaits the escrow before any settlement. The worker's output
+   * waits in the job's channel for its caller, who reads it once the job is admitted, or at once
+   * when its lock was granted (reserve).
    */
-  private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
+  private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal, outputBegun: () => void = () => undefined): Launch {
     const admitted = admission.then((a) => a.creditsAfterLock);
     const tables = this.tables;
     const send = tables ? (lock: ChainAction) => tables.sendInTurn(lock, () => this.journal.sendUntilLanded(lock)) : undefined;
@@ -416,7 +475,7 @@ export class JobService {
       started.creditsRemaining = creditsAfterLock;
       return started;
     });
-    const drive = this.drive({ job, request, firstLease: lease, admitted, escrow, channel, clientSignal, started })
+    const drive = this.drive({ job, request, firstLease: lease, admitted, escrow, channel, clientSignal, started, outputBegun })
       .catch(async (error: unknown) => {
         this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
         channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
@@ -430,7 +489,7 @@ export class JobService {
       });
     this.running.add(drive);
     this.runningByWallet.set(job.wallet, (this.runningByWallet.get(job.wallet) ?? 0) + 1);
-    return credited;
+    return { started, admitted: credited };
   }
 
   /**
@@ -540,17 +599,20 @@ export class JobService {
       // admission and lands while the job runs, off the reply's path; so is a stream's, whose
       // headers name it at the first token.
       const lockLater = this.tables !== undefined && request.stream !== true && this.runningByWallet.has(wallet);
+      const credit = this.book?.take(wallet, plan.lockCredits);
+      if (credit?.granted) return await this.startGranted({ job, caller, request, held, clientSignal, early, escrow, lockLater, credit });
       const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
+      admission.then((a) => credit?.done(true, a.creditsAfterLock), () => credit?.done(false));
       // A refusal is handled below.
       awaitedLater(admission);
       early?.admit(admission);
-      const launched = early?.started ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.current, request, clientSignal) : undefined);
+      const launched = early?.launch ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.current, request, clientSignal) : undefined);
       // Refused, it rejects as `admission` does, which is handled below.
-      if (launched) awaitedLater(launched);
+      if (launched) awaitedLater(launched.admitted);
       try {
         const { creditsAfterLock } = await admission;
         this.creditsSeen.set(wallet, creditsAfterLock);
-        return await (launched ?? this.launch(job, admission, held.current, request, clientSignal));
+        return await (launched?.admitted ?? this.launch(job, admission, held.current, request, clientSignal).admitted);
       } catch (error) {
         this.creditsSeen.delete(wallet);
         const remaining = refusedBalance(error);
@@ -562,6 +624,46 @@ export class JobService {
         if (launched) held.moveTo(await this.slotFor(model.id, clientSignal, { minContextWindow: wanted }));
       }
     }
+  }
+
+  /**
+   * A job whose lock the credit book granted: the ledger cannot refuse it, so its caller has the
+   * job without waiting for its admission's commit, with the credits the book holds after it. A
+   * stream names its escrow lock in its headers: its lock is signed as its admission's group
+   * begins, and the group's statements wait for its first output to be relayed (at most
+   * ADMISSION_DEFER_MS), so they do not hold the first token back: with PGlite they run on this
+   * thread. A JSON reply waits for its charge, which follows the admission: that one is recorded
+   * at once.
+   */
+  private async startGranted(g: GrantedJob): Promise<StartedJob> {
+    const { job, request, credit } = g;
+    const stream = request.stream === true;
+    let showLock!: (lock: EscrowAction | undefined) => void;
+    const lockSigned = new Promise<EscrowAction | undefined>((resolve) => (showLock = resolve));
+    const recordNow = stream ? admissionGate(ADMISSION_DEFER_MS) : undefined;
+    if (recordNow && g.early) {
+      g.early.output.tell = recordNow.open;
+      if (g.early.output.begun) recordNow.open();
+    }
+    const shown = stream ? { signed: showLock, recordAfter: recordNow!.opened } : {};
+    const admission = this.admissions.admit({ job, ...(g.escrow ? { escrow: g.escrow } : {}), ...(g.lockLater ? { lockLater: true } : {}), worker: g.held.current.worker, keyToConfirm: g.caller.keyToConfirm, ...shown });
+    admission.then(
+      (a) => credit.done(true, a.creditsAfterLock),
+      (error: unknown) => {
+        credit.done(false);
+        this.logger.error({ err: error, job: job.id }, "a job whose lock the credit book granted could not be admitted; it ends with nothing charged");
+      },
+    );
+    awaitedLater(admission);
+    g.early?.admit(admission);
+    const launch = g.early?.launch ?? this.launch(job, admission, g.held.current, request, g.clientSignal, recordNow?.open);
+    awaitedLater(launch.admitted);
+    launch.started.creditsAfterLock = launch.started.creditsRemaining = credit.creditsAfter!;
+    if (!stream) return launch.started;
+    // Signed as its group begins, before the group waits for its output: a group that fails before signing rejects the admission.
+    const lock = await Promise.race([lockSigned, admission.then((a) => a.escrow)]);
+    if (lock) launch.started.escrowTx = lock.signature;
+    return launch.started;
   }
 
   /**
@@ -595,8 +697,12 @@ export class JobService {
     // A probation check is judged only against a whole answer of the job's last worker.
     if (run.done !== undefined && run.done.finishReason !== "cancelled" && !watch.timedOut()) check?.judge(outputHash(run.text));
     else check?.drop();
-    // Refused: there is no job to end, and the caller has its answer from start().
-    if (!(await driven.admitted.then(() => true, () => false))) return;
+    // Refused: there is no job to end. Its caller has its answer from start(), unless its lock
+    // was granted and it reads the job already: the admission failed in the database then.
+    if (!(await driven.admitted.then(() => true, () => false))) {
+      driven.channel.close(new ApiError("internal_error", "The job could not be recorded; nothing was charged. Retrying usually succeeds."));
+      return;
+    }
     await conclude(this.ending, driven, run, {
       timedOut: watch.timedOut(),
       callerLeft: driven.clientSignal.aborted,
@@ -695,6 +801,7 @@ export class JobService {
           watch.tokenArrived();
           run.text += event.text;
           driven.channel.push(event);
+          driven.outputBegun();
         } else {
           run.done = event;
         }
@@ -704,6 +811,7 @@ export class JobService {
     } finally {
       watch.dispose();
       lease.release();
+      driven.outputBegun();
     }
     return watch.stalled;
   }
@@ -888,6 +996,15 @@ class OutputOverrunError extends Error {
     super(message);
     this.name = "OutputOverrunError";
   }
+}
+
+/** Opens once `open` is called, or `ms` after it was made, whichever comes first. */
+function admissionGate(ms: number): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const timer = setTimeout(open, ms);
+  void opened.then(() => clearTimeout(timer));
+  return { opened, open };
 }
 
 /** A handled rejection: an abandon that comes after the admission must not be an unhandled one. */

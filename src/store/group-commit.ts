@@ -33,6 +33,12 @@ export interface GroupCommitOptions<I = unknown> {
    * reservation in memory) is theirs to give back.
    */
   failed?: (items: readonly I[]) => void;
+  /**
+   * Run for each group before its transaction begins, outside it: what the items need that takes
+   * no database (signatures), and whatever the group must wait for before its statements run.
+   * Groups stay one at a time, so the next one forms meanwhile.
+   */
+  before?: (items: readonly I[]) => Promise<void>;
 }
 
 export class GroupCommit<I, R> {
@@ -41,6 +47,7 @@ export class GroupCommit<I, R> {
   private readonly maxGroup: number;
   private readonly oneStatement: boolean;
   private readonly failed: ((items: readonly I[]) => void) | undefined;
+  private readonly before: ((items: readonly I[]) => Promise<void>) | undefined;
 
   constructor(
     private readonly db: Db,
@@ -50,6 +57,7 @@ export class GroupCommit<I, R> {
     this.maxGroup = options.maxGroup ?? 64;
     this.oneStatement = options.oneStatement ?? false;
     this.failed = options.failed;
+    this.before = options.before;
   }
 
   /** Resolves with the item's result once its group has committed. */
@@ -87,7 +95,8 @@ export class GroupCommit<I, R> {
     }
   }
 
-  private atomically(items: readonly I[]): Promise<R[]> {
+  private async atomically(items: readonly I[]): Promise<R[]> {
+    await this.before?.(items);
     return this.oneStatement ? this.work(this.db, items) : this.db.transaction((tx) => this.work(tx, items));
   }
 }

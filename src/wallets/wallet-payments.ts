@@ -14,6 +14,7 @@ import * as ledger from "../ledger/index.ts";
 import { sqlState, type Db } from "../store/index.ts";
 import { creditDeposit } from "./deposits.ts";
 import { availableCredits, checkCreditLow, toCredits } from "./balance.ts";
+import type { CreditBook } from "./credit-book.ts";
 
 /** The spec's smallest top-up. */
 export const MIN_DEPOSIT_CREDITS = 100;
@@ -117,6 +118,8 @@ export class WalletPayments {
     private readonly db: Db,
     private readonly journal: ChainJournal,
     private readonly chain: Chain,
+    /** The node's book of wallets' credits, when it is the ledger's only writer: a withdrawal is a decrease it must hear of. */
+    private readonly book?: CreditBook,
   ) {
     journal.register("wallet_deposit", depositOwner());
     journal.register("withdrawal", withdrawalOwner());
@@ -224,12 +227,15 @@ export class WalletPayments {
    * prepared copy is dropped, as before any send: the wallet prepares again.
    */
   private async recordSubmitted(id: string, p: Prepared, action: ChainAction): Promise<void> {
+    const change = p.kind === "withdrawal" ? await this.book?.takeAlone(p.wallet, p.credits) : undefined;
     try {
       await this.db.transaction(async (tx) => {
         if (p.kind === "withdrawal") await this.reserveWithdrawal(tx, p, action.signature);
         await this.journal.record(tx, action);
       });
+      change?.done(true);
     } catch (error) {
+      change?.done(false);
       if (sqlState(error) === "23505") throw alreadySubmitted(p);
       this.prepared.delete(id);
       throw error;

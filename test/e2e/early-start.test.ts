@@ -55,7 +55,9 @@ for (const backend of testDatabases()) {
       engine = countingEngine(await testEngine(), 400);
       // A worker over the protocol, as in production: a job it stops for a reason other than
       // the caller leaving is abandoned, which would count against it were the gateway to blame it.
-      gateway = await startTestGateway({ db: await backend.open(), credits: 0, workers: [] });
+      // The first test plays another node writing the same ledger, which only a shared PostgreSQL
+      // has: this node must not hold the wallets' credits as their only writer.
+      gateway = await startTestGateway({ db: await backend.open(), credits: 0, workers: [], soleLedgerWriter: false });
       worker = await attachProtocolWorker(gateway.service, { engines: new Map([[MODEL, engine]]) });
     });
     after(async () => {

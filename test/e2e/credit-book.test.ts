@@ -1,0 +1,69 @@
+/**
+ * On the embedded store, the node is its ledger's only writer and holds its wallets' credits in
+ * a book: a stream whose lock the book covers has its first token relayed before its admission's
+ * statements run, here while the database is held by another transaction. A node that does not
+ * hold the credits alone (soleLedgerWriter: false, as on a PostgreSQL shared by several nodes)
+ * waits for the commit. Either way the job is recorded, charged once and settled, and the ledger
+ * balances.
+ */
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { checkInvariants } from "../../src/ledger/index.ts";
+import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
+import * as money from "../../src/jobs/money.ts";
+import { getJob } from "../../src/jobs/job-repo.ts";
+import { until } from "../support/eventually.ts";
+import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
+
+const hi = [{ role: "user" as const, content: "Hi" }];
+
+/** Holds the database's one connection (PGlite runs one transaction at a time) until `release`. */
+function holdDatabase(gateway: TestGateway): { release(): Promise<void> } {
+  let release!: () => void;
+  const held = gateway.service.db.transaction(() => new Promise<void>((resolve) => (release = resolve)));
+  return {
+    release: async () => {
+      release();
+      await held;
+    },
+  };
+}
+
+/** A stream's first chunk, or "waiting" when none came within `ms`. */
+async function firstChunk(gateway: TestGateway, ms: number): Promise<{ id: string; content: string } | "waiting"> {
+  const asked = (async () => {
+    const stream = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0, stream: true });
+    for await (const chunk of stream) return { id: chunk.id, content: chunk.choices[0]?.delta.content ?? "" };
+    throw new Error("the stream ended without a chunk");
+  })();
+  const timer = new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), ms));
+  return Promise.race([asked, timer]);
+}
+
+for (const sole of [true, false]) {
+  describe(`a stream's first token ${sole ? "with" : "without"} the credit book`, () => {
+    let gateway: TestGateway | undefined;
+    after(() => gateway?.close());
+
+    test(sole ? "relayed while the database is held; recorded and settled once it is free" : "waits for the admission's commit", async () => {
+      gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, soleLedgerWriter: sole });
+      // Known to the node: the wallet's credits (the book learns them from this job alone), its key and its table.
+      await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+      const database = holdDatabase(gateway);
+      const chunk = await firstChunk(gateway, sole ? 30_000 : 1_500);
+      await database.release();
+      if (!sole) return assert.equal(chunk, "waiting", "the first token waited for the commit");
+      assert.notEqual(chunk, "waiting");
+      const jobId = (chunk as { id: string }).id.replace(/^chatcmpl-/, "");
+      await until(() => getJob(gateway!.service.db, jobId), (job) => job?.status === "settled", "the job recorded and settled");
+      assert.equal(await money.availableCredits(gateway.service.db, gateway.wallet), 100 - (await charged(gateway)));
+      assert.deepEqual(await checkInvariants(gateway.service.db), []);
+      assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
+    });
+  });
+}
+
+async function charged(gateway: TestGateway): Promise<number> {
+  const [row] = await gateway.service.db.query<{ charged: number }>("SELECT coalesce(sum(credits_charged), 0)::int AS charged FROM jobs WHERE wallet = $1", [gateway.wallet]);
+  return row!.charged;
+}
