@@ -415,14 +415,13 @@ export class JobService {
   }
 
   /**
-   * Whether a job with `max_tokens` starts before its prompt is counted: when the credit book
-   * covers its lock, whose admission then keeps off its output's way; without the book, when the
-   * wallet's credits after its latest admission here cover it and the worker is slow to its first
-   * token (slowToFirstToken).
+   * Whether a job with `max_tokens` starts before its prompt is counted: when the wallet's credits
+   * cover its lock (as the credit book holds them, or after its latest admission here) and the
+   * worker is slow to its first token (slowToFirstToken).
    */
   private startsBeforeCount(wallet: string, lease: WorkerLease, creditsLocked: number): boolean {
-    if (this.book) return (this.book.available(wallet) ?? -1) >= creditsLocked;
-    return (this.creditsSeen.get(wallet) ?? -1) >= creditsLocked && this.slowToFirstToken(lease);
+    const credits = this.book ? this.book.available(wallet) : this.creditsSeen.get(wallet);
+    return (credits ?? -1) >= creditsLocked && this.slowToFirstToken(lease);
   }
 
   /**
