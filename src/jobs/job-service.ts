@@ -596,8 +596,9 @@ export class JobService {
       // A JSON reply is written at the end: its table lock can wait for the wallet's next jobs,
       // when the wallet has others running to share its transaction. Alone, it is signed in the
       // admission and lands while the job runs, off the reply's path; so is a stream's, whose
-      // headers name it at the first token.
-      const lockLater = this.tables !== undefined && request.stream !== true && this.runningByWallet.has(wallet);
+      // headers name it at the first token. A job begun before its count runs already: it is not another.
+      const othersRunning = (this.runningByWallet.get(wallet) ?? 0) > (early ? 1 : 0);
+      const lockLater = this.tables !== undefined && request.stream !== true && othersRunning;
       const credit = this.book?.take(wallet, plan.lockCredits);
       if (credit?.granted) return await this.startGranted({ job, caller, request, held, clientSignal, early, escrow, lockLater, credit });
       const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
