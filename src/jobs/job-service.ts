@@ -998,10 +998,13 @@ class OutputOverrunError extends Error {
   }
 }
 
-/** Opens once `open` is called, or `ms` after it was made, whichever comes first. */
+/** Opens once `open` is called, or `ms` after it was made, whichever comes first, at the end of that turn of the event loop. */
 function admissionGate(ms: number): { opened: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
+  let resolve!: () => void;
+  const opened = new Promise<void>((r) => (resolve = r));
+  // At the end of the event loop's turn: the output relayed in this turn leaves the socket first
+  // (Node writes a response's bytes on the next tick, which the statements' promises would hold back).
+  const open = () => void setImmediate(resolve);
   const timer = setTimeout(open, ms);
   void opened.then(() => clearTimeout(timer));
   return { opened, open };
