@@ -35,6 +35,12 @@ export interface Admission {
   signed?: (lock: EscrowAction | undefined) => void;
   /** The group's statements wait for this (the job's first output relayed): they would hold this thread meanwhile. */
   recordAfter?: Promise<void>;
+  /**
+   * Its lock was granted by the node's credit book, so the ledger cannot refuse it: it is
+   * admitted in groups of such jobs only, which no other job's refusal fails (a failed group is
+   * redone job by job, and a lock already shown is not signed again).
+   */
+  granted?: true;
 }
 
 /**
@@ -43,6 +49,8 @@ export interface Admission {
  */
 export class Admissions {
   private readonly groups: GroupCommit<Admission, Admitted>;
+  /** Jobs whose locks the credit book granted (Admission.granted), admitted apart from the others. */
+  private readonly grantedGroups: GroupCommit<Admission, Admitted>;
   /** The table locks signed for admissions whose group has not committed yet (escrow tables only). */
   private readonly tableLocks = new Map<Admission, EscrowAction>();
   /** Each admission's lock as its group signed it before its transaction; undefined for one signed later. */
@@ -52,10 +60,13 @@ export class Admissions {
 
   /** With `tables`, each job's escrow is a slot of its wallet's escrow table; otherwise a record of its own. */
   constructor(db: Db, chain: Chain, journal: ChainJournal, nodeId: string | undefined, private readonly tables?: EscrowTables) {
-    this.groups = new GroupCommit(db, async (tx, admissions) => admitAll(tx, admissions, admissions.map((a) => this.locks.get(a)), journal, nodeId), {
-      before: (admissions) => this.prepare(db, chain, admissions),
-      failed: (admissions) => this.unsigned(admissions),
-    });
+    const groups = () =>
+      new GroupCommit<Admission, Admitted>(db, async (tx, admissions) => admitAll(tx, admissions, admissions.map((a) => this.locks.get(a)), journal, nodeId), {
+        before: (admissions) => this.prepare(db, chain, admissions),
+        failed: (admissions) => this.unsigned(admissions),
+      });
+    this.groups = groups();
+    this.grantedGroups = groups();
   }
 
   /**
@@ -88,7 +99,8 @@ export class Admissions {
    */
   async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction | undefined }> {
     // Committed or not, its table lock is no longer the group's to give back.
-    const { row, creditsAfterLock, escrow } = await this.groups.run(admission).finally(() => {
+    const groups = admission.granted ? this.grantedGroups : this.groups;
+    const { row, creditsAfterLock, escrow } = await groups.run(admission).finally(() => {
       this.tableLocks.delete(admission);
       this.locks.delete(admission);
     });

@@ -599,8 +599,9 @@ export class JobService {
       // headers name it at the first token. A job begun before its count runs already: it is not another.
       const othersRunning = (this.runningByWallet.get(wallet) ?? 0) > (early ? 1 : 0);
       const lockLater = this.tables !== undefined && request.stream !== true && othersRunning;
-      const credit = this.book?.take(wallet, plan.lockCredits);
-      if (credit?.granted) return await this.startGranted({ job, caller, request, held, clientSignal, early, escrow, lockLater, credit });
+      const granted = this.book?.take(wallet, plan.lockCredits);
+      if (granted?.granted) return await this.startGranted({ job, caller, request, held, clientSignal, early, escrow, lockLater, credit: granted });
+      const credit = await this.ungranted(wallet, plan.lockCredits, granted);
       const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
       admission.then((a) => credit?.done(true, a.creditsAfterLock), () => credit?.done(false));
       // A refusal is handled below.
@@ -645,7 +646,7 @@ export class JobService {
       g.early.output.tell = recordNow.open;
       if (g.early.output.begun) recordNow.open();
     }
-    const shown = stream ? { signed: showLock, recordAfter: recordNow!.opened } : {};
+    const shown = stream ? { signed: showLock, recordAfter: recordNow!.opened, granted: true as const } : {};
     const admission = this.admissions.admit({ job, ...(g.escrow ? { escrow: g.escrow } : {}), ...(g.lockLater ? { lockLater: true } : {}), worker: g.held.current.worker, keyToConfirm: g.caller.keyToConfirm, ...shown });
     admission.then(
       (a) => credit.done(true, a.creditsAfterLock),
@@ -664,6 +665,17 @@ export class JobService {
     const lock = await Promise.race([lockSigned, admission.then((a) => a.escrow)]);
     if (lock) launch.started.escrowTx = lock.signature;
     return launch.started;
+  }
+
+  /**
+   * A lock the credit book did not grant goes to the ledger, which decides it: only once the
+   * wallet's granted locks in flight have committed, or it could take their credits first
+   * (CreditBook.takeAlone).
+   */
+  private async ungranted(wallet: string, credits: number, taken: CreditChange | undefined): Promise<CreditChange | undefined> {
+    if (!taken) return undefined;
+    taken.done(false);
+    return this.book!.takeAlone(wallet, credits);
   }
 
   /**

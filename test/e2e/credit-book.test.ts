@@ -63,6 +63,30 @@ for (const sole of [true, false]) {
   });
 }
 
+describe("granted streams beside refused requests", () => {
+  let gateway: TestGateway | undefined;
+  after(() => gateway?.close());
+
+  test("another wallet's 402 in the same moment does not break a stream the book granted", async () => {
+    gateway = await startTestGateway({ db: await migratedTestDb(), credits: 1_000 });
+    // A wallet the book knows (2 of its 3 credits are left after one job), whose next locks it cannot grant.
+    const short = await gateway.newAccount(3);
+    await short.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+    await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+    const streamed = async () => {
+      const stream = await gateway!.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0, stream: true });
+      let text = "";
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+      return text;
+    };
+    // 1,900 tokens lock 4 credits: refused, at once with the streams, several times over.
+    const refused = () => short.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 1_900, temperature: 0 }).then(() => "served", (error: { status?: number }) => error.status);
+    const results = await Promise.all(Array.from({ length: 8 }, () => [streamed(), refused()]).flat());
+    results.forEach((result, i) => (i % 2 === 0 ? assert.ok(typeof result === "string" && result.length > 0, `stream ${i / 2} got its text`) : assert.equal(result, 402)));
+    assert.deepEqual(await checkInvariants(gateway.service.db), []);
+  });
+});
+
 async function charged(gateway: TestGateway): Promise<number> {
   const [row] = await gateway.service.db.query<{ charged: number }>("SELECT coalesce(sum(credits_charged), 0)::int AS charged FROM jobs WHERE wallet = $1", [gateway.wallet]);
   return row!.charged;
