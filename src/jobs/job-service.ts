@@ -599,9 +599,10 @@ export class JobService {
       // headers name it at the first token. A job begun before its count runs already: it is not another.
       const othersRunning = (this.runningByWallet.get(wallet) ?? 0) > (early ? 1 : 0);
       const lockLater = this.tables !== undefined && request.stream !== true && othersRunning;
-      const granted = this.book?.take(wallet, plan.lockCredits);
-      if (granted?.granted) return await this.startGranted({ job, caller, request, held, clientSignal, early, escrow, lockLater, credit: granted });
-      const credit = await this.ungranted(wallet, plan.lockCredits, granted);
+      const granted = this.book?.grant(wallet, plan.lockCredits);
+      if (granted) return await this.startGranted({ job, caller, request, held, clientSignal, early, escrow, lockLater, credit: granted });
+      // The ledger decides the lock, once the wallet's granted ones in flight have committed: it could give it their credits first.
+      const credit = await this.book?.takeAlone(wallet, plan.lockCredits);
       const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
       admission.then((a) => credit?.done(true, a.creditsAfterLock), () => credit?.done(false));
       // A refusal is handled below.
@@ -665,17 +666,6 @@ export class JobService {
     const lock = await Promise.race([lockSigned, admission.then((a) => a.escrow)]);
     if (lock) launch.started.escrowTx = lock.signature;
     return launch.started;
-  }
-
-  /**
-   * A lock the credit book did not grant goes to the ledger, which decides it: only once the
-   * wallet's granted locks in flight have committed, or it could take their credits first
-   * (CreditBook.takeAlone).
-   */
-  private async ungranted(wallet: string, credits: number, taken: CreditChange | undefined): Promise<CreditChange | undefined> {
-    if (!taken) return undefined;
-    taken.done(false);
-    return this.book!.takeAlone(wallet, credits);
   }
 
   /**

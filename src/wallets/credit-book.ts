@@ -62,6 +62,13 @@ export class CreditBook {
     return this.begin(wallet, entry, -credits, granted);
   }
 
+  /** A lock the book covers, taken; undefined, with nothing taken, when it cannot grant it. */
+  grant(wallet: string, credits: number): CreditChange | undefined {
+    const entry = this.entries.get(wallet);
+    if (entry === undefined || entry.alone > 0 || entry.available === undefined || entry.available - entry.claimed < credits) return undefined;
+    return this.take(wallet, credits);
+  }
+
   /**
    * A decrease the ledger decides alone (a withdrawal, a dispute's bond): once the wallet's
    * granted locks in flight are done, so the ledger cannot give their credits to it; the book

@@ -88,3 +88,15 @@ test("past its limit the book forgets the longest-idle wallets, never one with a
   open.done(true, 7);
   assert.equal(book.available("busy"), 7);
 });
+
+test("grant takes only a lock the book covers, and nothing when it cannot", () => {
+  const book = new CreditBook();
+  assert.equal(book.grant("w", 1), undefined);
+  assert.equal(book.available("w"), undefined);
+  book.take("w", 1).done(true, 5);
+  assert.equal(book.grant("w", 6), undefined);
+  assert.equal(book.available("w"), 5, "a refused grant claims nothing");
+  const lock = book.grant("w", 4);
+  assert.equal(lock?.granted, true);
+  assert.equal(book.available("w"), 1);
+});
