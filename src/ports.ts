@@ -61,7 +61,8 @@ function jobsPort(parts: { db: Db; jobs: JobService; catalog: Catalog }): JobRou
   return {
     listJobs: (wallet, query) => listJobs(parts.db, wallet, query),
     getJob: (wallet, id) => parts.jobs.getJob(wallet, id),
-    isModel: (id) => parts.catalog.get(id) !== undefined,
+    // A retired model's jobs stay listable by it.
+    isModel: (id) => parts.catalog.known(id),
   };
 }
 

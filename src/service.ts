@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { createServiceMetrics, startMetricsServer, type MetricsServer, type ServiceMetrics } from "./metrics/index.ts";
 import type { FastifyInstance } from "fastify";
 import { ACCOUNTS_MIGRATIONS, ApiKeyCache } from "./accounts/index.ts";
-import { defaultCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
+import { CATALOG_MIGRATIONS, defaultCatalog, loadGovernedCatalog, WIRING_MODEL_ID, type Catalog } from "./catalog/index.ts";
 import { type ActionOwnerNode, CHAIN_MIGRATIONS, type Chain, ChainJournal, openChain, type OpenChainOptions } from "./chain/index.ts";
 import { DISPUTE_WINDOW_MS, JOB_TIMEOUT_MS, type Logger, awaitedLater, type RateLimitOptions, type Signer, silentLogger } from "./core/index.ts";
 import { type HttpContext, buildServer, checkParams } from "./http/index.ts";
@@ -173,6 +173,7 @@ export const SERVICE_MIGRATIONS = [
   ...CHAIN_MIGRATIONS,
   ...NODES_MIGRATIONS,
   ...WEB_MIGRATIONS,
+  ...CATALOG_MIGRATIONS,
 ];
 
 /**
@@ -281,12 +282,12 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
   const trust = new WorkerTrust(seedPool, (address) => chain.stakeBehindWord(address));
   const pool = new WorkerPool({ trust, ...(options.probationChecks !== undefined ? { checksToProve: options.probationChecks } : {}) });
   for (const worker of options.seedWorkers ?? []) pool.add(worker);
-  // The wiring model's vocabulary is built here like its weights; catalog models use their family's tokenizer.
-  const families = new Map(catalog.all().flatMap((m) => (m.tokenizer ? [[m.id, m.tokenizer] as const] : [])));
+  // The wiring model's vocabulary is built here like its weights; catalog models use their family's
+  // tokenizer, from a map the catalog keeps current as approvals change.
   const vocabularies = new ModelVocabularies(
     new Map([[WIRING_MODEL_ID, () => ensureWiringModel(join(options.dataDir ?? join(tmpdir(), "svc-vocabularies"), "models"))]]),
     logger,
-    { tokenizers: new FamilyTokenizers(), of: families },
+    { tokenizers: new FamilyTokenizers(), of: catalog.tokenizerFamilies },
   );
   const journal = new ChainJournal(db, chain, logger, nodeId);
   // The embedded store has one writer, this process: its book of wallets' credits can grant locks.
@@ -416,6 +417,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   try {
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
     const { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
+    await loadGovernedCatalog(db, catalog, logger);
     await moveCustodialCredits(db, chain, logger, await unfinishedJobIds(db));
     const { bus, bridge } = await joinOtherNodes(options, db, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });

@@ -120,9 +120,11 @@ const Model = {
       credits_per_request: int,
       credits_per_1k_tokens: int,
       active_workers: int,
-      median_latency_ms: { ...maybe("number"), description: "p50 time to first token (a worker's join probe is its first sample); null only for in-process workers not yet measured" },
+      median_latency_ms: { ...int, description: "p50 time to first token (a worker's join probe is its first sample); 0 until one is measured" },
       parameters: str,
       context_window: int,
+      retires_at: { ...timestamp, description: "ISO 8601 UTC timestamp: the announced retirement, after which the model is refused; null when none is announced" },
+      retirement_reason: { ...maybe("string"), description: "Why the model is retired; null when no retirement is announced" },
     }),
   }),
 };

@@ -11,7 +11,7 @@
  * nothing is charged twice.
  */
 import { performance } from "node:perf_hooks";
-import type { Catalog, CatalogModel } from "../catalog/index.ts";
+import { type Catalog, type CatalogModel, modelNotFound } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
 import { ApiError, BoundedMap, awaitedLater, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
 import { generationOf, type ChatRequest } from "./chat-request.ts";
@@ -313,7 +313,7 @@ export class JobService {
     const { wallet } = caller;
     const model = this.catalog.get(request.model);
     const arrived = performance.now();
-    if (!model) throw new ApiError("model_not_found", `The model '${request.model}' does not exist.`, "model");
+    if (!model) throw modelNotFound(this.catalog, request.model);
     await this.refuseUnfittable(model, request);
     const held = new HeldSlot(await this.slotFor(model.id, clientSignal));
     let early = this.startBeforeCount(wallet, model, request, held.current, clientSignal);
