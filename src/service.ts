@@ -31,9 +31,10 @@ import {
 import { CreditBook, Deposits, WalletPayments, moveCustodialCredits } from "./wallets/index.ts";
 import { LEDGER_MIGRATIONS } from "./ledger/index.ts";
 import { FamilyTokenizers, ModelVocabularies, ensureWiringModel } from "./inference/index.ts";
-import { NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool, WorkerTrust } from "./network/index.ts";
+import { NETWORK_MIGRATIONS, NodeBridge, WorkerGateway, type WorkerHandle, type WorkerLimits, WorkerPool, WorkerTrust, followWorkerSuspensions } from "./network/index.ts";
 import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
+import { ADMIN_MIGRATIONS, type AdminSocket, serveAdminSocket } from "./admin/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
 import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 
@@ -174,6 +175,8 @@ export const SERVICE_MIGRATIONS = [
   ...NODES_MIGRATIONS,
   ...WEB_MIGRATIONS,
   ...CATALOG_MIGRATIONS,
+  ...NETWORK_MIGRATIONS,
+  ...ADMIN_MIGRATIONS,
 ];
 
 /**
@@ -195,6 +198,7 @@ async function closeInOrder(
     bridge?: NodeBridge;
     bus?: Bus;
     metrics?: MetricsServer;
+    adminSocket?: AdminSocket;
   },
   onStep: (step: string, fields?: Record<string, unknown>) => void,
 ): Promise<void> {
@@ -222,7 +226,19 @@ async function closeInOrder(
   onStep(parts.bus ? "closing the bus, the chain and the database" : "closing the chain and the database");
   await parts.bus?.close();
   await parts.chain.close();
+  // Open until here: with no socket, `svc admin` opens the database itself.
+  await parts.adminSocket?.close();
   await parts.db.close();
+}
+
+/**
+ * The admin socket (admin/socket.ts) of a node on the embedded store with a data dir: one process
+ * owns that database, so `svc admin` acts through it. On PostgreSQL `svc admin` opens the database.
+ */
+async function adminSocketFor(options: ServiceOptions, db: Db, pool: WorkerPool, logger: Logger): Promise<AdminSocket | undefined> {
+  if (db.kind !== "pglite" || !options.dataDir || options.databaseUrl) return undefined;
+  const node = { connectedWorkers: () => pool.all().map((w) => ({ address: w.address, vetting: pool.vetting(w.address) })), suspendedConnected: () => pool.suspendedConnected() };
+  return serveAdminSocket({ db, dataDir: options.dataDir, logger, node });
 }
 
 /** The API's context: the parts it calls, and the limits the options set. */
@@ -414,10 +430,12 @@ async function openStorage(options: ServiceOptions, logger: Logger): Promise<{ d
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();
   const { db, chain } = await openStorage(options, logger);
+  let adminSocket: AdminSocket | undefined;
   try {
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
     const { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
     await loadGovernedCatalog(db, catalog, logger);
+    await followWorkerSuspensions(db, pool, logger);
     await moveCustodialCredits(db, chain, logger, await unfinishedJobIds(db));
     const { bus, bridge } = await joinOtherNodes(options, db, pool, nodeId, logger);
     const lease = await recoverUnderLease({ db, journal, jobs, logger, nodeId, leaseMs: options.nodeLeaseMs, staleActionMs: options.staleActionMs });
@@ -435,6 +453,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const workers = workerGateway(options, { pool, catalog, logger, chain, db });
     bridge?.start();
     workers.attach(app.server);
+    adminSocket = await adminSocketFor(options, db, pool, logger);
     await app.listen({ host, port: options.port ?? DEFAULT_PORT });
     const address = app.server.address();
     const port = typeof address === "object" && address ? address.port : options.port;
@@ -462,9 +481,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus, metrics: metricsServer }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus, metrics: metricsServer, adminSocket }, onStep),
     };
   } catch (error) {
+    await adminSocket?.close().catch(() => undefined);
     await chain.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw error;

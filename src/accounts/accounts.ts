@@ -42,7 +42,12 @@ export async function issueApiKey(db: Db, wallet: string): Promise<string> {
   await db.transaction(async (tx) => {
     await ensureWallet(tx, wallet);
     await tx.query("UPDATE api_keys SET revoked_at = now() WHERE wallet = $1 AND revoked_at IS NULL", [wallet]);
-    await tx.query("INSERT INTO api_keys (key_hash, wallet) VALUES ($1, $2)", [hashApiKey(key), wallet]);
+    // A suspension is the wallet's, not one key's: a new key must not lift it.
+    await tx.query(
+      `INSERT INTO api_keys (key_hash, wallet, suspended_at)
+       VALUES ($1, $2, (SELECT suspended_at FROM api_keys WHERE wallet = $2 ORDER BY created_at DESC LIMIT 1))`,
+      [hashApiKey(key), wallet],
+    );
   });
   return key;
 }
@@ -233,4 +238,35 @@ export async function apiKeyCreatedAt(db: Db, wallet: string): Promise<Date | un
     [wallet],
   );
   return row?.created_at;
+}
+
+/** A wallet's live API key as an operator sees it: when it was made, and its suspension if any. */
+export interface LiveKeyState {
+  createdAt: Date;
+  suspendedAt: Date | null;
+}
+
+/**
+ * Suspends the wallet's live API key: every request with it is then refused `key_suspended`, on
+ * every node (the change NOTIFYs like any change of a key: schema.ts). A key already suspended
+ * keeps its first time (`changed` false). Undefined when the wallet has no live key.
+ */
+export async function suspendWalletKey(db: Db, wallet: string): Promise<{ key: LiveKeyState; changed: boolean } | undefined> {
+  return changeWalletKey(db, wallet, "suspended_at IS NULL", "now()");
+}
+
+/** Lifts the suspension of the wallet's live API key (`changed` false when it had none); undefined when the wallet has no live key. */
+export async function reinstateWalletKey(db: Db, wallet: string): Promise<{ key: LiveKeyState; changed: boolean } | undefined> {
+  return changeWalletKey(db, wallet, "suspended_at IS NOT NULL", "NULL");
+}
+
+async function changeWalletKey(db: Db, wallet: string, unless: string, suspendedAt: string): Promise<{ key: LiveKeyState; changed: boolean } | undefined> {
+  // Only a key that changes is written: an UPDATE that changes nothing would still drop it from every node's cache.
+  const [changed] = await db.query<{ created_at: Date; suspended_at: Date | null }>(
+    `UPDATE api_keys SET suspended_at = ${suspendedAt} WHERE wallet = $1 AND revoked_at IS NULL AND ${unless} RETURNING created_at, suspended_at`,
+    [wallet],
+  );
+  if (changed) return { key: { createdAt: changed.created_at, suspendedAt: changed.suspended_at }, changed: true };
+  const [live] = await db.query<{ created_at: Date; suspended_at: Date | null }>("SELECT created_at, suspended_at FROM api_keys WHERE wallet = $1 AND revoked_at IS NULL", [wallet]);
+  return live && { key: { createdAt: live.created_at, suspendedAt: live.suspended_at }, changed: false };
 }

@@ -12,6 +12,7 @@ Commands:
   verify    Check a job's charge on the chain: its escrow, the worker's proof, the split
   chain     'chain serve': the embedded chain on its own, over Solana's JSON-RPC;
             'chain init': deploy the escrow program and set up a Solana cluster for the service
+  admin     Operate a deployment: suspend keys and workers, approve and retire models, read the audit log
 
 Run 'svc <command> --help' for a command's options.`;
 
@@ -31,6 +32,9 @@ switch (command) {
     break;
   case "verify":
     await (await import("./verify.ts")).runVerify(rest);
+    break;
+  case "admin":
+    await (await import("./admin.ts")).runAdmin(rest);
     break;
   case undefined:
   case "--help":

@@ -37,3 +37,6 @@ export { coalescedWrites } from "./write-coalescing.ts";
 export { ModelOutages } from "./model-outages.ts";
 export { DEFAULT_ANNOUNCE_MS, NodeBridge } from "./node-bridge.ts";
 export type { NodeBridgeOptions } from "./node-bridge.ts";
+export { NETWORK_MIGRATIONS } from "./schema.ts";
+export { followWorkerSuspensions, listWorkerSuspensions, reinstateWorker, suspendWorker } from "./worker-suspensions.ts";
+export type { WorkerSuspension } from "./worker-suspensions.ts";

@@ -67,6 +67,8 @@ export interface WorkerPoolOptions {
 export class WorkerPool {
   private readonly workers = new Map<string, WorkerState>();
   private readonly suspended = new Set<string>();
+  /** Suspended workers still connected, kept so a reinstatement serves them again without a reconnect. */
+  private readonly parked = new Map<string, { handle: WorkerHandle; firstTokenMs: readonly number[] }>();
   private assignments = 0;
   private readonly unfitListeners: UnfitListener[] = [];
   private readonly queue = new SlotQueue({
@@ -93,16 +95,33 @@ export class WorkerPool {
   }
 
   /**
-   * A worker found cheating takes no more jobs from this gateway: it leaves the pool, and adding
-   * it again (a reconnect) is ignored. Kept in memory; a slashed stake says it on-chain for good.
+   * A worker found cheating, or suspended by the operator, takes no more jobs from this gateway:
+   * it leaves the pool, and adding it again (a reconnect) only parks it. Kept in memory; a slashed
+   * stake says it on-chain for good, and an operator's suspension is kept in the database
+   * (worker-suspensions.ts) and applied again at every start.
    */
   suspend(address: string): void {
     this.suspended.add(address);
+    const leaving = this.workers.get(address);
     this.remove(address);
+    if (leaving) this.parked.set(address, { handle: leaving.handle, firstTokenMs: [...leaving.firstTokenMs.all()] });
+  }
+
+  /** Lifts a suspension, whoever made it: a worker still connected is served again at once. */
+  reinstate(address: string): void {
+    if (!this.suspended.delete(address)) return;
+    const parked = this.parked.get(address);
+    this.parked.delete(address);
+    if (parked) this.add(parked.handle, parked.firstTokenMs);
   }
 
   isSuspended(address: string): boolean {
     return this.suspended.has(address);
+  }
+
+  /** Suspended workers that are connected still (to this node, or through the bus). */
+  suspendedConnected(): string[] {
+    return [...this.parked.keys()];
   }
 
   /**
@@ -111,7 +130,7 @@ export class WorkerPool {
    * median at once.
    */
   add(handle: WorkerHandle, firstTokenMs: readonly number[] = []): void {
-    if (this.suspended.has(handle.address)) return;
+    if (this.suspended.has(handle.address)) return void this.parked.set(handle.address, { handle, firstTokenMs: [...firstTokenMs] });
     let health = this.records.get(handle.address);
     if (health === undefined) this.records.set(handle.address, (health = new WorkerHealth()));
     const state = { handle, outstanding: 0, firstTokenMs: new RecentSamples(LATENCY_WINDOW), lastAssigned: 0, health };
@@ -171,6 +190,7 @@ export class WorkerPool {
    * connection going away never removes the reconnection that replaced it.
    */
   remove(address: string, handle?: WorkerHandle): void {
+    if (handle !== undefined && this.parked.get(address)?.handle === handle) this.parked.delete(address);
     const leaving = this.workers.get(address);
     if (leaving === undefined || (handle !== undefined && leaving.handle !== handle)) return;
     this.workers.delete(address);

@@ -92,7 +92,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["store", "bus", "catalog"],
   ["accounts", "chain", "events", "ledger", "nodes", "inference"],
   ["network", "verify", "wallets"],
-  ["jobs", "worker"],
+  ["jobs", "worker", "admin"],
   ["http"],
   ["web", "metrics"],
   ["cli"],
