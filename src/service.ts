@@ -264,10 +264,17 @@ function serviceMetrics(
   db: Db,
   pool: WorkerPool,
   journal: ChainJournal,
+  jobs: JobService,
+  catalog: Catalog,
 ): { answered?: HttpContext["answered"]; webhookAttempt?: ServiceMetrics["webhookAttempt"]; serve(): Promise<MetricsServer | undefined> } {
-  const metrics = options.metrics ? createServiceMetrics({ db, pool }) : undefined;
+  const metrics = options.metrics ? createServiceMetrics({ db, pool, catalog }) : undefined;
   const where = options.metrics;
-  if (metrics) journal.onSent = metrics.chainSent;
+  if (metrics) {
+    journal.onSent = metrics.chainSent;
+    journal.onFee = metrics.chainFee;
+    jobs.onEnded = metrics.jobEnded;
+    jobs.timeRuns = true;
+  }
   return {
     ...(metrics ? { answered: metrics.answered, webhookAttempt: metrics.webhookAttempt } : {}),
     serve: async () => (metrics && where ? startMetricsServer({ registry: metrics.registry, ...where }) : undefined),
@@ -443,7 +450,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     disputes.start();
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
     const host = options.host ?? "127.0.0.1";
-    const metrics = serviceMetrics(options, db, pool, journal);
+    const metrics = serviceMetrics(options, db, pool, journal, jobs, catalog);
     const ports = httpPorts({ db, apiKeys: await ApiKeyCache.open(db), jobs, disputes, catalog, webhooks });
     const ctx = apiContext(options, { ports, jobs, pool, catalog, logger, readiness: readinessProbes(db, chain, pool, bus), answered: metrics.answered });
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).

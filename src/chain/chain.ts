@@ -63,6 +63,7 @@ import type {
   TableSettlementJob,
 } from "./types.ts";
 import { buildTransaction, parseTransaction } from "./wire.ts";
+import { transactionFee } from "./tx-meta.ts";
 import { BoundedMap } from "../core/index.ts";
 
 export type {
@@ -711,6 +712,16 @@ export class Chain {
   async send(wire: Uint8Array): Promise<ChainReceipt> {
     const sent = await this.backend.sendTransaction(wire);
     return { signature: sent.signature, slot: Number(sent.slot), alreadyProcessed: sent.alreadyProcessed };
+  }
+
+  /**
+   * Lamports a landed transaction paid in fees. A cluster's own record of it (its meta's fee) when
+   * the node has it; else, and always on the embedded chain, whose record holds exactly this
+   * (tx-meta.ts), what its bytes ask: signatures x 5,000 plus its priority fee (transactionFee).
+   */
+  async feePaid(signature: string, wire: Uint8Array): Promise<bigint> {
+    const meta = isEmbedded(this.backend) ? undefined : (await this.backend.getTransaction(signature).catch(() => null))?.meta;
+    return meta ? BigInt(meta.fee) : transactionFee(parseTransaction(wire));
   }
 
   /**

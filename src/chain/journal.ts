@@ -137,6 +137,8 @@ export type SendOutcome = "landed" | "refused" | "not_landed";
 export class ChainJournal {
   /** Told how each send of this process ended, by the action's kind (the metrics' counts). */
   onSent: ((kind: string, outcome: SendOutcome) => void) | undefined;
+  /** Told the fee, in lamports, of each transaction this process's sends put on the chain (refused ones pay theirs too). */
+  onFee: ((kind: string, lamports: bigint) => void) | undefined;
   private readonly owners = new Map<string, ActionOwner>();
   /** Actions (actionKey) a `send` in this process is waiting on. */
   private readonly sending = new Set<string>();
@@ -241,16 +243,33 @@ export class ChainJournal {
 
   /** The chain's trip for `action`: shared with the other actions of its transaction (ChainAction.shared). */
   private sendWire(action: ChainAction): Promise<ChainReceipt> {
-    if (action.shared !== true) return this.chain.send(action.wire);
+    if (action.shared !== true) return this.trip(action);
     let sending = this.sharedSends.get(action.signature);
     if (!sending) {
-      sending = this.chain.send(action.wire);
+      sending = this.trip(action);
       this.sharedSends.set(action.signature, sending);
       // A later send of the same bytes is still safe: the chain answers it from the first (Chain.send).
       const forget = () => this.sharedSends.delete(action.signature);
       sending.then(forget, forget);
     }
     return sending;
+  }
+
+  /** One trip of the action's bytes to the chain; its fee is counted once, when this trip is the one that executed them. */
+  private trip(action: ChainAction): Promise<ChainReceipt> {
+    const sending = this.chain.send(action.wire);
+    if (this.onFee) this.countFee(action, sending);
+    return sending;
+  }
+
+  private countFee(action: ChainAction, sending: Promise<ChainReceipt>): void {
+    sending
+      .then((receipt) => !receipt.alreadyProcessed, (error: unknown) => this.chain.isRejection(error) && error.details.landed)
+      .then((executed) => (executed ? this.chain.feePaid(action.signature, action.wire) : undefined))
+      .then(
+        (lamports) => lamports !== undefined && this.onFee?.(action.kind, lamports),
+        (error: unknown) => this.logger.warn({ err: error, signature: action.signature }, "could not read a landed transaction's fee; the fees metric misses it"),
+      );
   }
 
   /**

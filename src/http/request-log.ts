@@ -5,10 +5,12 @@
 import { performance } from "node:perf_hooks";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../core/index.ts";
+import type { WorkerRunTimes } from "../jobs/index.ts";
 
 /** What the completions route learns as a job runs, for its log line. */
 export interface CompletionLog {
   model: string;
+  stream: boolean;
   jobId?: string;
   promptTokens?: number;
   completionTokens?: number;
@@ -19,6 +21,10 @@ export interface CompletionLog {
    * the charge, and whatever the route answered.
    */
   handled?: Promise<unknown>;
+  /** The job's run on its worker, when the jobs time runs (metrics on): StartedJob.workerRun. */
+  workerRun?: WorkerRunTimes;
+  /** performance.now() when a stream's first token was written to the caller; set only with `workerRun`. */
+  firstSentAt?: number;
 }
 
 declare module "fastify" {
@@ -34,6 +40,12 @@ export interface Answered {
   method: string;
   status: number;
   ms: number;
+  /** performance.now() at its arrival. */
+  arrivedAt: number;
+  /** Its response was written to the end (the caller did not leave first). */
+  finished: boolean;
+  /** A chat completion's model, stream flag and run (POST /chat/completions once its body was read). */
+  completion: CompletionLog | undefined;
 }
 
 /**
@@ -48,7 +60,7 @@ export function logWhenClosed(logger: Logger, request: FastifyRequest, reply: Fa
     const done = () => {
       logLine(logger, request, reply, Math.round(ms));
       const res = reply.raw;
-      answered?.({ route: request.routeOptions.url ?? "unmatched", method: request.method, status: res.headersSent ? res.statusCode : 0, ms });
+      answered?.({ route: request.routeOptions.url ?? "unmatched", method: request.method, status: res.headersSent ? res.statusCode : 0, ms, arrivedAt: startedAt, finished: res.writableFinished, completion: request.completion });
     };
     const handled = request.completion?.handled;
     if (handled === undefined || reply.raw.writableFinished) return done();

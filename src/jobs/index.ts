@@ -7,7 +7,7 @@ export { listJobs, unfinishedJobCounts, unfinishedJobIds } from "./job-repo.ts";
 export { UNFINISHED_STATUSES } from "./job-states.ts";
 export { DEFAULT_FIRST_TOKEN_TIMEOUT_MS, JobService } from "./job-service.ts";
 export { Probation } from "./probation.ts";
-export type { JobCaller, JobEvent, StartedJob } from "./job-service.ts";
+export type { JobCaller, JobEvent, StartedJob, WorkerRunTimes } from "./job-service.ts";
 export * as money from "./money.ts";
 export { availableCredits } from "./money.ts";
 export { JOBS_MIGRATIONS } from "./schema.ts";

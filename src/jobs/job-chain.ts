@@ -9,12 +9,19 @@ import { type Tier, awaitedLater } from "../core/index.ts";
 import { emitEvents, emitJobEnded, jobCompletedEvent } from "../events/index.ts";
 import type { Db } from "../store/index.ts";
 import type { EscrowTables } from "./escrow-tables.ts";
-import { jobEventFacts, type JobRecord } from "./job-record.ts";
+import { jobEventFacts, type JobRecord, type JobStatus } from "./job-record.ts";
 import { addJobSlots, getJob, getJobs, moveJob, mustMoveJob, mustMoveJobs, unfinishedJobs, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 import { UNFINISHED_STATUSES } from "./job-states.ts";
 
 export type JobActionKind = "escrow" | "settlement" | "refund";
+
+/**
+ * Told of each job moved here from an unfinished status to a final one. The journal's outcomes
+ * tell it in the transaction that moves the job, before that commits: a group of confirmations
+ * whose transaction fails is applied again one by one, and tells it again.
+ */
+export type JobEnded = (jobId: string, status: JobStatus) => void;
 
 /** What a settlement's or refund's confirmation leaves the wallet with, handed back to whoever sent it. */
 export interface SettlementOutcome {
@@ -129,23 +136,28 @@ async function emitReleased(tx: Db, job: JobRecord, remaining: number): Promise<
 }
 
 /** The escrow never reached the chain, or the chain refused it: nothing left the wallet, so the reservation goes back. */
-async function giveUpEscrow(tx: Db, action: ChainAction, reason: string): Promise<void> {
+async function giveUpEscrow(tx: Db, action: ChainAction, reason: string, ended?: JobEnded): Promise<void> {
   const job = await jobOf(tx, action);
+  const wasUnfinished = UNFINISHED_STATUSES.includes(job.status);
   const remaining = await money.refund(tx, job);
   await mustMoveJob(tx, job, "escrow_given_up", { failureReason: reason, completedAt: new Date() });
   await emitReleased(tx, job, remaining);
+  if (wasUnfinished) ended?.(job.id, job.status);
 }
 
 /**
  * A job admitted without its lock whose lock was never recorded (its signing or record failed, or
  * the node stopped first): nothing left the wallet, so its reservation goes back and it ends.
  */
-export async function releaseUnlocked(db: Db, jobId: string, reason: string): Promise<void> {
-  await db.transaction(async (tx) => {
+export async function releaseUnlocked(db: Db, jobId: string, reason: string, ended?: JobEnded): Promise<void> {
+  const endedNow = await db.transaction(async (tx) => {
     const job = await getJob(tx, jobId);
-    if (!job || !(await moveJob(tx, job, "escrow_given_up", { failureReason: job.failureReason ?? reason, completedAt: job.completedAt ?? new Date() }))) return;
+    const wasUnfinished = job !== undefined && UNFINISHED_STATUSES.includes(job.status);
+    if (!job || !(await moveJob(tx, job, "escrow_given_up", { failureReason: job.failureReason ?? reason, completedAt: job.completedAt ?? new Date() }))) return false;
     await emitReleased(tx, job, await money.refund(tx, job));
+    return wasUnfinished;
   });
+  if (endedNow) ended?.(jobId, "failed");
 }
 
 /**
@@ -162,7 +174,7 @@ async function escrowAlone(db: Db, chain: Chain, action: ChainAction, tables: Es
   return prepareEscrow(chain, input);
 }
 
-function escrowOwner(db: Db, chain: Chain, tables: EscrowTables | undefined): ActionOwner {
+function escrowOwner(db: Db, chain: Chain, tables: EscrowTables | undefined, ended?: JobEnded): ActionOwner {
   return {
     confirmed: (tx, action, slot) => updateJob(tx, action.subject, { slot }),
     confirmedAll: async (tx, confirmed) => {
@@ -171,12 +183,12 @@ function escrowOwner(db: Db, chain: Chain, tables: EscrowTables | undefined): Ac
     },
     // Its confirmation only writes the job's slot: one statement with the journal's mark.
     addConfirmed: (statement, confirmed) => addJobSlots(statement, confirmed),
-    rejected: (tx, action) => giveUpEscrow(tx, action, "escrow_failed"),
+    rejected: (tx, action) => giveUpEscrow(tx, action, "escrow_failed", ended),
     // A fresh lock would hold credits for a job that can no longer run (its driver gave up).
     rebuild: async () => undefined,
     // The job's driver is still waiting on it: its lock goes on alone (another's may have been refused).
     alone: (action) => escrowAlone(db, chain, action, tables),
-    dropped: (tx, action, alone) => (alone ? updateJob(tx, action.subject, escrowPlace(alone as EscrowAction)) : giveUpEscrow(tx, action, "interrupted")),
+    dropped: (tx, action, alone) => (alone ? updateJob(tx, action.subject, escrowPlace(alone as EscrowAction)) : giveUpEscrow(tx, action, "interrupted", ended)),
     giveUpUnsentOnResume: true,
     // Its confirmation writes only the job's row.
     confirmsInGroups: true,
@@ -224,10 +236,10 @@ async function settlingJobs(tx: Db, confirmed: readonly { action: ChainAction }[
   return { jobs, recordedHere };
 }
 
-function settlementOwner(db: Db, chain: Chain): ActionOwner {
+function settlementOwner(db: Db, chain: Chain, ended?: JobEnded): ActionOwner {
   return {
-    confirmed: async (tx, action, slot) => (await settlementsConfirmed(tx, chain, [{ action, slot }]))[0],
-    confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, chain, confirmed),
+    confirmed: async (tx, action, slot) => (await settlementsConfirmed(tx, chain, [{ action, slot }], ended))[0],
+    confirmedAll: (tx, confirmed) => settlementsConfirmed(tx, chain, confirmed, ended),
     // Its ledger work is one operation, which locks the accounts it shares with other jobs in one statement.
     confirmsInGroups: true,
     // The job stays `settling` with its escrow intact; its driver (or recovery) sends the escrow back.
@@ -251,7 +263,7 @@ function settlementOwner(db: Db, chain: Chain): ActionOwner {
  * when the settlements were recorded), in one ledger operation. The balance does not change
  * here, so neither does the credit.low rule.
  */
-async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<SettlementOutcome[]> {
+async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { action: ChainAction; slot: number }[], ended?: JobEnded): Promise<SettlementOutcome[]> {
   const recorded = await settlingJobs(tx, confirmed);
   const jobs = await paidAsTheProgramPaid(tx, chain, recorded.jobs);
   const { charged, available } = await money.preparePayOuts(tx, jobs, recorded.recordedHere);
@@ -265,6 +277,7 @@ async function settlementsConfirmed(tx: Db, chain: Chain, confirmed: readonly { 
   // Last: the payouts lock the treasury's row, shared by every node's confirmations, until the
   // commit. Paid first, the row would stay locked through the three statements above as well.
   await money.payOuts(tx, charged);
+  for (const job of jobs) ended?.(job.id, job.status);
   return creditsRemaining.map((credits) => ({ creditsRemaining: credits }));
 }
 
@@ -300,9 +313,9 @@ function refundOwner(db: Db, chain: Chain): ActionOwner {
 }
 
 /** Make the jobs part the owner of escrow, settlement and refund actions in `journal`. */
-export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain, tables?: EscrowTables): void {
-  journal.register("escrow", escrowOwner(db, chain, tables));
-  journal.register("settlement", settlementOwner(db, chain));
+export function registerJobActions(journal: ChainJournal, db: Db, chain: Chain, tables?: EscrowTables, ended?: JobEnded): void {
+  journal.register("escrow", escrowOwner(db, chain, tables, ended));
+  journal.register("settlement", settlementOwner(db, chain, ended));
   journal.register("refund", refundOwner(db, chain));
 }
 

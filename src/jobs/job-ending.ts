@@ -13,7 +13,7 @@ import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { escrowPlace, escrowState, prepareRefund, prepareSettlement, type EscrowAction, type EscrowLanding, type SettlementOutcome } from "./job-chain.ts";
 import type { TableRefunds } from "./table-refunds.ts";
 import type { TableSettlements } from "./table-settlements.ts";
-import type { JobRecord } from "./job-record.ts";
+import type { JobRecord, JobStatus } from "./job-record.ts";
 import type { CreditBook } from "../wallets/index.ts";
 import { addJobMoves, getJob, moveJob, mustMoveJob, type JobChanges } from "./job-repo.ts";
 import { nextStatus } from "./job-states.ts";
@@ -62,6 +62,8 @@ export interface EndingDeps {
   unconfirmed: { count: number; max: number };
   /** The node's book of wallets' credits (JobServiceOptions.book): a charge gives back the rest of its lock. */
   book: CreditBook | undefined;
+  /** Told of each job this module ends (refunded, failed), once its move has committed. */
+  ended?: (jobId: string, status: JobStatus) => void;
 }
 
 /**
@@ -371,10 +373,11 @@ export async function refundJob(
   if (!landed) {
     // Nothing moved on-chain. When the move loses, the escrow's own outcome (refused or dropped)
     // ended the job first and released its reservation: nothing is left to do.
-    await moveJob(deps.db, job, "escrow_not_landed", { failureReason: reason, completedAt: new Date() });
+    if (await moveJob(deps.db, job, "escrow_not_landed", { failureReason: reason, completedAt: new Date() })) deps.ended?.(job.id, job.status);
     return { refundTx: null };
   }
   const refund = await recordRefund(deps, job, status === "refunded" ? "timed_out" : "refund_recorded", reason);
+  deps.ended?.(job.id, job.status);
   const sent = await deps.journal.send(refund).catch(async (error: unknown) => {
     // Someone refunded the escrow before us (anyone may, past the program's timeout); the
     // rejection released the reservation, as the refund's confirmation would have.

@@ -38,7 +38,7 @@ import { TableRefunds } from "./table-refunds.ts";
 import { TableSettlements } from "./table-settlements.ts";
 import { EscrowLanding, escrowPlace, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, releaseUnlocked, type EscrowAction } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
-import { newPendingJob, type JobRecord } from "./job-record.ts";
+import { newPendingJob, type JobRecord, type JobStatus } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 import type { Probation, ProbationCheck } from "./probation.ts";
@@ -71,6 +71,21 @@ export interface StartedJob {
   creditsRemaining: number;
   /** The job's events; the iterator throws an ApiError when the job fails or times out. */
   events: AsyncIterable<JobEvent>;
+  /** When its worker got it and answered; noted only while JobService.timeRuns is set. */
+  workerRun?: WorkerRunTimes;
+}
+
+/**
+ * A job's run on the worker that ran it, as the gateway saw it (performance.now(), ms): the
+ * moment the job was handed to that worker (its connection, for a remote one), and the moments
+ * its first and last messages reached the gateway. A job moved on from a worker that produced
+ * nothing is timed on the worker it moved to.
+ */
+export interface WorkerRunTimes {
+  dispatchedAt: number;
+  firstOutputAt?: number;
+  /** The worker's `done`: unset when it did not finish the job. */
+  doneAt?: number;
 }
 
 export interface JobServiceOptions {
@@ -238,6 +253,12 @@ class HeldSlot {
 const RECENT_ADMISSIONS = 8;
 
 export class JobService {
+  /** Told of each job this node moves to a final status, with that status (the metrics' counts). */
+  onEnded: ((status: JobStatus) => void) | undefined;
+  /** Note each run's times on its StartedJob (`workerRun`): the metrics' gateway time. Off, nothing is timed. */
+  timeRuns = false;
+  /** The jobs told to `onEnded` lately: an ending applied again (its group's transaction failed) is told once. */
+  private readonly endedJobs = new BoundedMap<true>(10_000);
   private readonly db: Db;
   private readonly chain: Chain;
   private readonly journal: ChainJournal;
@@ -296,12 +317,13 @@ export class JobService {
       settlementRecords: settlementRecords(this.db, this.journal),
       unconfirmed: { count: 0, max: options.maxAnsweredUnconfirmed ?? MAX_ANSWERED_UNCONFIRMED },
       book: options.book,
+      ended: (jobId, status) => this.jobEnded(jobId, status),
       tableSettlements: escrowTables ? new TableSettlements({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
       tableRefunds: escrowTables ? new TableRefunds({ db: this.db, chain: this.chain, journal: this.journal }) : undefined,
     };
     this.tables = escrowTables ? new EscrowTables(this.chain, this.db, (locks) => this.recordLocks(locks)) : undefined;
     this.admissions = new Admissions(this.db, this.chain, this.journal, this.nodeId, this.tables);
-    registerJobActions(this.journal, this.db, this.chain, this.tables);
+    registerJobActions(this.journal, this.db, this.chain, this.tables, (jobId, status) => this.jobEnded(jobId, status));
   }
 
   /**
@@ -467,6 +489,7 @@ export class JobService {
       creditsRemaining: 0,
       events: channel,
     };
+    if (this.timeRuns) started.workerRun = { dispatchedAt: 0 };
     const credited = admission.then(({ creditsAfterLock, escrow }) => {
       // A lock signed later names its transaction once it has landed (above), before the reply ends.
       if (escrow) started.escrowTx = escrow.signature;
@@ -791,6 +814,8 @@ export class JobService {
     run.workerError = undefined;
     const watch = this.watchFirstToken(job.signal);
     let bytes = 0;
+    const times = driven.started.workerRun;
+    if (times) times.dispatchedAt = performance.now();
     try {
       for await (const event of lease.worker.run({ jobId: driven.job.id, model: driven.job.model, request: limits.generation }, watch.signal)) {
         if (job.timedOut()) break;
@@ -799,13 +824,17 @@ export class JobService {
             run.workerError = new OutputOverrunError(`worker ${lease.worker.address} sent more than ${limits.outputLimitBytes} bytes for ${driven.job.maxTokens} tokens`);
             break;
           }
-          if (run.text === "") lease.firstToken(Math.round(performance.now() - begun));
+          if (run.text === "") {
+            lease.firstToken(Math.round(performance.now() - begun));
+            if (times) times.firstOutputAt = performance.now();
+          }
           watch.tokenArrived();
           run.text += event.text;
           driven.channel.push(event);
           driven.outputBegun();
         } else {
           run.done = event;
+          if (times) times.doneAt = performance.now();
         }
       }
     } catch (error) {
@@ -889,6 +918,13 @@ export class JobService {
     await updateJob(this.db, job.id, { workerAddress: lease.worker.address, workerStaked: lease.worker.staked });
   }
 
+  /** Tells `onEnded` of a job this node ended, once however many times its ending was applied. */
+  private jobEnded(jobId: string, status: JobStatus): void {
+    if (!this.onEnded || this.endedJobs.has(jobId)) return;
+    this.endedJobs.set(jobId, true);
+    this.onEnded(status);
+  }
+
   async getJob(wallet: string, id: string): Promise<JobRecord | undefined> {
     const job = await getJob(this.db, id);
     return job && job.wallet === wallet ? job : undefined;
@@ -917,7 +953,7 @@ export class JobService {
     return this.tables!.lockLater({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }).catch(async (error: unknown) => {
       const withdrawn = error instanceof LockWithdrawnError;
       if (!withdrawn) this.logger.error({ err: error, job: job.id }, "could not sign or record the job's escrow lock; its credits go back");
-      await releaseUnlocked(this.db, job.id, withdrawn ? error.reason : "escrow_failed");
+      await releaseUnlocked(this.db, job.id, withdrawn ? error.reason : "escrow_failed", (id, status) => this.jobEnded(id, status));
       throw error;
     });
   }
@@ -933,7 +969,7 @@ export class JobService {
   /** Sends back the escrow of an unfinished job that nothing drives; `slot` says whether it landed. */
   private async returnEscrow(job: JobRecord): Promise<void> {
     // Admitted without its lock, and none recorded since: nothing is on the chain to send back.
-    if (!job.escrowTx) return releaseUnlocked(this.db, job.id, "interrupted");
+    if (!job.escrowTx) return releaseUnlocked(this.db, job.id, "interrupted", (id, status) => this.jobEnded(id, status));
     const escrowLanded = awaitedLater(job.slot !== null ? Promise.resolve(job.slot) : Promise.reject(new Error("escrow not on chain")));
     await refundJob(this.ending, job, escrowLanded, "failed", "interrupted");
   }

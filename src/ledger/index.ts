@@ -56,6 +56,8 @@ export type { Invariant, InvariantViolation } from "./invariants.ts";
 export { postPending, resolveAll, voidPending } from "./pending.ts";
 export type { Payout, PostPendingInput, Resolution, Resolved, VoidPendingInput } from "./pending.ts";
 export { LEDGER_MIGRATIONS } from "./schema.ts";
+export { ledgerTotals } from "./totals.ts";
+export type { CodeTotals } from "./totals.ts";
 export { payOutAll, reserve, reserveAll, reservedTransfer, returnCharge, settle } from "./settle.ts";
 export type { NewTransfer } from "./apply.ts";
 export type { PayOutInput, ReserveInput, SettleInput } from "./settle.ts";

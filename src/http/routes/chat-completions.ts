@@ -114,6 +114,7 @@ async function streamCompletion({ reply, job, events, log, chat }: Answer, appUr
   const handle = (event: JobEvent) => {
     if (event.type === "delta") {
       write(sseData(deltaChunk(chunkContext, event.text, !sentFirst)));
+      if (!sentFirst && log.workerRun) log.firstSentAt = performance.now();
       sentFirst = true;
     } else if (event.type === "finished") {
       noteUsage(log, event);
@@ -143,10 +144,11 @@ async function streamCompletion({ reply, job, events, log, chat }: Answer, appUr
 export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCompletionsOptions): Promise<void> {
   app.post("/chat/completions", { schema, serializerCompiler: plainJson, config: { keyConfirmedAtAdmission: true } }, async (request, reply) => {
     const chat = parseChatRequest(request.body as ChatCompletionBody);
-    const log: CompletionLog = (request.completion = { model: chat.model });
+    const log: CompletionLog = (request.completion = { model: chat.model, stream: chat.stream });
     const signal = clientGone(reply);
     const job = await options.startJob(request.owner, chat, signal);
     log.jobId = job.id;
+    if (job.workerRun) log.workerRun = job.workerRun;
     reply.headers(jobHeaders(job));
     const jobEvents = job.events[Symbol.asyncIterator]();
     // A job that fails before the reply is committed answers with the balance after its refund.
