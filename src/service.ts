@@ -37,6 +37,7 @@ import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/i
 import { ADMIN_MIGRATIONS, type AdminSocket, serveAdminSocket } from "./admin/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
 import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
+import { startTracing, type TracingHandle, type TracingOptions, tracingWanted } from "./tracing/index.ts";
 
 export const DEFAULT_PORT = 8080;
 /** How long a shutdown lets HTTP connections end by themselves once every job is done. */
@@ -131,6 +132,11 @@ export interface ServiceOptions {
    * PostgreSQL, which other nodes may share.
    */
   soleLedgerWriter?: boolean;
+  /**
+   * Export OpenTelemetry traces over OTLP (src/tracing; docs/deploy.md "Tracing"). Default: when
+   * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
+   */
+  tracing?: boolean | TracingOptions;
 }
 
 export interface Service {
@@ -198,6 +204,7 @@ async function closeInOrder(
     bridge?: NodeBridge;
     bus?: Bus;
     metrics?: MetricsServer;
+    tracing?: TracingHandle;
     adminSocket?: AdminSocket;
   },
   onStep: (step: string, fields?: Record<string, unknown>) => void,
@@ -229,6 +236,14 @@ async function closeInOrder(
   // Open until here: with no socket, `svc admin` opens the database itself.
   await parts.adminSocket?.close();
   await parts.db.close();
+  // Last, for the spans of the work above; bounded, so a collector that is down does not hold the shutdown.
+  await parts.tracing?.shutdown();
+}
+
+/** The process's tracing SDK, held for this service when its options or the environment ask for traces. */
+function tracingFor(options: ServiceOptions, nodeId: string): TracingHandle | undefined {
+  const wanted = options.tracing ?? tracingWanted();
+  return wanted === false ? undefined : startTracing({ nodeId, ...(wanted === true ? {} : wanted) });
 }
 
 /**
@@ -437,9 +452,12 @@ async function openStorage(options: ServiceOptions, logger: Logger): Promise<{ d
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const logger = options.logger ?? silentLogger();
   const { db, chain } = await openStorage(options, logger);
+  let tracing: TracingHandle | undefined;
   let adminSocket: AdminSocket | undefined;
   try {
     const nodeId = await loadNodeId(options.nodeId, options.dataDir);
+    // Before the parts start work: the SDK is global, and the API's hook is only added when it runs.
+    tracing = tracingFor(options, nodeId);
     const { catalog, trust, pool, vocabularies, journal, jobs, deposits, arbitration, disputes, payments } = assembleParts(options, db, chain, logger, nodeId);
     await loadGovernedCatalog(db, catalog, logger);
     await followWorkerSuspensions(db, pool, logger);
@@ -488,12 +506,13 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       enableDevSignIn: (wallet) => {
         web.devWallet = wallet;
       },
-      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus, metrics: metricsServer, adminSocket }, onStep),
+      close: (onStep = () => {}) => closeInOrder({ app, jobs, workers, delivery, vocabularies, chain, db, arbitration, disputes, lease, bridge, bus, metrics: metricsServer, tracing, adminSocket }, onStep),
     };
   } catch (error) {
     await adminSocket?.close().catch(() => undefined);
     await chain.close().catch(() => undefined);
     await db.close().catch(() => undefined);
+    await tracing?.shutdown();
     throw error;
   }
 }

@@ -15,6 +15,7 @@
 import type { Logger } from "../core/index.ts";
 import { CombinedStatement, GroupCommit, unpadded, type Db } from "../store/index.ts";
 import type { Chain, ChainReceipt } from "./chain.ts";
+import { joinedSend, tracedSend } from "./send-spans.ts";
 
 const ACTION_TYPES = ["text", "text", "text", "jsonb", "bytea", "text"] as const;
 /** The bytes of an action whose shared transaction's row elsewhere keeps them. */
@@ -251,13 +252,13 @@ export class ChainJournal {
       // A later send of the same bytes is still safe: the chain answers it from the first (Chain.send).
       const forget = () => this.sharedSends.delete(action.signature);
       sending.then(forget, forget);
-    }
+    } else joinedSend(action);
     return sending;
   }
 
   /** One trip of the action's bytes to the chain; its fee is counted once, when this trip is the one that executed them. */
   private trip(action: ChainAction): Promise<ChainReceipt> {
-    const sending = this.chain.send(action.wire);
+    const sending = tracedSend(action, () => this.chain.send(action.wire), (error) => (this.chain.isRejection(error) ? (error.details.landed ? "refused" : "not_landed") : "unreachable"));
     if (this.onFee) this.countFee(action, sending);
     return sending;
   }

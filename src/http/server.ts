@@ -9,6 +9,7 @@ import type { HttpContext, KeyOwner } from "./context.ts";
 import { answerClientError, requestIdFor, routerError, RouteTable, setEdgeHeaders } from "./edge.ts";
 import { installErrorHandling } from "./errors.ts";
 import { logWhenClosed } from "./request-log.ts";
+import { installRequestSpans } from "./request-span.ts";
 import { API_PREFIX, type RegisteredRoute } from "./openapi.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { chatCompletionRoutes } from "./routes/chat-completions.ts";
@@ -176,6 +177,8 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
   installBodyParsers(app);
   addSharedSchemas(app);
 
+  // First, so that a request's span covers all the others' work.
+  installRequestSpans(app);
   app.addHook("onRequest", async (request, reply) => {
     setEdgeHeaders(request, reply);
     logWhenClosed(ctx.logger, request, reply, ctx.answered);

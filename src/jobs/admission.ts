@@ -15,6 +15,7 @@ import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import type { EscrowTables } from "./escrow-tables.ts";
 import { escrowPlace, prepareEscrows, type EscrowAction } from "./job-chain.ts";
 import { addAssignedJobs } from "./job-repo.ts";
+import { traceAdmission } from "./job-spans.ts";
 import * as money from "./money.ts";
 
 /** A job to admit: still pending, its worker leased. */
@@ -100,7 +101,7 @@ export class Admissions {
   async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction | undefined }> {
     // Committed or not, its table lock is no longer the group's to give back.
     const groups = admission.granted ? this.grantedGroups : this.groups;
-    const { row, creditsAfterLock, escrow } = await groups.run(admission).finally(() => {
+    const { row, creditsAfterLock, escrow } = await traceAdmission(admission.job, admission.granted === true, () => groups.run(admission)).finally(() => {
       this.tableLocks.delete(admission);
       this.locks.delete(admission);
     });

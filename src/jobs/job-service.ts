@@ -43,6 +43,7 @@ import { adoptJobs, getJob, updateJob, updateJobs } from "./job-repo.ts";
 import * as money from "./money.ts";
 import type { Probation, ProbationCheck } from "./probation.ts";
 import { RequestBlame } from "./request-blame.ts";
+import { endRunSpan, runSpan } from "./job-spans.ts";
 
 export type { JobEvent };
 
@@ -711,14 +712,19 @@ export class JobService {
     const watch = this.watchJob(driven.job, driven.clientSignal, driven.admitted);
     let run: WorkerRun;
     let check: ProbationCheck | undefined;
+    const span = runSpan(driven.job, driven.request);
     try {
       run = await this.runOnWorkers(driven, watch, (next) => {
         check?.drop();
         check = next;
       });
+    } catch (error) {
+      endRunSpan(span, { lease: driven.firstLease, workerError: error }, error);
+      throw error;
     } finally {
       watch.dispose();
     }
+    endRunSpan(span, run);
     // A probation check is judged only against a whole answer of the job's last worker.
     if (run.done !== undefined && run.done.finishReason !== "cancelled" && !watch.timedOut()) check?.judge(outputHash(run.text));
     else check?.drop();

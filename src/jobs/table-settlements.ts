@@ -14,6 +14,7 @@ import type { WorkerHandle } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import type { JobRecord } from "./job-record.ts";
 import { updateJobs } from "./job-repo.ts";
+import { traceSettlementBatch } from "./job-spans.ts";
 
 /**
  * How long a batch's first job waits for others before the batch is signed: under load a batch
@@ -53,7 +54,8 @@ export class TableSettlements {
   /** In slot order, so that a job's leaf index follows from the batch alone; the actions in the items' order. */
   private async signInSlotOrder(items: readonly { job: JobRecord; worker: WorkerHandle }[]): Promise<ChainAction[]> {
     const jobs = items.map((item) => item.job).sort((a, b) => a.escrowTableSlot! - b.escrowTableSlot!);
-    const actions = await this.signAndRecord(items[0]!.worker, jobs);
+    const worker = items[0]!.worker;
+    const actions = await traceSettlementBatch(jobs, worker.address, () => this.signAndRecord(worker, jobs));
     return items.map(({ job }) => actions[jobs.indexOf(job)]!);
   }
 

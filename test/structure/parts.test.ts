@@ -89,7 +89,8 @@ test("no module loads itself back through what it imports", () => {
  */
 const LAYERS: readonly (readonly string[])[] = [
   ["core"],
-  ["store", "bus", "catalog"],
+  ["store", "bus", "tracing"],
+  ["catalog"],
   ["accounts", "chain", "events", "ledger", "nodes", "inference"],
   ["network", "verify", "wallets"],
   ["jobs", "worker", "admin"],

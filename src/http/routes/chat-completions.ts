@@ -7,6 +7,7 @@ import { parseChatRequest, type ChatCompletionBody } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
 import { errorBody } from "../errors.ts";
 import type { CompletionLog } from "../request-log.ts";
+import { inRequestSpan } from "../request-span.ts";
 import { ERROR_RESPONSES, ref } from "../schemas.ts";
 
 const SETTLEMENT_HEADER = "x-svc-settlement-tx";
@@ -146,7 +147,7 @@ export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCo
     const chat = parseChatRequest(request.body as ChatCompletionBody);
     const log: CompletionLog = (request.completion = { model: chat.model, stream: chat.stream });
     const signal = clientGone(reply);
-    const job = await options.startJob(request.owner, chat, signal);
+    const job = await inRequestSpan(request, () => options.startJob(request.owner, chat, signal));
     log.jobId = job.id;
     if (job.workerRun) log.workerRun = job.workerRun;
     reply.headers(jobHeaders(job));
