@@ -23,7 +23,8 @@ import {
   webhookToApi,
   type Webhooks,
 } from "./events/index.ts";
-import type { AccountRoutesOptions, HttpContext, HttpPorts, JobRoutesOptions, WebhookInput, WebhookRoutesOptions } from "./http/index.ts";
+import type { AccountRoutesOptions, HttpContext, HttpPorts, IdempotencyPort, JobRoutesOptions, WebhookInput, WebhookRoutesOptions } from "./http/index.ts";
+import { IdempotencyKeys } from "./idempotency/index.ts";
 import type { Catalog } from "./catalog/index.ts";
 import { listJobs, type Disputes, type JobService } from "./jobs/index.ts";
 import type { Db } from "./store/index.ts";
@@ -33,6 +34,7 @@ import { availableCredits, recentDeposits, type WalletPayments } from "./wallets
 /** Every port of the /v1 routes, bound to the service's parts. */
 export function httpPorts(parts: { db: Db; apiKeys: ApiKeyCache; jobs: JobService; disputes: Disputes; catalog: Catalog; webhooks: Webhooks }): HttpPorts {
   const { db } = parts;
+  const idempotency = idempotencyPort(db);
   return {
     async authenticate(authorization, confirmedAtAdmission) {
       const owner = await authenticate(db, authorization, parts.apiKeys);
@@ -42,8 +44,22 @@ export function httpPorts(parts: { db: Db; apiKeys: ApiKeyCache; jobs: JobServic
     },
     account: accountPort(db),
     jobs: jobsPort(parts),
-    disputes: { openDispute: (wallet, jobId, hash) => parts.disputes.open(wallet, jobId, hash) },
-    webhooks: webhooksPort(parts.webhooks),
+    disputes: { openDispute: (wallet, jobId, hash) => parts.disputes.open(wallet, jobId, hash), idempotency },
+    webhooks: { ...webhooksPort(parts.webhooks), idempotency },
+    idempotency,
+  };
+}
+
+/** The POST routes' stored `Idempotency-Key`s (src/idempotency). */
+function idempotencyPort(db: Db): IdempotencyPort {
+  const keys = new IdempotencyKeys(db);
+  return {
+    claim: (wallet, key, fingerprint) => keys.claim(wallet, key, fingerprint),
+    read: (wallet, key) => keys.read(wallet, key),
+    linkJob: (wallet, key, claim, jobId) => keys.linkJob(wallet, key, claim, jobId),
+    record: (wallet, key, claim, outcome) => keys.record(wallet, key, claim, outcome),
+    release: (wallet, key, claim) => keys.release(wallet, key, claim),
+    confirmKey: (keyHash) => confirmKeys(db, [keyHash]),
   };
 }
 

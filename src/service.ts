@@ -36,6 +36,7 @@ import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
 import { ADMIN_MIGRATIONS, type AdminSocket, serveAdminSocket } from "./admin/index.ts";
 import { type Db, migrate, openDb } from "./store/index.ts";
+import { IDEMPOTENCY_MIGRATIONS } from "./idempotency/index.ts";
 import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 import { startTracing, type TracingHandle, type TracingOptions, tracingWanted } from "./tracing/index.ts";
 
@@ -180,6 +181,7 @@ export const SERVICE_MIGRATIONS = [
   ...CHAIN_MIGRATIONS,
   ...NODES_MIGRATIONS,
   ...WEB_MIGRATIONS,
+  ...IDEMPOTENCY_MIGRATIONS,
   ...CATALOG_MIGRATIONS,
   ...NETWORK_MIGRATIONS,
   ...ADMIN_MIGRATIONS,

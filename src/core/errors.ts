@@ -17,6 +17,8 @@ export type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "conflict"
+  | "idempotency_key_reused"
+  | "idempotency_key_in_use"
   | "request_too_large"
   | "headers_too_large"
   | "request_timeout"
@@ -42,6 +44,8 @@ export const ERROR_CODES: Record<ErrorCode, CodeInfo> = {
   not_found: { status: 404, type: "invalid_request_error" },
   method_not_allowed: { status: 405, type: "invalid_request_error" },
   conflict: { status: 409, type: "invalid_request_error" },
+  idempotency_key_reused: { status: 422, type: "invalid_request_error" },
+  idempotency_key_in_use: { status: 409, type: "invalid_request_error" },
   request_too_large: { status: 413, type: "invalid_request_error" },
   headers_too_large: { status: 431, type: "invalid_request_error" },
   request_timeout: { status: 408, type: "invalid_request_error" },

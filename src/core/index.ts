@@ -4,7 +4,7 @@ export type { BackoffOptions } from "./backoff.ts";
 export { base58Decode, base58Encode } from "./base58.ts";
 export { BoundedMap } from "./bounded-map.ts";
 export { Channel } from "./channel.ts";
-export { ApiError, ERROR_CODES, insufficientCredits } from "./errors.ts";
+export { ApiError, ERROR_CODES, type ErrorCode, insufficientCredits } from "./errors.ts";
 export { idBody, isId, jobIdOfKey, jobKey, newId } from "./ids.ts";
 export { LOG_FORMATS, createLogger, defaultLogFormat, silentLogger } from "./logger.ts";
 export type { LogFormat, Logger } from "./logger.ts";

@@ -8,6 +8,7 @@ import type { AccountRoutesOptions } from "./routes/account.ts";
 import type { DisputeRoutesOptions } from "./routes/disputes.ts";
 import type { JobRoutesOptions } from "./routes/jobs.ts";
 import type { WebhookRoutesOptions } from "./routes/webhooks.ts";
+import type { IdempotencyPort } from "./idempotency.ts";
 import type { Answered } from "./request-log.ts";
 
 /** Who sent a request, as its API key says. */
@@ -34,6 +35,8 @@ export interface HttpPorts {
   jobs: JobRoutesOptions;
   disputes: DisputeRoutesOptions;
   webhooks: WebhookRoutesOptions;
+  /** The stored `Idempotency-Key`s of the POST routes. */
+  idempotency: IdempotencyPort;
 }
 
 export interface HttpContext {

@@ -26,7 +26,7 @@ export function fromFastify(error: FastifyError): ApiError | undefined {
   return undefined;
 }
 
-/** Every 429 and 503 says when to retry, as a header and (where the error has it) in details. */
+/** Every 429 and 503, and a 409 for a key still in use, says when to retry, as a header and (where the error has it) in details. */
 function retryAfterSeconds(error: ApiError): number {
   const seconds = error.details?.retry_after;
   return typeof seconds === "number" && Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds) : 1;
@@ -42,7 +42,7 @@ export function installErrorHandling(app: FastifyInstance, ctx: { appUrl: string
       const internal = new ApiError("internal_error", "The service failed to handle this request. Retrying usually succeeds.");
       return reply.status(500).send(internal.toBody(ctx.appUrl));
     }
-    if (apiError.status === 429 || apiError.status === 503) reply.header("retry-after", String(retryAfterSeconds(apiError)));
+    if (apiError.status === 429 || apiError.status === 503 || apiError.code === "idempotency_key_in_use") reply.header("retry-after", String(retryAfterSeconds(apiError)));
     // The spec sends the balance on every completion's response, the 402 that refuses one too.
     const remaining = apiError.details?.credits_remaining;
     if (typeof remaining === "number") reply.header("x-svc-credits-remaining", String(remaining));

@@ -1,5 +1,6 @@
 /** The http part's public surface: what other parts import from it. */
 export type { HttpContext, HttpPorts, KeyOwner } from "./context.ts";
+export type { IdempotencyPort } from "./idempotency.ts";
 export type { Answered } from "./request-log.ts";
 export type { AccountRoutesOptions } from "./routes/account.ts";
 export { jobRoutes } from "./routes/jobs.ts";

@@ -197,7 +197,7 @@ export async function buildServer(ctx: HttpContext, mountOthers?: (app: FastifyI
         if (!isPublic(request)) request.owner = await ctx.ports.authenticate(soleAuthorization(request), routeFlags(request).keyConfirmedAtAdmission === true);
         checkParams(request);
       });
-      await v1.register(chatCompletionRoutes, { startJob: (owner, chat, signal) => ctx.jobs.start(owner, chat, signal), appUrl: () => ctx.appUrl });
+      await v1.register(chatCompletionRoutes, { startJob: (owner, chat, signal) => ctx.jobs.start(owner, chat, signal), appUrl: () => ctx.appUrl, idempotency: ctx.ports.idempotency });
       await v1.register(modelRoutes, { catalog: ctx.catalog, pool: ctx.pool });
       await v1.register(accountRoutes, ctx.ports.account);
       await v1.register(jobRoutes, ctx.ports.jobs);

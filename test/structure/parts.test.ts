@@ -91,7 +91,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["core"],
   ["store", "bus", "tracing"],
   ["catalog"],
-  ["accounts", "chain", "events", "ledger", "nodes", "inference"],
+  ["accounts", "chain", "events", "ledger", "nodes", "inference", "idempotency"],
   ["network", "verify", "wallets"],
   ["jobs", "worker", "admin"],
   ["http"],

@@ -6,6 +6,8 @@ import type { FinishReason, Usage } from "../../inference/index.ts";
 import { parseChatRequest, type ChatCompletionBody } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
 import { errorBody } from "../errors.ts";
+import { type IdempotencyPort, takeKey } from "../idempotency.ts";
+import { CompletionTape, replayCompletion, startUnderKey } from "../idempotent-completion.ts";
 import type { CompletionLog } from "../request-log.ts";
 import { inRequestSpan } from "../request-span.ts";
 import { ERROR_RESPONSES, ref } from "../schemas.ts";
@@ -43,6 +45,8 @@ export interface ChatCompletionsOptions {
   startJob(caller: JobCaller, chat: ChatRequest, signal: AbortSignal): Promise<StartedJob>;
   /** Error bodies link into `<appUrl>/docs/errors`; the origin is only known once the server listens. */
   appUrl(): string;
+  /** The stored `Idempotency-Key`s; without it the header is not read. */
+  idempotency?: IdempotencyPort;
 }
 
 const schema = { body: ref("ChatCompletionRequest"), response: { 200: ref("ChatCompletion"), ...ERROR_RESPONSES } };
@@ -146,8 +150,12 @@ export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCo
   app.post("/chat/completions", { schema, serializerCompiler: plainJson, config: { keyConfirmedAtAdmission: true } }, async (request, reply) => {
     const chat = parseChatRequest(request.body as ChatCompletionBody);
     const log: CompletionLog = (request.completion = { model: chat.model, stream: chat.stream });
+    // Without the header, not even a resolved promise is awaited on the request path.
+    const keyed = request.headers["idempotency-key"] === undefined ? undefined : await takeKey(request, options.idempotency, request.owner.wallet);
+    if (keyed && "outcome" in keyed) return replayCompletion(reply, keyed.outcome, options.appUrl());
+    const held = keyed?.held;
     const signal = clientGone(reply);
-    const job = await inRequestSpan(request, () => options.startJob(request.owner, chat, signal));
+    const job = await inRequestSpan(request, () => (held ? startUnderKey(held, (jobSignal) => options.startJob(request.owner, chat, jobSignal)) : options.startJob(request.owner, chat, signal)));
     log.jobId = job.id;
     if (job.workerRun) log.workerRun = job.workerRun;
     reply.headers(jobHeaders(job));
@@ -160,8 +168,10 @@ export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCo
           throw error;
         }),
     };
-    const answer: Answer = { reply, job, events, log, chat, callerGone: signal };
-    const handled = chat.stream ? streamCompletion(answer, options.appUrl) : jsonCompletion(answer);
+    const tape = held && new CompletionTape(held, job, chat);
+    const answer: Answer = { reply, job, events: tape ? tape.watch(events) : events, log, chat, callerGone: signal };
+    const answering: Promise<unknown> = chat.stream ? streamCompletion(answer, options.appUrl) : jsonCompletion(answer);
+    const handled = tape ? tape.answered(answering) : answering;
     log.handled = handled;
     return handled;
   });

@@ -1,11 +1,14 @@
 /** POST /jobs/{job_id}/dispute: a caller contests a settled job by the hash of the text it received. */
 import type { FastifyInstance } from "fastify";
 import type { DisputeAnswer } from "../../jobs/index.ts";
+import { type IdempotencyPort, idempotently } from "../idempotency.ts";
 import { ERROR_RESPONSES, idParams, int, object, str } from "../schemas.ts";
 
 export interface DisputeRoutesOptions {
   /** Compares the hash with the worker's and opens the dispute on-chain when they differ (jobs/disputes.ts). */
   openDispute(wallet: string, jobId: string, receivedHash: string): Promise<DisputeAnswer>;
+  /** The stored `Idempotency-Key`s; without it the header is not read. */
+  idempotency?: IdempotencyPort;
 }
 
 const body = {
@@ -33,9 +36,10 @@ const answer = object(
 );
 
 export async function disputeRoutes(app: FastifyInstance, options: DisputeRoutesOptions): Promise<void> {
-  app.post("/jobs/:id/dispute", { schema: { params: idParams(), body, response: { 200: answer, ...ERROR_RESPONSES } } }, async (request) => {
+  app.post("/jobs/:id/dispute", { schema: { params: idParams(), body, response: { 200: answer, ...ERROR_RESPONSES } } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const { received_output_hash: hash } = request.body as { received_output_hash: string };
-    return options.openDispute(request.owner.wallet, id, hash);
+    const wallet = request.owner.wallet;
+    return idempotently(request, reply, options.idempotency, wallet, () => options.openDispute(wallet, id, hash));
   });
 }

@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../../core/index.ts";
 import type { EventName } from "../../events/index.ts";
+import { type IdempotencyPort, idempotently } from "../idempotency.ts";
 import { ERROR_RESPONSES, idParams, ref } from "../schemas.ts";
 
 export interface WebhookInput {
@@ -19,14 +20,17 @@ export interface WebhookRoutesOptions {
   remove(wallet: string, id: string): Promise<boolean>;
   /** Whose webhooks these are: the API key's wallet on /v1; the web app passes its session's. */
   walletOf?: (request: FastifyRequest) => string;
+  /** The stored `Idempotency-Key`s; without it the header is not read. */
+  idempotency?: IdempotencyPort;
 }
 
 export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): Promise<void> {
   const walletOf = options.walletOf ?? ((request: FastifyRequest) => request.owner.wallet);
 
-  app.post("/webhooks", { schema: { body: ref("WebhookInput"), response: { 200: ref("Webhook"), ...ERROR_RESPONSES } } }, async (request) => {
+  app.post("/webhooks", { schema: { body: ref("WebhookInput"), response: { 200: ref("Webhook"), ...ERROR_RESPONSES } } }, async (request, reply) => {
     const input = request.body as WebhookInput;
-    return options.create(walletOf(request), { url: input.url, events: [...new Set(input.events)], secret: input.secret });
+    const wallet = walletOf(request);
+    return idempotently(request, reply, options.idempotency, wallet, () => options.create(wallet, { url: input.url, events: [...new Set(input.events)], secret: input.secret }));
   });
 
   app.get("/webhooks", { schema: { response: { 200: ref("WebhookList"), ...ERROR_RESPONSES } } }, async (request) => ({

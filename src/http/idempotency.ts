@@ -1,0 +1,153 @@
+/**
+ * `Idempotency-Key` on the POST routes (docs/api.md "Idempotent requests"): a request with a key
+ * claims it before it runs; a later one with the same key and body is answered with the first
+ * one's stored outcome, marked `Idempotent-Replayed: true`, and runs nothing; another body is
+ * refused. A request without the header costs nothing here: no statement, no allocation.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { ApiError, type ErrorCode } from "../core/index.ts";
+import { type Claim, keyInUse, keyReused, type KeyRow, parseIdempotencyKey, requestFingerprint, WAIT_FOR_FIRST_MS } from "../idempotency/index.ts";
+
+export const REPLAYED_HEADER = "idempotent-replayed";
+
+/** The stored keys, bound to the idempotency part by whoever assembles the service (src/ports.ts). */
+export interface IdempotencyPort {
+  claim(wallet: string, key: string, fingerprint: string): Promise<Claim>;
+  read(wallet: string, key: string): Promise<KeyRow | undefined>;
+  linkJob(wallet: string, key: string, claim: string, jobId: string): Promise<void>;
+  record(wallet: string, key: string, claim: string, outcome: StoredOutcome): Promise<void>;
+  release(wallet: string, key: string, claim: string): Promise<void>;
+  /** Confirms an API key accepted from the cache (by hash): a replay spends nothing, so no admission confirms it. */
+  confirmKey(keyHash: string): Promise<void>;
+}
+
+/** An ApiError as stored, to be thrown again on a replay. */
+export interface StoredError {
+  code: ErrorCode;
+  message: string;
+  param: string | null;
+  details?: Record<string, unknown>;
+}
+
+/** What a request with a key answered, as a retry is answered with it. */
+export type StoredOutcome =
+  | { kind: "response"; headers: Record<string, string>; body: unknown }
+  | { kind: "error"; headers: Record<string, string>; error: StoredError }
+  | {
+      kind: "stream";
+      headers: Record<string, string>;
+      jobId: string;
+      created: number;
+      model: string;
+      includeUsage: boolean;
+      content: string;
+      finish: { finishReason: string; usage: { promptTokens: number; completionTokens: number } } | null;
+      error: StoredError | null;
+    };
+
+/** The key a running request holds: it records the request's outcome, or lets the key go. */
+export class HeldKey {
+  constructor(
+    private readonly port: IdempotencyPort,
+    readonly wallet: string,
+    readonly key: string,
+    private readonly claim: string,
+  ) {}
+
+  linkJob(jobId: string): Promise<void> {
+    return this.port.linkJob(this.wallet, this.key, this.claim, jobId);
+  }
+
+  record(outcome: StoredOutcome): Promise<void> {
+    return this.port.record(this.wallet, this.key, this.claim, outcome);
+  }
+
+  release(): Promise<void> {
+    return this.port.release(this.wallet, this.key, this.claim);
+  }
+}
+
+export function storedError(error: unknown): StoredError {
+  const apiError = error instanceof ApiError ? error : new ApiError("internal_error", "The service failed to handle this request. Retrying usually succeeds.");
+  return { code: apiError.code, message: apiError.message, param: apiError.param, ...(apiError.details ? { details: apiError.details } : {}) };
+}
+
+export function apiErrorOf(stored: StoredError): ApiError {
+  return new ApiError(stored.code, stored.message, stored.param, stored.details);
+}
+
+/**
+ * Claims the key, or waits for the first request with it (up to WAIT_FOR_FIRST_MS, then 409
+ * `idempotency_key_in_use` with retry-after) and returns its outcome; refuses another request
+ * under the key with 422 `idempotency_key_reused`.
+ */
+async function claimOrOutcome(port: IdempotencyPort, wallet: string, key: string, fingerprint: string): Promise<{ held: HeldKey } | { outcome: StoredOutcome }> {
+  const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+  let row: KeyRow | undefined;
+  for (let pauseMs = 20; ; pauseMs = Math.min(pauseMs * 2, 500)) {
+    if (row === undefined) {
+      const claimed = await port.claim(wallet, key, fingerprint);
+      if (claimed.claim !== undefined) return { held: new HeldKey(port, wallet, key, claimed.claim) };
+      row = claimed.row;
+    }
+    if (row !== undefined) {
+      if (row.fingerprint !== fingerprint) throw keyReused();
+      if (row.outcome !== undefined) return { outcome: row.outcome as StoredOutcome };
+    }
+    if (Date.now() >= deadline) throw keyInUse(row?.jobId ?? null);
+    await sleep(pauseMs);
+    // Undefined when the first request let the key go meanwhile: this one then claims it.
+    row = await port.read(wallet, key);
+  }
+}
+
+/** The path a key's request is fingerprinted with: the route's own, its parameters filled in, without the query. */
+function pathOf(request: FastifyRequest): string {
+  const url = request.url;
+  const query = url.indexOf("?");
+  return query < 0 ? url : url.slice(0, query);
+}
+
+/**
+ * The key the request sends, claimed for it (`held`) or answered from the first request
+ * (`outcome`); undefined without the header or without a port, at no cost.
+ */
+export async function takeKey(request: FastifyRequest, port: IdempotencyPort | undefined, wallet: string): Promise<{ held: HeldKey } | { outcome: StoredOutcome } | undefined> {
+  const header = request.headers["idempotency-key"];
+  if (header === undefined || port === undefined) return undefined;
+  const key = parseIdempotencyKey(header)!;
+  const taken = await claimOrOutcome(port, wallet, key, requestFingerprint(request.method, pathOf(request), request.body));
+  // A key accepted from the cache is confirmed by a job's admission; a replay admits nothing.
+  const toConfirm = request.owner?.keyToConfirm;
+  if ("outcome" in taken && toConfirm !== undefined) await port.confirmKey(toConfirm);
+  return taken;
+}
+
+/** Answers a JSON outcome again: its body, or its error thrown for the error handler to answer. */
+export function replayJson(reply: FastifyReply, outcome: StoredOutcome): unknown {
+  reply.headers({ ...outcome.headers, [REPLAYED_HEADER]: "true" });
+  if (outcome.kind === "error") throw apiErrorOf(outcome.error);
+  if (outcome.kind === "response") return outcome.body;
+  throw new ApiError("internal_error", "The stored outcome of this Idempotency-Key is a stream; send the request as it was first sent.");
+}
+
+/**
+ * A route that creates something (a dispute, a webhook) run under the request's key: its 200 is
+ * stored and answered again; a refusal or failure stores nothing (nothing was created), so a
+ * retry runs anew.
+ */
+export async function idempotently<T>(request: FastifyRequest, reply: FastifyReply, port: IdempotencyPort | undefined, wallet: string, run: () => Promise<T>): Promise<T | unknown> {
+  const taken = await takeKey(request, port, wallet);
+  if (taken === undefined) return run();
+  if ("outcome" in taken) return replayJson(reply, taken.outcome);
+  let body: T;
+  try {
+    body = await run();
+  } catch (error) {
+    await taken.held.release();
+    throw error;
+  }
+  await taken.held.record({ kind: "response", headers: {}, body });
+  return body;
+}
