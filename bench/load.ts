@@ -18,7 +18,10 @@
  *
  * Run: npm run bench:load [-- <seconds per run, default 5>]; PROFILE=<file> also writes CPU
  * profiles of each gateway's 32-connection run, the service's and the worker's
- * (PROFILE_CONNECTIONS=256 for that run instead).
+ * (PROFILE_CONNECTIONS=256 for that run instead). TRACING=1 has each service export its traces
+ * over OTLP to a sink collector on loopback: what tracing costs a request (docs/deploy.md "Tracing").
+ * METRICS=1 serves each service's Prometheus metrics and scrapes them every 5 s, as a Prometheus
+ * would (more often than its default 15 s): what metrics cost a request (docs/deploy.md "Metrics").
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -51,6 +54,11 @@ const PROFILE_CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 32);
  * run on a warming node measures the compiler too.
  */
 const WARM_UP_SECONDS = Number(process.env.WARM_UP ?? 10);
+/** TRACING=1: the services trace, to the sink below. */
+const TRACING = process.env.TRACING === "1";
+/** METRICS=1: the services count their metrics and are scraped every SCRAPE_MS. */
+const METRICS = process.env.METRICS === "1";
+const SCRAPE_MS = 5_000;
 /** How often the main thread's stalls are sampled; Node counts this period into each delay it reports. */
 const STALL_RESOLUTION_MS = 10;
 /** The same request: the gateway's catalog id, the upstream's own name for the proxy. */
@@ -69,6 +77,23 @@ function startProxy(target: URL): Promise<Server> {
   });
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
+
+/** An OTLP/HTTP collector that takes every export and keeps only its size. */
+async function startTraceSink(): Promise<{ url: string; exports: number; bytes: number }> {
+  const sink = { url: "", exports: 0, bytes: 0 };
+  const server = createServer((req, res) => {
+    req.on("data", (chunk: Buffer) => (sink.bytes += chunk.length));
+    req.on("end", () => {
+      sink.exports++;
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  server.unref();
+  sink.url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/traces`;
+  return sink;
+}
+const traceSink = TRACING ? await startTraceSink() : undefined;
 
 interface Row {
   target: string;
@@ -374,7 +399,10 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
     // No per-IP limit: one load generator is one client. (Written as a huge limit, not `false`,
     // so the same bench runs on commits from before the limit could be turned off.)
     rateLimit: { ratePerSecond: 1e9, burst: 1e9 },
+    tracing: traceSink ? { url: traceSink.url } : false,
+    ...(METRICS ? { metrics: { port: 0 } } : {}),
   });
+  const scrapes = service.metrics ? scrapeEvery(service.metrics.url) : undefined;
   // The services' threads: a closed chain's thread serves the next service.
   const serviceThreads = threadIds().filter((tid) => !threadsOfTheBench.has(tid));
   // The proxy and Portkey forward to the upstream the worker uses: the same upstream, the same process.
@@ -401,9 +429,20 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   proxy.close();
   portkey.process.kill();
   worker.close();
+  scrapes?.stop();
   await service.close();
   await storage.drop();
+  if (scrapes) console.log(`metrics on: ${scrapes.count} scrapes of ${service.metrics!.url}, ${scrapes.failed} failed`);
   return jobs;
+}
+
+/** A Prometheus of the bench's own: GET /metrics every SCRAPE_MS, the body read and dropped. */
+function scrapeEvery(url: string): { count: number; failed: number; stop(): void } {
+  const scrapes = { count: 0, failed: 0, stop: () => clearInterval(timer) };
+  const timer = setInterval(() => {
+    fetch(url).then((res) => res.text()).then(() => scrapes.count++, () => scrapes.failed++);
+  }, SCRAPE_MS);
+  return scrapes;
 }
 
 const rows: Row[] = [];
@@ -424,6 +463,7 @@ for (const kind of kinds) {
 const rssMb = process.memoryUsage().rss / 2 ** 20;
 
 console.log(`${SECONDS} s per run after ${WARM_UP_SECONDS} s of warm-up; ${jobs} jobs settled in all`);
+console.log(traceSink ? `tracing on: ${traceSink.exports} OTLP exports, ${(traceSink.bytes / 2 ** 20).toFixed(1)} MB, to a sink on loopback` : "tracing off");
 console.log("target                     conns   req/s   p50 ms   p99 ms  non-2xx  errors  timeouts  /proxy /Portkey  main busy  CPU ms/req (main)  worker ms/req  machine ms/req  steal  settled/s  backlog settled in  locks/tx  chain ms/job");
 for (const [i, r] of rows.entries()) {
   const baselines = r.target.startsWith("gateway") ? baselinesOf(rows, i) : undefined;
