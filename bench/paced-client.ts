@@ -19,6 +19,8 @@ export interface PacedLoad {
   rate: number;
   seconds: number;
   maxTokens: number;
+  /** Streamed completions, each read to its last chunk (default false: JSON replies). */
+  stream?: boolean;
 }
 
 export interface PacedResult {
@@ -59,7 +61,9 @@ async function runPaced(load: PacedLoad): Promise<PacedResult> {
   const one = async () => {
     const started = performance.now();
     try {
-      await client.chat.completions.create({ model: load.model, messages: BENCH_MESSAGES, max_tokens: load.maxTokens });
+      const request = { model: load.model, messages: BENCH_MESSAGES, max_tokens: load.maxTokens };
+      if (load.stream) for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) void chunk;
+      else await client.chat.completions.create(request);
       latencies.push(performance.now() - started);
     } catch (error) {
       const kind = failureKind(error);
