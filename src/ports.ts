@@ -26,9 +26,10 @@ import {
 import type { AccountRoutesOptions, HttpContext, HttpPorts, IdempotencyPort, JobRoutesOptions, WebhookInput, WebhookRoutesOptions } from "./http/index.ts";
 import { IdempotencyKeys } from "./idempotency/index.ts";
 import type { Catalog } from "./catalog/index.ts";
-import { listJobs, type Disputes, type JobService } from "./jobs/index.ts";
+import { listJobs, spendByDay, type Disputes, type JobService } from "./jobs/index.ts";
+import type { WorkerPool } from "./network/index.ts";
 import type { Db } from "./store/index.ts";
-import { type AccountPageOptions, type CreditPageOptions, type SessionStore, sessionQueries, type WebhookPageOptions, type WebOptions } from "./web/index.ts";
+import { type AccountPageOptions, type CreditPageOptions, type PlaygroundOptions, type SessionStore, sessionQueries, type UsagePageOptions, type WebhookPageOptions, type WebOptions } from "./web/index.ts";
 import { availableCredits, recentDeposits, type WalletPayments } from "./wallets/index.ts";
 
 /** Every port of the /v1 routes, bound to the service's parts. */
@@ -106,9 +107,32 @@ function webhooksPort(webhooks: Webhooks): WebhookRoutesOptions {
   };
 }
 
-/** The web app's own ports: sign-in sessions, the account page and the webhooks page. */
-export function webAppPorts(parts: { db: Db; webhooks: Webhooks; ports: HttpPorts }): { sessions: SessionStore; account: AccountPageOptions; webhooks: WebhookPageOptions } {
-  return { sessions: sessionStore(parts.db), account: accountPage(parts.db), webhooks: webhookPage(parts.webhooks, parts.ports) };
+/** The web app's own ports: sign-in sessions, the account page, the webhooks page and the playground. */
+export function webAppPorts(parts: { db: Db; webhooks: Webhooks; ports: HttpPorts; jobs: JobService; catalog: Catalog; pool: WorkerPool }): {
+  sessions: SessionStore;
+  account: AccountPageOptions;
+  webhooks: WebhookPageOptions;
+  playground: Omit<PlaygroundOptions, "appUrl">;
+  usage: Omit<UsagePageOptions, "appUrl">;
+} {
+  // The playground's jobs start as /v1's do; a session's wallet has no key for the admission to confirm.
+  const playground: Omit<PlaygroundOptions, "appUrl"> = { startJob: (caller, chat, signal) => parts.jobs.start(caller, chat, signal), models: { catalog: parts.catalog, pool: parts.pool } };
+  return { sessions: sessionStore(parts.db), account: accountPage(parts.db), webhooks: webhookPage(parts.webhooks, parts.ports), playground, usage: usagePage(parts) };
+}
+
+/** The Usage page and the Overview's first steps: the jobs part's spend, the live key, the served models. */
+function usagePage(parts: { db: Db; catalog: Catalog; pool: WorkerPool }): Omit<UsagePageOptions, "appUrl"> {
+  const { db } = parts;
+  return {
+    spendByDay: (wallet, days) => spendByDay(db, wallet, days),
+    availableCredits: (wallet) => availableCredits(db, wallet),
+    hasApiKey: async (wallet) => (await accounts.apiKeyCreatedAt(db, wallet)) !== undefined,
+    hasJob: async (wallet) => (await listJobs(db, wallet, { limit: 1 })).jobs.length > 0,
+    servedModels: () => {
+      const hosted = parts.pool.hostedModels();
+      return parts.catalog.all().filter((m) => hosted.has(m.id)).map((m) => m.id);
+    },
+  };
 }
 
 function sessionStore(db: Db): SessionStore {

@@ -476,7 +476,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const web: WebOptions = { ...options.web };
     const money = moneyPages(payments, chain, web, ctx);
-    const app = await buildServer(ctx, (server) => registerWebApp(server, { ...webAppPorts({ db, webhooks, ports }), ports, ...money, appUrl: () => ctx.appUrl, options: web, checkRequest: checkParams }));
+    const app = await buildServer(ctx, (server) => registerWebApp(server, { ...webAppPorts({ db, webhooks, ports, jobs, catalog, pool }), ports, ...money, appUrl: () => ctx.appUrl, options: web, checkRequest: checkParams }));
     const workers = workerGateway(options, { pool, catalog, logger, chain, db });
     bridge?.start();
     workers.attach(app.server);

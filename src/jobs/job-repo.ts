@@ -430,3 +430,32 @@ export async function listJobs(db: Db, wallet: string, query: JobListQuery): Pro
   if (query.after) jobs.reverse();
   return { jobs, hasMore };
 }
+
+/** One UTC day's spend of a wallet on one model. */
+export interface DailySpend {
+  /** The UTC day, `YYYY-MM-DD`. */
+  day: string;
+  model: string;
+  credits: number;
+  /** The charged jobs that make up `credits`. */
+  jobs: number;
+}
+
+/**
+ * What a wallet spent per UTC day and model over the last `days` days, today included, by the
+ * day each job was made: the charges of settled (and disputed) jobs, less what an arbitration
+ * paid back. Days with nothing spent have no row. Oldest day first.
+ */
+export async function spendByDay(db: Db, wallet: string, days: number, now = new Date()): Promise<DailySpend[]> {
+  const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1)));
+  const rows = await db.query<{ day: string; model: string; credits: number; jobs: number }>(
+    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model,
+            sum(credits_charged - coalesce(dispute_returned_credits, 0))::integer AS credits, count(*)::integer AS jobs
+       FROM jobs
+      WHERE wallet = $1 AND created_at >= $2 AND status IN ('settled', 'disputed')
+      GROUP BY 1, 2
+      ORDER BY 1, 2`,
+    [wallet, since],
+  );
+  return rows.map((r) => ({ day: r.day, model: r.model, credits: Number(r.credits), jobs: Number(r.jobs) }));
+}

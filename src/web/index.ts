@@ -9,10 +9,12 @@ import { type HttpPorts, jobRoutes } from "../http/index.ts";
 import { accountPageRoutes, type AccountPageOptions } from "./account-routes.ts";
 import { registerAppPage } from "./bundle.ts";
 import { creditPageRoutes, type CreditPageOptions } from "./credit-routes.ts";
+import { playgroundRoutes, type PlaygroundOptions } from "./playground-routes.ts";
 import { SignInNonces } from "./nonces.ts";
 import { solanaPayRoutes, type SolanaPayOptions } from "./solana-pay-routes.ts";
 import type { SessionStore, WebContext, WebOptions } from "./context.ts";
 import { guardAppRequests, sessionRoutes } from "./session-routes.ts";
+import { usagePageRoutes, type UsagePageOptions } from "./usage-routes.ts";
 import { webhookPageRoutes, type WebhookPageOptions } from "./webhook-routes.ts";
 
 /** What the web app is given by the service that mounts it. */
@@ -32,6 +34,10 @@ export interface WebAppParts {
   credits: CreditPageOptions;
   /** A Solana Pay transaction request's deposit transaction for the paying account. */
   solanaPay: SolanaPayOptions["transactionRequest"];
+  /** The playground's completions, through the job service as /v1's, and the served models. */
+  playground: Omit<PlaygroundOptions, "appUrl">;
+  /** The Usage page and the Overview's first steps, bound to the jobs, accounts and wallets parts. */
+  usage: Omit<UsagePageOptions, "appUrl">;
   /** The HTTP edge's own checks (path parameters), run after the session guard. */
   checkRequest?: (request: FastifyRequest) => void;
 }
@@ -50,6 +56,8 @@ export async function registerWebApp(app: FastifyInstance, parts: WebAppParts): 
       await api.register(jobRoutes, { ...parts.ports.jobs, walletOf: (request) => request.appWallet });
       await api.register(webhookPageRoutes, parts.webhooks);
       await api.register(creditPageRoutes, parts.credits);
+      await api.register(usagePageRoutes, { ...parts.usage, appUrl: parts.appUrl });
+      await api.register(playgroundRoutes, { ...parts.playground, appUrl: parts.appUrl });
     },
     { prefix: "/app/api" },
   );
@@ -64,4 +72,6 @@ export type { SessionStore, WebOptions } from "./context.ts";
 export type { CreditPageOptions } from "./credit-routes.ts";
 export type { AccountPageOptions } from "./account-routes.ts";
 export type { WebhookPageOptions } from "./webhook-routes.ts";
+export type { UsagePageOptions } from "./usage-routes.ts";
+export type { PlaygroundOptions } from "./playground-routes.ts";
 export * as sessionQueries from "./sessions.ts";

@@ -23,6 +23,7 @@ import { migratedTestDb, MODEL } from "../support/service.ts";
 import { testCert } from "../support/tls-cert.ts";
 import { startWebhookGateway, type WebhookGateway } from "../support/webhook-gateway.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
+import { shootBoth } from "./screenshots.ts";
 import { appCall, postSignIn, signInAs, signInInput } from "./sign-in.ts";
 import { testWalletInit, testWalletScript } from "./test-wallet.ts";
 
@@ -207,9 +208,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
     return page;
   }
 
-  const shot = async (page: Page, name: string) => {
-    if (SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  };
+  const shot = (page: Page, name: string) => shootBoth(page, name);
 
   test("sign in with solana:signIn, see the balance, sign out; the signMessage fallback signs in too", async () => {
     const kp = generateKeypair();
@@ -369,7 +368,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
     const page = await context.newPage();
     await page.goto(`${origin}/`);
     await page.getByRole("button", { name: "Use the dev wallet" }).waitFor();
-    if (SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, "sign-in.png") });
+    await shootBoth(page, "sign-in");
     for (let i = 0; i < 5 && !(await page.evaluate(() => document.activeElement?.textContent === "Use the dev wallet")); i++) await page.keyboard.press("Tab");
     await page.keyboard.press("Enter");
     await page.getByRole("button", { name: "Sign out" }).waitFor();

@@ -3,13 +3,16 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api.ts";
 import { CreditsPage } from "./credits.tsx";
+import { FirstSteps } from "./first-steps.tsx";
 import { JobsPage } from "./jobs.tsx";
 import { ApiKeyPage, OverviewPage, SettingsPage } from "./pages.tsx";
+import { PlaygroundPage } from "./playground.tsx";
 import { SignInPage } from "./sign-in.tsx";
+import { UsagePage } from "./usage.tsx";
 import { WebhooksPage } from "./webhooks.tsx";
 import "./app.css";
 
-const PAGES = { overview: "Overview", credits: "Credits", key: "API key", webhooks: "Webhooks", jobs: "Jobs", settings: "Settings" } as const;
+const PAGES = { overview: "Overview", credits: "Credits", key: "API key", webhooks: "Webhooks", jobs: "Jobs", usage: "Usage", playground: "Playground", settings: "Settings" } as const;
 type Page = keyof typeof PAGES;
 
 function App() {
@@ -49,11 +52,13 @@ function SignedIn({ wallet, onSignedOut }: { wallet: string; onSignedOut: () => 
         ))}
       </nav>
       <main>
-        {page === "overview" && <OverviewPage />}
+        {page === "overview" && <OverviewPage steps={<FirstSteps go={setPage} />} />}
         {page === "credits" && <CreditsPage wallet={wallet} />}
         {page === "key" && <ApiKeyPage />}
         {page === "webhooks" && <WebhooksPage />}
         {page === "jobs" && <JobsPage />}
+        {page === "usage" && <UsagePage />}
+        {page === "playground" && <PlaygroundPage />}
         {page === "settings" && <SettingsPage />}
       </main>
     </>

@@ -1,4 +1,5 @@
 /** The overview, the API key and the settings pages. */
+import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, usdc, when } from "./api.ts";
 
@@ -28,7 +29,8 @@ interface Deposit {
   created_at: string;
 }
 
-export function OverviewPage() {
+/** `steps`: what a wallet not set up yet does next (first-steps.tsx), under the balance. */
+export function OverviewPage({ steps }: { steps?: ComponentChildren }) {
   const { data, error } = useResource<Overview>("/overview");
   const deposits = useResource<{ data: Deposit[] }>("/deposits");
   return (
@@ -47,6 +49,7 @@ export function OverviewPage() {
           <dd>{data.api_key_created_at ? `made ${when(data.api_key_created_at)}` : "none yet"}</dd>
         </dl>
       )}
+      {steps}
       {deposits.data && deposits.data.data.length > 0 && (
         <div class="scroll">
           <table>

@@ -80,22 +80,24 @@ function WebhookItem({ hook, onChange, onError }: { hook: Webhook; onChange: () 
       </p>
       <p class="events">{hook.events.join(", ")}</p>
       {failures.length > 0 && (
-        <table>
-          <caption>Failed deliveries</caption>
-          <thead>
-            <tr><th>Event</th><th>Attempts</th><th>Last error</th><th>Last attempt</th></tr>
-          </thead>
-          <tbody>
-            {failures.map((d) => (
-              <tr key={d.event_id}>
-                <td>{d.event}</td>
-                <td>{d.attempts}</td>
-                <td>{d.last_error ?? (d.last_status_code ? `HTTP ${d.last_status_code}` : "")}</td>
-                <td>{when(d.last_attempt_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <div class="scroll">
+          <table>
+            <caption>Failed deliveries</caption>
+            <thead>
+              <tr><th>Event</th><th>Attempts</th><th>Last error</th><th>Last attempt</th></tr>
+            </thead>
+            <tbody>
+              {failures.map((d) => (
+                <tr key={d.event_id}>
+                  <td>{d.event}</td>
+                  <td>{d.attempts}</td>
+                  <td>{d.last_error ?? (d.last_status_code ? `HTTP ${d.last_status_code}` : "")}</td>
+                  <td>{when(d.last_attempt_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <p class="row">
         {(failures.length > 0 || hook.status === "failed") && (

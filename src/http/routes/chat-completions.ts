@@ -146,6 +146,19 @@ async function streamCompletion({ reply, job, events, log, chat }: Answer, appUr
   if (!res.destroyed && !res.writableEnded) res.end();
 }
 
+/**
+ * Starts a job and streams it as `stream: true` does here: the same headers, chunks, trailer and
+ * errors (one that comes before the first token answers with its own status). The web app's
+ * playground answers through it for a wallet's session.
+ */
+export async function streamJob(reply: FastifyReply, chat: ChatRequest, start: (signal: AbortSignal) => Promise<StartedJob>, appUrl: () => string): Promise<void> {
+  const callerGone = clientGone(reply);
+  const job = await start(callerGone);
+  reply.headers(jobHeaders(job));
+  const log: CompletionLog = { model: chat.model, stream: true, jobId: job.id };
+  await streamCompletion({ reply, job, events: job.events[Symbol.asyncIterator](), log, chat, callerGone }, appUrl);
+}
+
 export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCompletionsOptions): Promise<void> {
   app.post("/chat/completions", { schema, serializerCompiler: plainJson, config: { keyConfirmedAtAdmission: true } }, async (request, reply) => {
     const chat = parseChatRequest(request.body as ChatCompletionBody);
