@@ -3,7 +3,7 @@
  * the parts that own the data and to the database handle: no route, and nothing the http and web
  * parts hold, sees the handle. One place to read what the routes ask of the rest of the service.
  */
-import { type ApiKeyCache, accounts, authenticate, confirmKeys, getWallet } from "./accounts/index.ts";
+import { type ApiKeyCache, accounts, authenticate, confirmKeys, getWallet, refuseSuspendedWallet } from "./accounts/index.ts";
 import type { Chain } from "./chain/index.ts";
 import { ApiError, baseUnitsToCredits, creditsToBaseUnits, isId, newId, type Signer } from "./core/index.ts";
 import {
@@ -116,7 +116,12 @@ export function webAppPorts(parts: { db: Db; webhooks: Webhooks; ports: HttpPort
   usage: Omit<UsagePageOptions, "appUrl">;
 } {
   // The playground's jobs start as /v1's do; a session's wallet has no key for the admission to confirm.
-  const playground: Omit<PlaygroundOptions, "appUrl"> = { startJob: (caller, chat, signal) => parts.jobs.start(caller, chat, signal), models: { catalog: parts.catalog, pool: parts.pool } };
+  // A suspended wallet spends nothing through its session either.
+  const startJob: PlaygroundOptions["startJob"] = async (caller, chat, signal) => {
+    await refuseSuspendedWallet(parts.db, caller.wallet);
+    return parts.jobs.start(caller, chat, signal);
+  };
+  const playground: Omit<PlaygroundOptions, "appUrl"> = { startJob, models: { catalog: parts.catalog, pool: parts.pool } };
   return { sessions: sessionStore(parts.db), account: accountPage(parts.db), webhooks: webhookPage(parts.webhooks, parts.ports), playground, usage: usagePage(parts) };
 }
 

@@ -270,3 +270,12 @@ async function changeWalletKey(db: Db, wallet: string, unless: string, suspended
   const [live] = await db.query<{ created_at: Date; suspended_at: Date | null }>("SELECT created_at, suspended_at FROM api_keys WHERE wallet = $1 AND revoked_at IS NULL", [wallet]);
   return live && { key: { createdAt: live.created_at, suspendedAt: live.suspended_at }, changed: false };
 }
+
+/**
+ * Refuses a wallet whose latest key is suspended (403 key_suspended): a suspension is the
+ * wallet's, so what it spends without a key (the app's playground) is refused as its key is.
+ */
+export async function refuseSuspendedWallet(db: Db, wallet: string): Promise<void> {
+  const [latest] = await db.query<{ suspended_at: Date | null }>("SELECT suspended_at FROM api_keys WHERE wallet = $1 ORDER BY created_at DESC LIMIT 1", [wallet]);
+  if (latest?.suspended_at) throw new ApiError("key_suspended", "This wallet's API key was suspended after a policy violation; its credits cannot be spent until it is reinstated.");
+}

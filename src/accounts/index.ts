@@ -2,7 +2,7 @@
 export * as accounts from "./accounts.ts";
 export { addCreditLowSides, authenticate, confirmKeys, ensureWallet, getWallet, hasApiKey, issueApiKey, lockCreditLowSides, recordCreditLowSide, recordTopup } from "./accounts.ts";
 export type { CreditLowSides, Wallet } from "./accounts.ts";
-export { reinstateWalletKey, suspendWalletKey } from "./accounts.ts";
+export { refuseSuspendedWallet, reinstateWalletKey, suspendWalletKey } from "./accounts.ts";
 export type { LiveKeyState } from "./accounts.ts";
 export { ApiKeyCache } from "./api-key-cache.ts";
 export type { KeyOwner } from "./api-key-cache.ts";

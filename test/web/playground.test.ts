@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { reinstateWalletKey, suspendWalletKey } from "../../src/accounts/index.ts";
 import { outputHash } from "../../src/core/index.ts";
 import { generateKeypair, type Keypair } from "../../src/core/keys.ts";
 import { jobConcluded } from "../support/eventually.ts";
@@ -107,6 +108,22 @@ describe("playground API", () => {
     const elsewhere = await fetch(`${origin}/app/api/playground/completions`, { method: "POST", headers: { origin: "https://evil.example", cookie, "content-type": "application/json" }, body: JSON.stringify(ask("Hi")) });
     assert.equal(elsewhere.status, 400, "another site cannot spend the session's credits");
     assert.equal(await credits(cookie), 500, "nothing refused was charged");
+  });
+
+  test("a wallet whose key is suspended spends nothing through its session either", async () => {
+    const kp = generateKeypair();
+    await gateway.service.deposits.deposit(kp.address, 500);
+    const cookie = await signInAs(origin, kp);
+    await appCall(origin, cookie, "POST", "/api-key");
+    assert.equal((await suspendWalletKey(gateway.service.db, kp.address))?.changed, true);
+    const res = await playground(cookie, ask("Hi"));
+    assert.equal(res.status, 403);
+    assert.equal(((await res.json()) as { error: { code: string } }).error.code, "key_suspended");
+    assert.equal(await credits(cookie), 500);
+    await reinstateWalletKey(gateway.service.db, kp.address);
+    const again = await playground(cookie, ask("Hi", { max_tokens: 4 }));
+    assert.equal(again.status, 200);
+    await again.text();
   });
 
   test("one completion at a time per wallet, 5 at once, and a wallet without credits is refused with 402", async () => {
