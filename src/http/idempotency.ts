@@ -7,9 +7,17 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, type ErrorCode } from "../core/index.ts";
-import { type Claim, keyInUse, keyReused, type KeyRow, parseIdempotencyKey, requestFingerprint, WAIT_FOR_FIRST_MS } from "../idempotency/index.ts";
+import type { DocumentedHeader } from "./openapi.ts";
+import { type Claim, keyInUse, keyReused, type KeyRow, MAX_KEY_LENGTH, parseIdempotencyKey, requestFingerprint, WAIT_FOR_FIRST_MS } from "../idempotency/index.ts";
 
 export const REPLAYED_HEADER = "idempotent-replayed";
+
+/** The header as /v1/openapi.json documents it on the routes that read it. */
+export const IDEMPOTENCY_KEY_HEADER: DocumentedHeader = {
+  name: "Idempotency-Key",
+  description: "The same key and body within 24 hours answer the first request's outcome, marked Idempotent-Replayed: true, and charge nothing more; another body under the key is refused (docs/api.md, Idempotent requests).",
+  schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH },
+};
 
 /** The stored keys, bound to the idempotency part by whoever assembles the service (src/ports.ts). */
 export interface IdempotencyPort {

@@ -50,6 +50,21 @@ function parameters(schema: Schema | undefined, where: "path" | "query"): Schema
   }));
 }
 
+/**
+ * Headers a route reads itself rather than through a schema Fastify validates on every request
+ * (route `config.documentedHeaders`): documented, at no cost on the request path.
+ */
+export interface DocumentedHeader {
+  name: string;
+  description: string;
+  schema: Schema;
+}
+
+function headerParameters(config: unknown): Schema[] {
+  const headers = (config as { documentedHeaders?: DocumentedHeader[] } | undefined)?.documentedHeaders ?? [];
+  return headers.map((header) => ({ name: header.name, in: "header", required: false, schema: header.schema, description: header.description }));
+}
+
 function responses(declared: Schema | undefined): Schema {
   const out: Schema = {};
   for (const [status, schema] of Object.entries(declared ?? {})) {
@@ -67,7 +82,7 @@ function operation(route: RegisteredRoute, method: string): Schema {
   const isPublic = Boolean((route.config as { public?: boolean } | undefined)?.public);
   return {
     operationId: `${method.toLowerCase()}${openApiPath(route.url).replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? "").toUpperCase())}`,
-    parameters: [...parameters(schema.params as Schema | undefined, "path"), ...parameters(schema.querystring as Schema | undefined, "query")],
+    parameters: [...parameters(schema.params as Schema | undefined, "path"), ...parameters(schema.querystring as Schema | undefined, "query"), ...headerParameters(route.config)],
     ...(schema.body ? { requestBody: { required: true, content: { "application/json": { schema: componentRefs(schema.body) } } } } : {}),
     responses: responses(schema.response as Schema | undefined),
     ...(isPublic ? { security: [] } : {}),

@@ -102,6 +102,13 @@ describe("GET /v1/openapi.json", () => {
     );
   });
 
+  test("documents Idempotency-Key on the POST routes that read it, and on no other", () => {
+    const keyed = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).filter(([, op]) => op.parameters.some((p) => p.name === "Idempotency-Key" && p.in === "header")).map(([method]) => `${method} ${path}`),
+    );
+    assert.deepEqual(keyed.sort(), ["post /chat/completions", "post /jobs/{id}/dispute", "post /webhooks"]);
+  });
+
   test("documents exactly the methods the router takes on each /v1 path", async () => {
     for (const [path, operations] of Object.entries(doc.paths)) {
       // The 405 table is derived from Fastify's own route registrations.

@@ -6,7 +6,7 @@ import type { FinishReason, Usage } from "../../inference/index.ts";
 import { parseChatRequest, type ChatCompletionBody } from "../chat-request.ts";
 import { completionBody, deltaChunk, finishChunk, sseData, usageChunk, type ChunkContext } from "../completion-body.ts";
 import { errorBody } from "../errors.ts";
-import { type IdempotencyPort, takeKey } from "../idempotency.ts";
+import { IDEMPOTENCY_KEY_HEADER, type IdempotencyPort, takeKey } from "../idempotency.ts";
 import { CompletionTape, replayCompletion, startUnderKey } from "../idempotent-completion.ts";
 import type { CompletionLog } from "../request-log.ts";
 import { inRequestSpan } from "../request-span.ts";
@@ -160,7 +160,7 @@ export async function streamJob(reply: FastifyReply, chat: ChatRequest, start: (
 }
 
 export async function chatCompletionRoutes(app: FastifyInstance, options: ChatCompletionsOptions): Promise<void> {
-  app.post("/chat/completions", { schema, serializerCompiler: plainJson, config: { keyConfirmedAtAdmission: true } }, async (request, reply) => {
+  app.post("/chat/completions", { schema, serializerCompiler: plainJson, config: { keyConfirmedAtAdmission: true, documentedHeaders: [IDEMPOTENCY_KEY_HEADER] } }, async (request, reply) => {
     const chat = parseChatRequest(request.body as ChatCompletionBody);
     const log: CompletionLog = (request.completion = { model: chat.model, stream: chat.stream });
     // Without the header, not even a resolved promise is awaited on the request path.

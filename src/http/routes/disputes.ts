@@ -1,7 +1,7 @@
 /** POST /jobs/{job_id}/dispute: a caller contests a settled job by the hash of the text it received. */
 import type { FastifyInstance } from "fastify";
 import type { DisputeAnswer } from "../../jobs/index.ts";
-import { type IdempotencyPort, idempotently } from "../idempotency.ts";
+import { IDEMPOTENCY_KEY_HEADER, type IdempotencyPort, idempotently } from "../idempotency.ts";
 import { ERROR_RESPONSES, idParams, int, object, str } from "../schemas.ts";
 
 export interface DisputeRoutesOptions {
@@ -36,7 +36,7 @@ const answer = object(
 );
 
 export async function disputeRoutes(app: FastifyInstance, options: DisputeRoutesOptions): Promise<void> {
-  app.post("/jobs/:id/dispute", { schema: { params: idParams(), body, response: { 200: answer, ...ERROR_RESPONSES } } }, async (request, reply) => {
+  app.post("/jobs/:id/dispute", { schema: { params: idParams(), body, response: { 200: answer, ...ERROR_RESPONSES } }, config: { documentedHeaders: [IDEMPOTENCY_KEY_HEADER] } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const { received_output_hash: hash } = request.body as { received_output_hash: string };
     const wallet = request.owner.wallet;

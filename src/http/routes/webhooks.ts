@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../../core/index.ts";
 import type { EventName } from "../../events/index.ts";
-import { type IdempotencyPort, idempotently } from "../idempotency.ts";
+import { IDEMPOTENCY_KEY_HEADER, type IdempotencyPort, idempotently } from "../idempotency.ts";
 import { ERROR_RESPONSES, idParams, ref } from "../schemas.ts";
 
 export interface WebhookInput {
@@ -27,7 +27,7 @@ export interface WebhookRoutesOptions {
 export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): Promise<void> {
   const walletOf = options.walletOf ?? ((request: FastifyRequest) => request.owner.wallet);
 
-  app.post("/webhooks", { schema: { body: ref("WebhookInput"), response: { 200: ref("Webhook"), ...ERROR_RESPONSES } } }, async (request, reply) => {
+  app.post("/webhooks", { schema: { body: ref("WebhookInput"), response: { 200: ref("Webhook"), ...ERROR_RESPONSES } }, config: { documentedHeaders: [IDEMPOTENCY_KEY_HEADER] } }, async (request, reply) => {
     const input = request.body as WebhookInput;
     const wallet = walletOf(request);
     return idempotently(request, reply, options.idempotency, wallet, () => options.create(wallet, { url: input.url, events: [...new Set(input.events)], secret: input.secret }));
