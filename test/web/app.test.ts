@@ -25,7 +25,7 @@ import { startWebhookGateway, type WebhookGateway } from "../support/webhook-gat
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 import { shootBoth } from "./screenshots.ts";
 import { appCall, postSignIn, signInAs, signInInput } from "./sign-in.ts";
-import { testWalletInit, testWalletScript } from "./test-wallet.ts";
+import { signedInPage } from "./test-wallet.ts";
 
 const CHROMIUM = process.env.SVC_CHROMIUM ?? "/usr/bin/chromium";
 const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"];
@@ -195,17 +195,8 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
   after(() => browser?.close());
 
   /** A page whose browser holds a wallet for `keypair`, signed in through it. */
-  async function signedIn(keypair: Keypair, options: { withSignIn?: boolean; width?: number } = {}): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: options.width ?? 1100, height: 800 } });
-    await context.addInitScript(testWalletScript(testWalletInit(keypair, options)));
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    await page.goto(`${origin}/`);
-    await page.getByRole("button", { name: "Connect wallet" }).click();
-    await page.getByRole("button", { name: "Test Wallet" }).click();
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
-    await page.getByRole("button", { name: "Sign out" }).waitFor();
-    return page;
+  function signedIn(keypair: Keypair, options: { withSignIn?: boolean; width?: number } = {}): Promise<Page> {
+    return signedInPage(browser, origin, keypair, options);
   }
 
   const shot = (page: Page, name: string) => shootBoth(page, name);

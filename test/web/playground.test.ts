@@ -17,7 +17,7 @@ import { jobConcluded } from "../support/eventually.ts";
 import { migratedTestDb, MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
 import { shootBoth } from "./screenshots.ts";
 import { appCall, signInAs } from "./sign-in.ts";
-import { testWalletInit, testWalletScript } from "./test-wallet.ts";
+import { signedInPage } from "./test-wallet.ts";
 
 const CHROMIUM = process.env.SVC_CHROMIUM ?? "/usr/bin/chromium";
 const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"];
@@ -161,14 +161,7 @@ describe("playground in Chromium", { skip: noBrowser }, () => {
   after(() => browser?.close());
 
   async function signedIn(keypair: Keypair): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addInitScript(testWalletScript(testWalletInit(keypair)));
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    await page.goto(`${origin}/`);
-    await page.getByRole("button", { name: "Connect wallet" }).click();
-    await page.getByRole("button", { name: "Test Wallet" }).click();
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    const page = await signedInPage(browser, origin, keypair, { width: 1280, height: 900 });
     await page.getByRole("button", { name: "Playground" }).click();
     await page.getByRole("heading", { level: 2, name: "Playground" }).waitFor();
     return page;

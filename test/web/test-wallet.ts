@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
 import type { Keypair } from "../../src/core/keys.ts";
 
 const PKCS8_ED25519_PREFIX = "302e020100300506032b657004220420";
@@ -35,4 +36,28 @@ const PAGE_SOURCE = readFileSync(join(import.meta.dirname, "test-wallet.page.js"
 /** The init script that registers the wallet (for `context.addInitScript`). */
 export function testWalletScript(init: TestWalletInit): { content: string } {
   return { content: `${PAGE_SOURCE}\nregisterTestWallet(${JSON.stringify(init)});` };
+}
+
+/**
+ * A page of the app at `origin` in a new browser context holding this test wallet for `keypair`,
+ * signed in through it as a person would (Connect wallet, Test Wallet, Sign in). `clipboard`
+ * lets the page read and write the clipboard.
+ */
+export async function signedInPage(
+  browser: Browser,
+  origin: string,
+  keypair: Keypair,
+  options: { width?: number; height?: number; withSignIn?: boolean; clipboard?: boolean } = {},
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: options.width ?? 1100, height: options.height ?? 800 } });
+  if (options.clipboard) await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  await context.addInitScript(testWalletScript(testWalletInit(keypair, options.withSignIn === undefined ? {} : { withSignIn: options.withSignIn })));
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  await page.goto(`${origin}/`);
+  await page.getByRole("button", { name: "Connect wallet" }).click();
+  await page.getByRole("button", { name: "Test Wallet" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.getByRole("button", { name: "Sign out" }).waitFor();
+  return page;
 }

@@ -19,7 +19,7 @@ import { WorkerNode } from "../../src/worker/worker-node.ts";
 import { jobConcluded } from "../support/eventually.ts";
 import { migratedTestDb, MODEL, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
 import { appCall, signInAs } from "./sign-in.ts";
-import { testWalletInit, testWalletScript } from "./test-wallet.ts";
+import { signedInPage } from "./test-wallet.ts";
 
 const CHROMIUM = process.env.SVC_CHROMIUM ?? "/usr/bin/chromium";
 const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"];
@@ -53,18 +53,8 @@ after(async () => {
 });
 
 /** A page whose browser holds a wallet for `keypair`, signed in through it; the page may use the clipboard. */
-async function signedIn(keypair: Keypair, width = 1100): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height: 800 } });
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
-  await context.addInitScript(testWalletScript(testWalletInit(keypair)));
-  const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  await page.goto(`${origin}/`);
-  await page.getByRole("button", { name: "Connect wallet" }).click();
-  await page.getByRole("button", { name: "Test Wallet" }).click();
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.getByRole("button", { name: "Sign out" }).waitFor();
-  return page;
+function signedIn(keypair: Keypair, width = 1100): Promise<Page> {
+  return signedInPage(browser, origin, keypair, { width, clipboard: true });
 }
 
 async function openPage(page: Page, name: string): Promise<void> {
