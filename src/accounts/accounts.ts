@@ -43,11 +43,7 @@ export async function issueApiKey(db: Db, wallet: string): Promise<string> {
     await ensureWallet(tx, wallet);
     await tx.query("UPDATE api_keys SET revoked_at = now() WHERE wallet = $1 AND revoked_at IS NULL", [wallet]);
     // A suspension is the wallet's, not one key's: a new key must not lift it.
-    await tx.query(
-      `INSERT INTO api_keys (key_hash, wallet, suspended_at)
-       VALUES ($1, $2, (SELECT suspended_at FROM api_keys WHERE wallet = $2 ORDER BY created_at DESC LIMIT 1))`,
-      [hashApiKey(key), wallet],
-    );
+    await tx.query("INSERT INTO api_keys (key_hash, wallet, suspended_at) VALUES ($1, $2, $3)", [hashApiKey(key), wallet, await walletSuspendedAt(tx, wallet)]);
   });
   return key;
 }
@@ -276,6 +272,11 @@ async function changeWalletKey(db: Db, wallet: string, unless: string, suspended
  * wallet's, so what it spends without a key (the app's playground) is refused as its key is.
  */
 export async function refuseSuspendedWallet(db: Db, wallet: string): Promise<void> {
+  if (await walletSuspendedAt(db, wallet)) throw new ApiError("key_suspended", "This wallet's API key was suspended after a policy violation; its credits cannot be spent until it is reinstated.");
+}
+
+/** When the wallet's latest key was suspended; null when it is not, or the wallet has no key. */
+async function walletSuspendedAt(db: Db, wallet: string): Promise<Date | null> {
   const [latest] = await db.query<{ suspended_at: Date | null }>("SELECT suspended_at FROM api_keys WHERE wallet = $1 ORDER BY created_at DESC LIMIT 1", [wallet]);
-  if (latest?.suspended_at) throw new ApiError("key_suspended", "This wallet's API key was suspended after a policy violation; its credits cannot be spent until it is reinstated.");
+  return latest?.suspended_at ?? null;
 }
