@@ -9,7 +9,7 @@ export { idBody, isId, jobIdOfKey, jobKey, newId } from "./ids.ts";
 export { LOG_FORMATS, createLogger, defaultLogFormat, silentLogger } from "./logger.ts";
 export type { LogFormat, Logger } from "./logger.ts";
 export { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS, splitPayout } from "./payout.ts";
-export { TIERS, completionCost, planEscrow } from "./pricing.ts";
+export { DEFAULT_COMPLETION_CAP, TIERS, completionCost, planEscrow } from "./pricing.ts";
 export type { Tier } from "./pricing.ts";
 export { outputHash, proofMessage, proofVerifies } from "./proof.ts";
 export { auditPath, leafBytes, leafHash, merkleRoot, parseSettlementMessage, rootFromPath, settlementMessage, settlementMessageOf, settlementMessageTail, SETTLEMENT_DOMAIN } from "./settlement-proof.ts";

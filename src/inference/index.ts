@@ -11,7 +11,7 @@ export { DEFAULT_UPSTREAM_TIMEOUT_MS, OpenAiEngine } from "./openai-engine.ts";
 export type { OpenAiEngineOptions } from "./openai-engine.ts";
 export { DEFAULT_DOWNLOAD_STALL_S, huggingFaceFileUrl, isHuggingFaceSpec, ModelSourceError, resolveModelSource } from "./model-source.ts";
 export type { ModelSourceOptions } from "./model-source.ts";
-export { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, longestTokenBytes, promptTokensAtLeast, SILENT_TOKENS, utf8Bytes } from "./token-bounds.ts";
+export { completionTokensAtMost, DEFAULT_MAX_TOKEN_BYTES, longestTokenBytes, promptTokensAtLeast, promptTokensAtMost, SILENT_TOKENS, utf8Bytes } from "./token-bounds.ts";
 export { ModelVocabularies, Vocabulary } from "./vocabulary.ts";
 export { FamilyTokenizers } from "./family-tokenizers.ts";
 export type { TokenCounter, TokenizerFamily } from "./family-tokenizers.ts";

@@ -35,6 +35,34 @@ export function promptTokensAtLeast(messages: readonly ChatMessage[], maxTokenBy
 }
 
 /**
+ * Most tokens a tokenizer may make of one byte of a message's text. A byte-level BPE vocabulary
+ * (Llama 3, Qwen) and a SentencePiece one with byte fallback (Mistral, Gemma) make at most one
+ * token of each byte they see; what they see can be longer than what was sent when they normalize
+ * it first, and NFC, the normalization such tokenizers apply, at most triples a text's UTF-8 bytes
+ * (Unicode's UAX #15). One more for good measure.
+ */
+const TOKENS_PER_BYTE_AT_MOST = 4;
+
+/**
+ * Tokens a chat template may add around each message (its role's markers and separators), and
+ * to a whole prompt (a default system prompt, the assistant's opening): generous for the
+ * templates of the catalog's families, which add a handful per message and a few dozen at most.
+ */
+const TEMPLATE_TOKENS_PER_MESSAGE = 32;
+const TEMPLATE_TOKENS_PER_PROMPT = 256;
+
+/**
+ * Most tokens the conversation can take, rendered through a model's chat template. Far above the
+ * true count, but known without a tokenizer: a prompt this bound proves fits in a context window
+ * needs no count to be admitted (JobService.start).
+ */
+export function promptTokensAtMost(messages: readonly ChatMessage[]): number {
+  let tokens = TEMPLATE_TOKENS_PER_PROMPT;
+  for (const m of messages) tokens += TEMPLATE_TOKENS_PER_MESSAGE + TOKENS_PER_BYTE_AT_MOST * (utf8Bytes(m.role) + utf8Bytes(m.content));
+  return tokens;
+}
+
+/**
  * Most completion tokens an output can hold: every sampled token yields at least one byte, except
  * the few silent ones. A stop sequence is sampled but withheld from the output, so when one may
  * have ended the job its bytes count too.

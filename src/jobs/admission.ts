@@ -21,8 +21,6 @@ import * as money from "./money.ts";
 /** A job to admit: still pending, its worker leased. */
 export interface Admission {
   job: JobRecord;
-  /** Its escrow lock, when signed ahead; otherwise the group's locks are signed together, several to a transaction. */
-  escrow?: EscrowAction;
   /** Admitted without its lock, which is signed later with the wallet's next jobs (EscrowTables.lockLater). */
   lockLater?: boolean;
   worker: { address: string; staked: boolean };
@@ -87,7 +85,7 @@ export class Admissions {
   /** Shows a job's lock to its caller (Admission.signed), once: a group signing it again fails. */
   private announce(admission: Admission, lock: EscrowAction | undefined): void {
     if (admission.signed === undefined) return;
-    const signedHere = admission.escrow === undefined && admission.lockLater !== true;
+    const signedHere = admission.lockLater !== true;
     if (signedHere && this.announced.has(admission)) throw new Error(`job ${admission.job.id}'s escrow lock was shown to its caller from a group that failed; it is not signed again`);
     if (signedHere) this.announced.add(admission);
     admission.signed(lock);
@@ -110,19 +108,19 @@ export class Admissions {
   }
 
   /**
-   * Each job's escrow lock: its own when signed ahead, the others' signed together, several to a
+   * Each job's escrow lock, signed together with the group's others, several to a
    * transaction (with escrow tables, a wallet's jobs into the next slots of its table). Signed
    * before the group's transaction; a group that fails is redone job by job, each with a lock of
    * its own, and its table locks give their slots back (`unsigned`).
    */
   private async signEscrows(db: Db, chain: Chain, admissions: readonly Admission[]): Promise<(EscrowAction | undefined)[]> {
-    const waiting = admissions.filter((a) => a.escrow === undefined && a.lockLater !== true);
+    const waiting = admissions.filter((a) => a.lockLater !== true);
     const unsigned = waiting.map(({ job }) => ({ jobId: job.id, tier: job.tier, wallet: job.wallet, credits: job.creditsLocked }));
     let signed: EscrowAction[] = [];
     if (unsigned.length > 0) signed = this.tables ? await this.tables.prepareLocks(db, unsigned) : await prepareEscrows(chain, unsigned);
     if (this.tables) waiting.forEach((admission, i) => this.tableLocks.set(admission, signed[i]!));
     let next = 0;
-    return admissions.map((a) => a.escrow ?? (a.lockLater === true ? undefined : signed[next++]!));
+    return admissions.map((a) => (a.lockLater === true ? undefined : signed[next++]!));
   }
 
   /** Admissions whose group failed: their table locks will not be sent. */

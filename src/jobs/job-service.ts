@@ -13,12 +13,13 @@
 import { performance } from "node:perf_hooks";
 import { type Catalog, type CatalogModel, modelNotFound } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, BoundedMap, awaitedLater, Channel, JOB_TIMEOUT_MS, type Logger, RecentSamples, TIERS, completionCost, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
+import { ApiError, BoundedMap, awaitedLater, Channel, DEFAULT_COMPLETION_CAP, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
 import { generationOf, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
   DEFAULT_MAX_TOKEN_BYTES,
   promptTokensAtLeast,
+  promptTokensAtMost,
   SILENT_TOKENS,
   utf8Bytes,
   type ChatMessage,
@@ -36,7 +37,7 @@ import { Admissions } from "./admission.ts";
 import { EscrowTables, LockWithdrawnError } from "./escrow-tables.ts";
 import { TableRefunds } from "./table-refunds.ts";
 import { TableSettlements } from "./table-settlements.ts";
-import { EscrowLanding, escrowPlace, jobAwaitingRefund, jobsAwaitingRefund, prepareEscrow, registerJobActions, releaseUnlocked, type EscrowAction } from "./job-chain.ts";
+import { EscrowLanding, escrowPlace, jobAwaitingRefund, jobsAwaitingRefund, registerJobActions, releaseUnlocked, type EscrowAction } from "./job-chain.ts";
 import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord, type JobStatus } from "./job-record.ts";
 import { adoptJobs, getJob, updateJob, updateJobs } from "./job-repo.ts";
@@ -145,9 +146,6 @@ interface GrantedJob {
   request: ChatRequest;
   held: HeldSlot;
   clientSignal: AbortSignal;
-  early: EarlyJob | undefined;
-  /** Its lock, signed while its prompt was counted. */
-  escrow: EscrowAction | undefined;
   lockLater: boolean;
   credit: CreditChange;
 }
@@ -187,32 +185,31 @@ interface Admitted {
   escrow: ChainAction | undefined;
 }
 
-/** A job started on its worker before its prompt was counted (startBeforeCount). */
-interface EarlyJob {
-  job: JobRecord;
-  lease: WorkerLease;
-  launch: Launch;
-  /** Its output has begun to flow (DrivenJob.outputBegun), and who else to tell of it. */
-  output: { begun: boolean; tell: () => void };
-  /** Hands the job its admission; the first of this and `abandon` decides. */
-  admit(admission: Promise<Admitted>): void;
-  abandon(): void;
+/** What admission knows of a prompt's room in its worker's context window. */
+interface Fit {
+  /** The worker's count, or 0 when none was needed (the worker's own count comes with its output). */
+  promptTokens: number;
+  /** Tokens of context the job needs: its prompt's and its completion's. */
+  wanted: number;
+  contextWindow: number;
 }
 
 /**
- * A job's escrow lock signed while its prompt is counted: with max_tokens the lock's price does
- * not depend on the count, and the count is a round trip to the worker that the signing can use.
+ * The fit of a prompt that needs no count: when the most tokens it can take (promptTokensAtMost)
+ * leave room for its whole completion in the leased worker's window, the count would decide
+ * nothing. With max_tokens the price does not depend on the prompt; without it the completion's
+ * cap is DEFAULT_COMPLETION_CAP whenever the window holds that beside the prompt. Undefined when
+ * only a count can tell; the prompt's tokens a job reports are then its worker's count at the end.
  */
-interface EscrowAhead {
-  jobId: string;
-  credits: number;
-  signed: Promise<EscrowAction>;
+function fitUncounted(model: CatalogModel, lease: WorkerLease, request: ChatRequest): Fit | undefined {
+  const contextWindow = Math.min(model.contextWindow, lease.worker.contextWindow(model.id));
+  const wanted = promptTokensAtMost(request.messages) + (request.maxTokens ?? DEFAULT_COMPLETION_CAP);
+  return wanted <= contextWindow ? { promptTokens: 0, wanted, contextWindow } : undefined;
 }
 
-/** What a job got going before its prompt was counted: its run on the worker, its escrow lock. */
-interface HeadStart {
-  early: EarlyJob | undefined;
-  escrow: EscrowAhead | undefined;
+/** The context a job needs on a worker: its count and its completion, or, uncounted, what fitUncounted proved. */
+function contextWanted(job: JobRecord, request: ChatRequest): number {
+  return (job.promptTokens > 0 ? job.promptTokens : promptTokensAtMost(request.messages)) + job.maxTokens;
 }
 
 /** The signal a job's workers run under: the caller leaving, or the job's timeout. */
@@ -250,9 +247,6 @@ class HeldSlot {
   }
 }
 
-/** How many of this node's latest admissions say how long one takes now (slowToFirstToken). */
-const RECENT_ADMISSIONS = 8;
-
 export class JobService {
   /** Told of each job this node moves to a final status, with that status (the metrics' counts). */
   onEnded: ((status: JobStatus) => void) | undefined;
@@ -287,10 +281,6 @@ export class JobService {
    * commits (admitsEarly).
    */
   private readonly creditsSeen = new BoundedMap<number>(100_000);
-  /** Jobs between their arrival and their admission's commit (start). */
-  private admitting = 0;
-  /** How long this node's recent admissions took, from a request's arrival to its commit. */
-  private readonly admissionMs = new RecentSamples(RECENT_ADMISSIONS);
 
   constructor(options: JobServiceOptions) {
     this.db = options.db;
@@ -328,53 +318,41 @@ export class JobService {
   }
 
   /**
-   * Admit a chat completion: check the model, count the prompt, lock the price in escrow and hand
-   * the job to a worker. Resolves once the job is running; errors before that are ApiErrors that
-   * leave nothing charged.
+   * Admit a chat completion: check the model, fit the prompt (counted by a worker only when its
+   * length leaves that open), lock the price in escrow and hand the job to a worker. Resolves once
+   * the job is running; errors before that are ApiErrors that leave nothing charged.
    */
   async start(caller: JobCaller, request: ChatRequest, clientSignal: AbortSignal): Promise<StartedJob> {
-    const { wallet } = caller;
     const model = this.catalog.get(request.model);
-    const arrived = performance.now();
     if (!model) throw modelNotFound(this.catalog, request.model);
     await this.refuseUnfittable(model, request);
     const held = new HeldSlot(await this.slotFor(model.id, clientSignal));
-    let early = this.startBeforeCount(wallet, model, request, held.current, clientSignal);
-    // With another job on its way to admission, this one will likely share its group, and its locks' transaction.
-    const alone = this.admitting++ === 0;
     try {
-      // The count is asked for first: the lock's signing then runs while its answer travels.
-      const counting = this.countOnWorkers(model.id, held.current, request.messages);
-      // A table's lock is signed in the admission's group: its slots are taken in the order locks are signed.
-      let escrow = alone && !this.tables ? this.signEscrowAhead(wallet, model, request, early?.job.id ?? newId("job")) : undefined;
-      const { lease, promptTokens } = await counting;
-      const wanted = promptTokens + (request.maxTokens ?? 1);
-      held.moveTo(await this.roomFor(model, lease, wanted, clientSignal));
-      // The count moved the job to another worker: the run begun on the first one stops, and its
-      // job id (which the lock signed ahead names) goes with it.
-      if (early !== undefined && held.current !== early.lease) {
-        early.abandon();
-        early = undefined;
-        escrow = undefined;
-      }
-      const contextWindow = Math.min(model.contextWindow, held.current.worker.contextWindow(model.id));
-      if (wanted > contextWindow) {
-        // The window GET /models shows: the largest a request can get, whichever worker was picked.
-        const largest = Math.min(model.contextWindow, Math.max(contextWindow, this.pool.contextWindow(model.id)));
-        throw contextLengthExceeded(largest, `${promptTokens}`, request.maxTokens);
-      }
+      const fit = fitUncounted(model, held.current, request) ?? (await this.fitCounted(model, request, held, clientSignal));
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
-      const started = await this.reserve(caller, model, request, { promptTokens, wanted, contextWindow }, held, clientSignal, { early, escrow });
-      this.admissionMs.add(performance.now() - arrived);
-      return started;
+      return await this.reserve(caller, model, request, fit, held, clientSignal);
     } catch (error) {
-      early?.abandon();
       held.release();
       throw error;
-    } finally {
-      this.admitting--;
     }
+  }
+
+  /**
+   * The fit of a prompt a worker has counted: on the leased worker, or on one with room for it
+   * when the count shows it needs more; refused with 400 context_length_exceeded when none has.
+   */
+  private async fitCounted(model: CatalogModel, request: ChatRequest, held: HeldSlot, clientSignal: AbortSignal): Promise<Fit> {
+    const { lease, promptTokens } = await this.countOnWorkers(model.id, held.current, request.messages);
+    const wanted = promptTokens + (request.maxTokens ?? 1);
+    held.moveTo(await this.roomFor(model, lease, wanted, clientSignal));
+    const contextWindow = Math.min(model.contextWindow, held.current.worker.contextWindow(model.id));
+    if (wanted > contextWindow) {
+      // The window GET /models shows: the largest a request can get, whichever worker was picked.
+      const largest = Math.min(model.contextWindow, Math.max(contextWindow, this.pool.contextWindow(model.id)));
+      throw contextLengthExceeded(largest, `${promptTokens}`, request.maxTokens);
+    }
+    return { promptTokens, wanted, contextWindow };
   }
 
   /**
@@ -395,68 +373,6 @@ export class JobService {
   /** What is left of the job's 120 seconds. */
   private timeLeftMs(job: JobRecord): number {
     return Math.max(0, job.createdAt.getTime() + this.timeoutMs - Date.now());
-  }
-
-  /**
-   * With max_tokens, the job's escrow lock for that price, signing while the prompt is counted.
-   * For a job on its way alone: one admitted with others has its lock signed with theirs, several
-   * to a transaction (admission.ts), which costs the chain a third as much per lock.
-   */
-  private signEscrowAhead(wallet: string, model: CatalogModel, request: ChatRequest, jobId: string): EscrowAhead | undefined {
-    if (request.maxTokens === undefined) return undefined;
-    const credits = completionCost(TIERS[model.tier], request.maxTokens);
-    const signed = prepareEscrow(this.chain, { jobId, tier: model.tier, wallet, credits });
-    // Awaited only if the job is admitted; a request the count refuses drops it unsent.
-    awaitedLater(signed);
-    return { jobId, credits, signed };
-  }
-
-  /**
-   * With max_tokens the lock's price does not depend on the prompt, so a wallet whose credits
-   * after its latest admission here cover it (admitsEarly), on a worker recently slow to its first
-   * token (slowToFirstToken), has its job start on the worker now, while the prompt is counted and
-   * the admission commits: the count's round trip to the worker leaves the caller's wait for the
-   * first token. The job's record is completed (prompt tokens, escrow) before its admission; until
-   * then its output waits in the job's channel. `admit` hands it the admission; `abandon` stops it
-   * as not admitted, when the count refuses the request or moves it to another worker.
-   */
-  private startBeforeCount(wallet: string, model: CatalogModel, request: ChatRequest, lease: WorkerLease, clientSignal: AbortSignal): EarlyJob | undefined {
-    if (request.maxTokens === undefined) return undefined;
-    const creditsLocked = completionCost(TIERS[model.tier], request.maxTokens);
-    if (!this.startsBeforeCount(wallet, lease, creditsLocked)) return undefined;
-    const job = newPendingJob({ id: newId("job"), wallet, model: model.id, tier: model.tier, creditsLocked, maxTokens: request.maxTokens, promptTokens: 0, escrowAddress: "", escrowTx: "", request });
-    // A promise settles once: whichever of admit and abandon comes first decides.
-    let decide!: (admission: Promise<Admitted>) => void;
-    const output = { begun: false, tell: () => undefined as void };
-    const outputBegun = () => {
-      output.begun = true;
-      output.tell();
-    };
-    const launch = this.launch(job, new Promise<Admitted>((resolve) => (decide = resolve)), lease, request, clientSignal, outputBegun);
-    awaitedLater(launch.admitted);
-    return { job, lease, launch, output, admit: decide, abandon: () => decide(notAdmitted()) };
-  }
-
-  /**
-   * Whether a job with `max_tokens` starts before its prompt is counted: when the wallet's credits
-   * cover its lock (as the credit book holds them, or after its latest admission here) and the
-   * worker is slow to its first token (slowToFirstToken).
-   */
-  private startsBeforeCount(wallet: string, lease: WorkerLease, creditsLocked: number): boolean {
-    const credits = this.book ? this.book.available(wallet) : this.creditsSeen.get(wallet);
-    return (credits ?? -1) >= creditsLocked && this.slowToFirstToken(lease);
-  }
-
-  /**
-   * Whether the lease's worker's recent first tokens came later than this node's recent
-   * admissions committed. Only then does starting before the count pay: a quicker worker's output
-   * arrives while the count, the lock's signature and the commit still run, and on PGlite its
-   * handling delays the commit that the first token waits for.
-   */
-  private slowToFirstToken(lease: WorkerLease): boolean {
-    const firstTokenMs = this.pool.recentFirstTokenMs(lease.worker.address);
-    const admissionMs = this.admissionMs.median();
-    return firstTokenMs !== null && admissionMs !== null && firstTokenMs >= admissionMs;
   }
 
   /**
@@ -483,7 +399,7 @@ export class JobService {
       id: job.id,
       model: job.model,
       created: Math.floor(job.createdAt.getTime() / 1000),
-      // Known once admitted: a job started before its prompt was counted has no escrow yet.
+      // Known once its admission's group has signed its lock.
       escrowTx: "",
       workerAddress: lease.worker.address,
       creditsAfterLock: 0,
@@ -585,12 +501,10 @@ export class JobService {
     caller: JobCaller,
     model: CatalogModel,
     request: ChatRequest,
-    fit: { promptTokens: number; wanted: number; contextWindow: number },
+    fit: Fit,
     held: HeldSlot,
     clientSignal: AbortSignal,
-    head: HeadStart,
   ): Promise<StartedJob> {
-    const { early } = head;
     const { promptTokens, wanted, contextWindow } = fit;
     const { wallet } = caller;
     const rates = TIERS[model.tier];
@@ -598,41 +512,35 @@ export class JobService {
       const available = request.maxTokens !== undefined ? Number.POSITIVE_INFINITY : await money.availableCredits(this.db, wallet);
       const plan = planEscrow({ rates, availableCredits: available, maxTokens: request.maxTokens, promptTokens, contextWindow });
       if (!plan.ok) throw insufficientCredits(available, plan.creditsRequired, model.tier);
-      // With max_tokens (the only case an early job has) the plan is the early job's lock and limit.
-      const ahead = attempt === 0 && head.escrow?.credits === plan.lockCredits ? head.escrow : undefined;
-      const id = ahead?.jobId ?? early?.job.id ?? newId("job");
-      // Not signed ahead, the lock is signed in the admission's group, with the others' locks.
-      const escrow = await ahead?.signed;
-      const record = {
-        id,
+      // Its lock is signed in the admission's group, with the others' locks.
+      const job = newPendingJob({
+        id: newId("job"),
         wallet,
         model: model.id,
         tier: model.tier,
         creditsLocked: plan.lockCredits,
         maxTokens: plan.maxTokens,
         promptTokens,
-        escrowAddress: escrow?.escrowAddress ?? "",
-        escrowTx: escrow?.signature ?? "",
+        escrowAddress: "",
+        escrowTx: "",
         // Kept for a dispute's re-execution until the window closes (Disputes.start forgets it).
         request,
-      };
-      const job = early ? Object.assign(early.job, record) : newPendingJob(record);
+      });
       // A JSON reply is written at the end: its table lock can wait for the wallet's next jobs,
       // when the wallet has others running to share its transaction. Alone, it is signed in the
       // admission and lands while the job runs, off the reply's path; so is a stream's, whose
-      // headers name it at the first token. A job begun before its count runs already: it is not another.
-      const othersRunning = (this.runningByWallet.get(wallet) ?? 0) > (early ? 1 : 0);
+      // headers name it at the first token.
+      const othersRunning = (this.runningByWallet.get(wallet) ?? 0) > 0;
       const lockLater = this.tables !== undefined && request.stream !== true && othersRunning;
       const granted = this.book?.grant(wallet, plan.lockCredits);
-      if (granted) return await this.startGranted({ job, caller, request, held, clientSignal, early, escrow, lockLater, credit: granted });
+      if (granted) return await this.startGranted({ job, caller, request, held, clientSignal, lockLater, credit: granted });
       // The ledger decides the lock, once the wallet's granted ones in flight have committed: it could give it their credits first.
       const credit = await this.book?.takeAlone(wallet, plan.lockCredits);
-      const admission = this.admissions.admit({ job, ...(escrow ? { escrow } : {}), ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
+      const admission = this.admissions.admit({ job, ...(lockLater ? { lockLater } : {}), worker: held.current.worker, keyToConfirm: caller.keyToConfirm });
       admission.then((a) => credit?.done(true, a.creditsAfterLock), () => credit?.done(false));
       // A refusal is handled below.
       awaitedLater(admission);
-      early?.admit(admission);
-      const launched = early?.launch ?? (this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.current, request, clientSignal) : undefined);
+      const launched = this.admitsEarly(wallet, request, plan.lockCredits) ? this.launch(job, admission, held.current, request, clientSignal) : undefined;
       // Refused, it rejects as `admission` does, which is handled below.
       if (launched) awaitedLater(launched.admitted);
       try {
@@ -646,7 +554,7 @@ export class JobService {
         if (request.maxTokens !== undefined || attempt >= 2) {
           throw insufficientCredits(remaining, request.maxTokens !== undefined ? plan.lockCredits : rates.creditsPerRequest, model.tier);
         }
-        // The early run gave its lease back when its job was refused.
+        // The run begun early gave its lease back when its job was refused.
         if (launched) held.moveTo(await this.slotFor(model.id, clientSignal, { minContextWindow: wanted }));
       }
     }
@@ -667,12 +575,8 @@ export class JobService {
     let showLock!: (lock: EscrowAction | undefined) => void;
     const lockSigned = new Promise<EscrowAction | undefined>((resolve) => (showLock = resolve));
     const recordNow = stream ? admissionGate(ADMISSION_DEFER_MS) : undefined;
-    if (recordNow && g.early) {
-      g.early.output.tell = recordNow.open;
-      if (g.early.output.begun) recordNow.open();
-    }
     const shown = stream ? { signed: showLock, recordAfter: recordNow!.opened, granted: true as const } : {};
-    const admission = this.admissions.admit({ job, ...(g.escrow ? { escrow: g.escrow } : {}), ...(g.lockLater ? { lockLater: true } : {}), worker: g.held.current.worker, keyToConfirm: g.caller.keyToConfirm, ...shown });
+    const admission = this.admissions.admit({ job, ...(g.lockLater ? { lockLater: true } : {}), worker: g.held.current.worker, keyToConfirm: g.caller.keyToConfirm, ...shown });
     admission.then(
       (a) => credit.done(true, a.creditsAfterLock),
       (error: unknown) => {
@@ -681,8 +585,7 @@ export class JobService {
       },
     );
     awaitedLater(admission);
-    g.early?.admit(admission);
-    const launch = g.early?.launch ?? this.launch(job, admission, g.held.current, request, g.clientSignal, recordNow?.open);
+    const launch = this.launch(job, admission, g.held.current, request, g.clientSignal, recordNow?.open);
     awaitedLater(launch.admitted);
     launch.started.creditsAfterLock = launch.started.creditsRemaining = credit.creditsAfter!;
     if (!stream) return launch.started;
@@ -782,8 +685,7 @@ export class JobService {
     for (;;) {
       const { lease } = run;
       tried.add(lease.worker.address);
-      const { model, promptTokens, maxTokens } = driven.job;
-      checked(this.probation?.beside({ jobId: driven.job.id, model, request: generation }, lease.worker.address, promptTokens + maxTokens));
+      checked(this.probation?.beside({ jobId: driven.job.id, model: driven.job.model, request: generation }, lease.worker.address, contextWanted(driven.job, driven.request)));
       const stalled = await this.attempt(driven, { generation, outputLimitBytes }, run, job, begun);
       const fault = attemptFault({ done: run.done !== undefined, stalled: stalled || job.timedOut(), workerError: run.workerError, abandoned: job.signal.reason === CALLER_LEFT || job.signal.reason === NOT_ADMITTED });
       if (fault !== undefined) lease.outcome(fault);

@@ -32,8 +32,6 @@ const LATENCY_WINDOW = 50;
 /** A retry_after for a busy model is at least this, and at most MAX_BUSY_RETRY_S. */
 const MIN_BUSY_RETRY_S = 1;
 const MAX_BUSY_RETRY_S = 60;
-/** How many of a worker's latest first tokens say how quick it is now (recentFirstTokenMs). */
-const RECENT_FIRST_TOKENS = 8;
 /** Workers whose record (strikes, probation) is kept after they leave, for when they come back. */
 const RECORDS_KEPT = 100_000;
 
@@ -279,14 +277,6 @@ export class WorkerPool {
     for (const w of this.sellers(model)) samples.push(...w.firstTokenMs.all());
     const typicalMs = median(samples);
     return typicalMs === null ? null : Math.round(typicalMs);
-  }
-
-  /**
-   * The median of the worker's latest few times to first token (null before its first job):
-   * recent enough to follow a worker whose upstream slows down or speeds up.
-   */
-  recentFirstTokenMs(address: string): number | null {
-    return this.workers.get(address)?.firstTokenMs.median(RECENT_FIRST_TOKENS) ?? null;
   }
 
   /**

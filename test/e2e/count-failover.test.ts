@@ -10,7 +10,7 @@ import type { Engine } from "../../src/inference/engine.ts";
 import type { WorkerClient } from "../../src/worker/worker-client.ts";
 import { WorkerNode } from "../../src/worker/worker-node.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
-import { MODEL, migratedTestDb, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
+import { MODEL, PROMPT_TO_COUNT, migratedTestDb, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
 
 /** The wiring model's engine, whose prompt counting fails with `error`. */
 function countingFails(inner: Engine, error: () => Error): Engine {
@@ -40,7 +40,7 @@ after(async () => {
 });
 
 test("a prompt the second worker cannot count fails the request and gives both leases back", async () => {
-  const error = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 8 }).then(
+  const error = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: PROMPT_TO_COUNT }], max_tokens: 8 }).then(
     () => assert.fail("a prompt no worker could count was served"),
     (e: unknown) => e,
   );

@@ -1,8 +1,8 @@
 /**
  * A job starts on its worker while its admission commits, once the wallet is known to hold the
- * credits, and with max_tokens before its prompt is even counted; an admission refused after
- * that start, or a count that refuses the request, stops the worker and leaves no job, no charge
- * and no fault on the worker. Runs on PGlite, and on PostgreSQL too when DATABASE_URL is set.
+ * credits; an admission refused after that start stops the worker and leaves no job, no charge
+ * and no fault on the worker. A prompt is counted on the worker only when its length leaves its
+ * fit open. Runs on PGlite, and on PostgreSQL too when DATABASE_URL is set.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -16,7 +16,7 @@ import type { WorkerClient } from "../../src/worker/worker-client.ts";
 import { testDatabases } from "../support/db.ts";
 import { until } from "../support/eventually.ts";
 import { attachProtocolWorker } from "../support/protocol-worker.ts";
-import { MODEL, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
+import { MODEL, PROMPT_TO_COUNT, startTestGateway, testEngine, type TestGateway } from "../support/service.ts";
 
 type CountingEngine = Engine & { signals: (AbortSignal | undefined)[]; count?: (begun: () => number) => Promise<number> };
 
@@ -90,80 +90,26 @@ for (const backend of testDatabases()) {
       assert.deepEqual(await checkJobInvariants(service.db), []);
     });
 
-    test("with max_tokens, a wallet seen here has its job begin on the worker before its prompt is counted", async () => {
+    test("a prompt whose length proves it fits is admitted with no count; a longer one is counted first", async () => {
       const caller = await gateway.newAccount(100);
-      await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
-      assert.equal(await begunBeforeCount(engine, caller.client, 2_000), true, "the generation began before the prompt's count was answered");
-      await until(async () => (await checkJobInvariants(gateway.service.db)).length, (n) => n === 0, "job invariants hold");
-    });
-
-    test("a job begun before its count, which finds the prompt too long: 400, the worker stopped and not at fault, no job", async () => {
-      const caller = await gateway.newAccount(100);
-      await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
-      const before = engine.signals.length;
-      engine.count = async (begun) => {
-        await until(async () => begun() > before, (yes) => yes, "the job's generation began before its count", 2_000);
-        return engine.contextWindow;
+      const counted: number[] = [];
+      engine.count = async () => {
+        counted.push(engine.signals.length);
+        return 160;
       };
-      let refused: unknown;
       try {
-        refused = await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 }).then(() => undefined, (error: unknown) => error);
+        const short = await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+        assert.deepEqual(counted, [], "no count was asked for a prompt of two bytes");
+        assert.equal(short.usage!.prompt_tokens, await testEngine().then((e) => e.countPromptTokens(hi)), "the usage holds the worker's own count");
+        const generations = engine.signals.length;
+        await caller.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: PROMPT_TO_COUNT }], max_tokens: 8, temperature: 0 });
+        assert.deepEqual(counted, [generations], "the longer prompt was counted once, before its generation began");
       } finally {
         delete engine.count;
       }
-      assert.ok(refused instanceof OpenAI.APIError && refused.status === 400 && refused.code === "context_length_exceeded", String(refused));
-      await refusedWithoutBlame(gateway, engine, worker, caller.wallet);
+      await until(async () => (await checkJobInvariants(gateway.service.db)).length, (n) => n === 0, "job invariants hold");
     });
   });
-}
-
-describe("a worker quick to its first token", () => {
-  let gateway: TestGateway;
-  let engine: CountingEngine;
-  let worker: WorkerClient;
-  before(async () => {
-    engine = countingEngine(await testEngine(), 0);
-    gateway = await startTestGateway({ credits: 0, workers: [] });
-    worker = await attachProtocolWorker(gateway.service, { engines: new Map([[MODEL, engine]]) });
-  });
-  after(async () => {
-    await worker?.close();
-    await gateway?.close();
-  });
-
-  test("has its jobs start after their prompts are counted: its output would only slow the admission's commit", async () => {
-    const caller = await gateway.newAccount(100);
-    // Counts that take 50 ms make this node's admissions slower than the worker's first tokens.
-    engine.count = async () => {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return 8;
-    };
-    for (let i = 0; i < 3; i++) await caller.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
-    assert.ok((gateway.service.pool.recentFirstTokenMs(worker.address) ?? Infinity) < 50, "the worker's first tokens came within 50 ms");
-    // 300 ms is long enough for a generation begun before the count to reach the engine.
-    assert.equal(await begunBeforeCount(engine, caller.client, 300), false, "the generation waited for the prompt's count");
-  });
-});
-
-/**
- * Sends a request whose prompt's count answers once the job's generation has begun on `engine`,
- * or after `waitMs`, and says which; the request must be answered, by one generation.
- */
-async function begunBeforeCount(engine: CountingEngine, client: OpenAI, waitMs: number): Promise<boolean> {
-  const before = engine.signals.length;
-  let begunWhenCounted: boolean | undefined;
-  engine.count = async (begun) => {
-    begunWhenCounted = await until(async () => begun() > before, (yes) => yes, "", waitMs).then(() => true, () => false);
-    return 8;
-  };
-  try {
-    const reply = await client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
-    assert.ok(reply.choices[0]!.message.content, "the job answered");
-  } finally {
-    delete engine.count;
-  }
-  assert.equal(engine.signals.length, before + 1, "one generation, not a second after the count");
-  return begunWhenCounted!;
 }
 
 /**

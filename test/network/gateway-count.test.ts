@@ -48,9 +48,7 @@ test("4,140 bytes claimed as 4,144 tokens of Qwen3 1.7B: charged for the tokeniz
   const worker = await fixture.raw({ vouched: true });
   await worker.register({ models: [{ id: QWEN, contextWindow: 32_768 }] });
   const serving = (async () => {
-    const count = await worker.next("count");
-    worker.send({ type: "count_result", requestId: count.requestId, tokens: 12 });
-    const job = await worker.next("job");
+    const job = await worker.nextJob(12);
     worker.finish(job.jobId, TEXT, 4_144);
   })();
   const balance = await creditsRemaining(gateway);

@@ -26,9 +26,7 @@ test("a megabyte for max_tokens 10: the stream is cut at what 10 tokens can make
   const flooder = await fixture.raw({ vouched: true });
   await flooder.register();
   const flooding = (async () => {
-    const count = await flooder.next("count");
-    flooder.send({ type: "count_result", requestId: count.requestId, tokens: 5 });
-    const job = await flooder.next("job");
+    const job = await flooder.nextJob(5);
     const chunk = "x".repeat(64 * 1024);
     for (let i = 0; i < 16 && flooder.ws.readyState === flooder.ws.OPEN; i++) flooder.send({ type: "delta", jobId: job.jobId, text: chunk });
   })();
@@ -57,9 +55,7 @@ test("within the bytes but past max_tokens by the gateway's count: charged for m
   // Sixty one-byte tokens of the wiring model for max_tokens 10: within 10 * 12 bytes.
   const text = "o".repeat(60);
   const serving = (async () => {
-    const count = await worker.next("count");
-    worker.send({ type: "count_result", requestId: count.requestId, tokens: 5 });
-    const job = await worker.next("job");
+    const job = await worker.nextJob(5);
     worker.send({ type: "delta", jobId: job.jobId, text });
     const hash = outputHash(text);
     worker.send({ type: "done", jobId: job.jobId, finishReason: "length", usage: { promptTokens: 5, completionTokens: 10 }, outputHash: hash, signature: Buffer.from(worker.signer.sign(proofMessage(job.jobId, hash))).toString("base64") });

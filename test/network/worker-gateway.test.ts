@@ -42,11 +42,9 @@ function api<T>(path: string): Promise<{ status: number; body: T }> {
   return apiGet<T>(gateway, path);
 }
 
-/** Play a worker's part up to its first token: count the prompt, take the job, send one delta. */
+/** Play a worker's part up to its first token: take the job (counting its prompt if asked), send one delta. */
 async function takeJobAndStart(worker: RawWorker): Promise<string> {
-  const count = await worker.next("count");
-  worker.send({ type: "count_result", requestId: count.requestId, tokens: 10 });
-  const job = await worker.next("job");
+  const job = await worker.nextJob(10);
   worker.send({ type: "delta", jobId: job.jobId, text: "Hel" });
   return job.jobId;
 }
@@ -59,11 +57,9 @@ function hosting(): string[] {
   return gateway.service.pool.hosting(MODEL).map((w) => w.address);
 }
 
-/** Answer the gateway's count and job messages like an honest worker, with `text` as the output. */
+/** Answer the gateway's job (and its count, if asked) like an honest worker, with `text` as the output. */
 async function serveJob(worker: RawWorker, text: string): Promise<string> {
-  const count = await worker.next("count");
-  worker.send({ type: "count_result", requestId: count.requestId, tokens: 10 });
-  const job = await worker.next("job");
+  const job = await worker.nextJob(10);
   worker.send({ type: "delta", jobId: job.jobId, text });
   const hash = outputHash(text);
   const signature = worker.signer.sign(proofMessage(job.jobId, hash));
@@ -215,9 +211,7 @@ describe("a job's life over the wire", () => {
     await worker.register();
     const balance = await credits();
     const answer = (async () => {
-      const count = await worker.next("count");
-      worker.send({ type: "count_result", requestId: count.requestId, tokens: 10 });
-      const job = await worker.next("job");
+      const job = await worker.nextJob(10);
       worker.send({ type: "job_error", jobId: job.jobId, message: "out of memory" });
       return job.jobId;
     })();

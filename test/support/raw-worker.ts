@@ -25,6 +25,11 @@ export interface RawWorker {
   hello(options?: HelloOptions): void;
   /** Hello, then pass the gateway's probe job like an honest worker; resolves with `registered`. */
   register(options?: HelloOptions): Promise<Extract<GatewayMessage, { type: "registered" }>>;
+  /**
+   * The next job, answering the prompt counts that come before it with `promptTokens`: the gateway
+   * asks for one only when a prompt's length leaves it unsure the prompt fits (JobService.start).
+   */
+  nextJob(promptTokens?: number, timeoutMs?: number): Promise<Extract<GatewayMessage, { type: "job" }>>;
   /** Answer a job with `text` and a valid proof, claiming `completionTokens` (default: one per character). */
   finish(jobId: string, text: string, completionTokens?: number): void;
   /** Stop the heartbeats it sends at the interval the gateway asked for. */
@@ -88,12 +93,20 @@ export async function connectRawWorker(origin: string, signer: Signer = generate
     const signature = Buffer.from(signer.sign(proofMessage(jobId, hash))).toString("base64");
     send({ type: "done", jobId, finishReason: "stop", usage: { promptTokens: 10, completionTokens }, outputHash: hash, signature });
   };
+  const nextJob = async (promptTokens = 5, timeoutMs = 5_000): Promise<Extract<GatewayMessage, { type: "job" }>> => {
+    for (;;) {
+      const message = await next(["count", "job"], timeoutMs);
+      if (message.type === "job") return message;
+      send({ type: "count_result", requestId: message.requestId, tokens: promptTokens });
+    }
+  };
   const worker: RawWorker = {
     ws,
     signer,
     challenge,
     send,
     next,
+    nextJob,
     closed,
     hello: (options: HelloOptions = {}) =>
       send({

@@ -21,6 +21,13 @@ import { testDatabases } from "./db.ts";
 
 export const MODEL = WIRING_MODEL_ID;
 
+/**
+ * A prompt long enough that its length alone does not prove it fits the wiring model's window
+ * (promptTokensAtMost), so the gateway has a worker count it before admitting it; 600 bytes, about
+ * as many tokens, it fits.
+ */
+export const PROMPT_TO_COUNT = "Hi ".repeat(200);
+
 let sharedEngine: Promise<Engine> | undefined;
 
 /** One engine per test process: loading llama.cpp and the model costs most of a second. */
