@@ -50,8 +50,9 @@ for (const backend of testDatabases()) {
     let engine: CountingEngine;
     let worker: WorkerClient;
     before(async () => {
-      // Its first tokens come later than an admission commits, so a job may start before its count.
-      // 400 ms leaves room for a machine busy with other work, where an admission can take 100 ms.
+      // Its first tokens come later than an admission commits, so a refused admission stops a job
+      // before its output: 400 ms leaves room for a machine busy with other work, where an
+      // admission can take 100 ms.
       engine = countingEngine(await testEngine(), 400);
       // A worker over the protocol, as in production: a job it stops for a reason other than
       // the caller leaving is abandoned, which would count against it were the gateway to blame it.

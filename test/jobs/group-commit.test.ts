@@ -82,7 +82,6 @@ for (const backend of testDatabases()) {
 
     test("jobs admitted together have their escrow locks signed together, several to a transaction", async () => {
       const callers = [await gateway.newAccount(100), await gateway.newAccount(100)];
-      // Without max_tokens no lock is signed ahead of its admission.
       await Promise.all(Array.from({ length: 16 }, (_, i) => callers[i % 2]!.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: `Hi ${i}` }] })));
       const db = gateway.service.db;
       await settlementsConfirmed();
