@@ -13,13 +13,12 @@
 import { performance } from "node:perf_hooks";
 import { type Catalog, type CatalogModel, modelNotFound } from "../catalog/index.ts";
 import type { ActionOwnerNode, Chain, ChainAction, ChainJournal } from "../chain/index.ts";
-import { ApiError, BoundedMap, awaitedLater, Channel, DEFAULT_COMPLETION_CAP, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
+import { ApiError, BoundedMap, awaitedLater, Channel, JOB_TIMEOUT_MS, type Logger, TIERS, insufficientCredits, newId, outputHash, planEscrow } from "../core/index.ts";
 import { generationOf, type ChatRequest } from "./chat-request.ts";
 import {
   completionTokensAtMost,
   DEFAULT_MAX_TOKEN_BYTES,
   promptTokensAtLeast,
-  promptTokensAtMost,
   SILENT_TOKENS,
   utf8Bytes,
   type ChatMessage,
@@ -34,6 +33,7 @@ import type { CreditBook, CreditChange } from "../wallets/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type LeaseWanted, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import { Admissions } from "./admission.ts";
+import { contextWanted, fitUncounted, type Fit } from "./prompt-fit.ts";
 import { EscrowTables, LockWithdrawnError } from "./escrow-tables.ts";
 import { TableRefunds } from "./table-refunds.ts";
 import { TableSettlements } from "./table-settlements.ts";
@@ -185,33 +185,6 @@ interface Admitted {
   escrow: ChainAction | undefined;
 }
 
-/** What admission knows of a prompt's room in its worker's context window. */
-interface Fit {
-  /** The worker's count, or 0 when none was needed (the worker's own count comes with its output). */
-  promptTokens: number;
-  /** Tokens of context the job needs: its prompt's and its completion's. */
-  wanted: number;
-  contextWindow: number;
-}
-
-/**
- * The fit of a prompt that needs no count: when the most tokens it can take (promptTokensAtMost)
- * leave room for its whole completion in the leased worker's window, the count would decide
- * nothing. With max_tokens the price does not depend on the prompt; without it the completion's
- * cap is DEFAULT_COMPLETION_CAP whenever the window holds that beside the prompt. Undefined when
- * only a count can tell; the prompt's tokens a job reports are then its worker's count at the end.
- */
-function fitUncounted(model: CatalogModel, lease: WorkerLease, request: ChatRequest): Fit | undefined {
-  const contextWindow = Math.min(model.contextWindow, lease.worker.contextWindow(model.id));
-  const wanted = promptTokensAtMost(request.messages) + (request.maxTokens ?? DEFAULT_COMPLETION_CAP);
-  return wanted <= contextWindow ? { promptTokens: 0, wanted, contextWindow } : undefined;
-}
-
-/** The context a job needs on a worker: its count and its completion, or, uncounted, what fitUncounted proved. */
-function contextWanted(job: JobRecord, request: ChatRequest): number {
-  return (job.promptTokens > 0 ? job.promptTokens : promptTokensAtMost(request.messages)) + job.maxTokens;
-}
-
 /** The signal a job's workers run under: the caller leaving, or the job's timeout. */
 interface JobWatch {
   signal: AbortSignal;
@@ -328,7 +301,7 @@ export class JobService {
     await this.refuseUnfittable(model, request);
     const held = new HeldSlot(await this.slotFor(model.id, clientSignal));
     try {
-      const fit = fitUncounted(model, held.current, request) ?? (await this.fitCounted(model, request, held, clientSignal));
+      const fit = fitUncounted(Math.min(model.contextWindow, held.current.worker.contextWindow(model.id)), request) ?? (await this.fitCounted(model, request, held, clientSignal));
       // Nobody is left to answer: locking and then refunding an escrow would only cost the chain and the database.
       if (clientSignal.aborted) throw new ApiError("internal_error", "The caller left before the job was admitted; nothing was charged.");
       return await this.reserve(caller, model, request, fit, held, clientSignal);
@@ -685,7 +658,7 @@ export class JobService {
     for (;;) {
       const { lease } = run;
       tried.add(lease.worker.address);
-      checked(this.probation?.beside({ jobId: driven.job.id, model: driven.job.model, request: generation }, lease.worker.address, contextWanted(driven.job, driven.request)));
+      checked(this.probation?.beside({ jobId: driven.job.id, model: driven.job.model, request: generation }, lease.worker.address, contextWanted(driven.job, driven.request.messages)));
       const stalled = await this.attempt(driven, { generation, outputLimitBytes }, run, job, begun);
       const fault = attemptFault({ done: run.done !== undefined, stalled: stalled || job.timedOut(), workerError: run.workerError, abandoned: job.signal.reason === CALLER_LEFT || job.signal.reason === NOT_ADMITTED });
       if (fault !== undefined) lease.outcome(fault);
