@@ -38,8 +38,8 @@ export function promptTokensAtLeast(messages: readonly ChatMessage[], maxTokenBy
  * Most tokens a tokenizer may make of one byte of a message's text. A byte-level BPE vocabulary
  * (Llama 3, Qwen) and a SentencePiece one with byte fallback (Mistral, Gemma) make at most one
  * token of each byte they see; what they see can be longer than what was sent when they normalize
- * it first, and NFC, the normalization such tokenizers apply, at most triples a text's UTF-8 bytes
- * (Unicode's UAX #15). One more for good measure.
+ * it first, and NFC (Qwen's tokenizer applies it; the others none) at most triples a text's UTF-8
+ * bytes (Unicode's UAX #15). One more for good measure.
  */
 const TOKENS_PER_BYTE_AT_MOST = 4;
 
@@ -54,7 +54,7 @@ const TEMPLATE_TOKENS_PER_PROMPT = 256;
 /**
  * Most tokens the conversation can take, rendered through a model's chat template. Far above the
  * true count, but known without a tokenizer: a prompt this bound proves fits in a context window
- * needs no count to be admitted (JobService.start).
+ * needs no count to be admitted (jobs/prompt-fit.ts).
  */
 export function promptTokensAtMost(messages: readonly ChatMessage[]): number {
   let tokens = TEMPLATE_TOKENS_PER_PROMPT;

@@ -929,11 +929,6 @@ function admissionGate(ms: number): { opened: Promise<void>; open: () => void } 
   return { opened, open };
 }
 
-/** A handled rejection: an abandon that comes after the admission must not be an unhandled one. */
-function notAdmitted(): Promise<never> {
-  return awaitedLater(Promise.reject(new Error("the job was not admitted")));
-}
-
 function noWorkers(model: string, pool: WorkerPool): never {
   throw new ApiError("no_workers_available", `No worker is serving ${model} right now. Retry shortly.`, null, {
     model,
