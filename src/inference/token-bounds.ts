@@ -38,8 +38,8 @@ export function promptTokensAtLeast(messages: readonly ChatMessage[], maxTokenBy
  * Most tokens a tokenizer may make of one byte of a message's text. A byte-level BPE vocabulary
  * (Llama 3, Qwen) and a SentencePiece one with byte fallback (Mistral, Gemma) make at most one
  * token of each byte they see; what they see can be longer than what was sent when they normalize
- * it first, and NFC (Qwen's tokenizer applies it; the others none) at most triples a text's UTF-8
- * bytes (Unicode's UAX #15). One more for good measure.
+ * it first, and NFC (Qwen's tokenizer applies it; the others no Unicode normalization) at most
+ * triples a text's UTF-8 bytes (Unicode's UAX #15). One more for good measure.
  */
 const TOKENS_PER_BYTE_AT_MOST = 4;
 
