@@ -1,6 +1,8 @@
 /**
  * Writing an event: one statement that inserts the envelope into the outbox and fans it out to
- * a delivery row for each of the account's webhooks subscribed to its name. Called with the
+ * a delivery row for each of the account's webhooks subscribed to its name. An event no webhook
+ * subscribes to is not written: the outbox holds what will be delivered, and the service has no
+ * other event channel, and a job's three events would be a fifth of its write-ahead log. Called with the
  * transaction handle of the change that causes the event, so the event exists exactly when the
  * change does. Delivery loops in this process are woken; they cannot see the row before the
  * caller commits, so they look again until it shows up (see delivery.ts).
@@ -46,8 +48,8 @@ export function wakeDelivery(): void {
 }
 
 /**
- * Writes the event inside `tx`. Returns its id, or undefined when `dedupeKey` says it was
- * already written.
+ * Writes the event inside `tx`. Returns its id, or undefined when no webhook of its account
+ * subscribes to it or `dedupeKey` says it was already written.
  */
 export async function emitEvent(tx: Db, event: NewEvent): Promise<string | undefined> {
   return (await emitEvents(tx, [event]))[0];
@@ -57,7 +59,8 @@ const EVENT_TYPES = ["text", "text", "text", "text", "timestamptz", "text"] as c
 
 /**
  * Writes several events inside `tx` in one statement, in order (their ids sort as given). Returns
- * each one's id, or undefined where its `dedupeKey` says it was already written.
+ * each one's id, or undefined where none subscribes to it or its `dedupeKey` says it was already
+ * written.
  */
 export async function emitEvents(tx: Db, events: readonly NewEvent[]): Promise<(string | undefined)[]> {
   const statement = new CombinedStatement();
@@ -87,7 +90,7 @@ export function addEvents(statement: CombinedStatement, events: readonly NewEven
   statement.step(
     "events_written",
     `INSERT INTO events (id, account, name, dedupe_key, created_at, body)
-     ${unpadded(statement.values(EVENT_TYPES, rows))}
+     ${unpadded(statement.values(EVENT_TYPES, rows), "EXISTS (SELECT 1 FROM webhooks w WHERE w.wallet = padded.column2 AND padded.column3 = ANY (w.events))")}
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id, account, name`,
   );

@@ -16,11 +16,13 @@ import { assertChainAgrees, assertWorkerPaidOnChain } from "../support/chain-che
 import { jobConcluded, until } from "../support/eventually.ts";
 import { ForgingWorker } from "../support/forging-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
+import { keepEvents } from "../support/kept-events.ts";
 
 let gateway: TestGateway;
 before(async () => {
   // One caller at a time may be answered before its settlement confirms (64 by default).
   gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, maxAnsweredUnconfirmed: 1, escrowTables: false });
+  await keepEvents(gateway.service.db, gateway.wallet);
 });
 after(() => gateway?.close());
 

@@ -27,6 +27,7 @@ import { LyingWorker } from "../support/lying-worker.ts";
 import { OtherModelWorker } from "../support/other-model-worker.ts";
 import { MODEL, migratedTestDb, startTestGateway, tempDir, testEngine, testWorker, type TestGateway } from "../support/service.ts";
 import { until } from "../support/eventually.ts";
+import { keepEvents } from "../support/kept-events.ts";
 
 /** The job's dispute account on the chain (null while none was opened): the job's own, or its slot's. */
 async function disputeAccount(gateway: TestGateway, jobId: string) {
@@ -209,6 +210,7 @@ describe("a worker whose proof names a text the caller never got (FAULT INJECTIO
     const { chain } = gateway.service;
     await chain.grantNative({ to: liarKey.address, amount: MIN_ACTIVE_STAKE });
     await chain.stake({ worker: liarKey, amount: MIN_ACTIVE_STAKE });
+    await keepEvents(gateway.service.db, liarKey.address);
     await chain.grantUsdc({ to: chain.treasuryOwner, amount: creditsToBaseUnits(100) }); // what the treasury pays upheld disputes from
   });
   after(() => gateway.close());
@@ -275,6 +277,8 @@ describe("no other worker within the arbitration window", () => {
     const gateway = await startTestGateway({ db: await migratedTestDb(), workers: [await testWorker()], credits: 50, disputes: { ...DISPUTES, arbitrationWindowMs: 500 } });
     try {
       const { chain, db } = gateway.service;
+      // Kept, a worker.slashed event would show: none may.
+      for (const worker of gateway.service.pool.hosting(MODEL)) await keepEvents(db, worker.address);
       await chain.grantUsdc({ to: chain.treasuryOwner, amount: creditsToBaseUnits(10) });
       const { jobId } = await completed(gateway);
       const before = await money.availableCredits(db, gateway.wallet);
@@ -324,6 +328,7 @@ describe("audits (every settled job audited here)", () => {
       const { chain, db } = gateway.service;
       await chain.grantNative({ to: cheatKey.address, amount: MIN_ACTIVE_STAKE });
       await chain.stake({ worker: cheatKey, amount: MIN_ACTIVE_STAKE });
+      await keepEvents(db, cheatKey.address);
       const { data, response } = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, temperature: 0 }).withResponse();
       assert.equal(response.headers.get("x-svc-worker"), cheatKey.address);
       assert.match(data.choices[0]!.message.content ?? "", /0/, "the caller got the other model's wording, and the job settled");

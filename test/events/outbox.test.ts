@@ -1,6 +1,6 @@
 /**
- * Writing events: in the caller's transaction (gone with a rollback), once per change, fanned out
- * to the owning account's subscribed webhooks only; credit.low by the crossing rule; every
+ * Writing events: only those a webhook of their account subscribes to, in the caller's
+ * transaction (gone with a rollback), once per change, fanned out to those webhooks only; credit.low by the crossing rule; every
  * emitter's envelope. Runs on PGlite, and on PostgreSQL too when DATABASE_URL is set.
  */
 import assert from "node:assert/strict";
@@ -24,6 +24,7 @@ import { emitEvent } from "../../src/events/outbox.ts";
 import type { EventName } from "../../src/events/names.ts";
 import { insertWebhook } from "../../src/events/webhook-repo.ts";
 import * as money from "../../src/jobs/money.ts";
+import { keepEvents } from "../support/kept-events.ts";
 import { deposit } from "../../src/wallets/index.ts";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/index.ts";
 import { CombinedStatement, type Db } from "../../src/store/index.ts";
@@ -49,8 +50,10 @@ async function deliveriesOf(db: Db, webhookId: string): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
+/** A wallet with `credits`, whose events are kept (keepEvents). */
 async function fundedWallet(db: Db, credits: number): Promise<string> {
   const wallet = generateKeypair().address;
+  await keepEvents(db, wallet);
   await ensureWallet(db, wallet);
   await deposit(db, wallet, credits, `ref-${wallet}`);
   return wallet;
@@ -82,6 +85,15 @@ for (const backend of testDatabases()) {
       assert.deepEqual(await deliveriesOf(db, all), ["job.submitted", "job.completed"]);
       assert.deepEqual(await deliveriesOf(db, completedOnly), ["job.completed"]);
       assert.deepEqual(await deliveriesOf(db, bobs), []);
+    });
+
+    test("an event no webhook of its account subscribes to is not written", async () => {
+      const wallet = generateKeypair().address;
+      await subscribe(db, wallet, ["job.completed"]);
+      assert.equal(await emitEvent(db, { account: wallet, name: "job.submitted", data: {} }), undefined);
+      const completed = await emitEvent(db, { account: wallet, name: "job.completed", data: {} });
+      assert.deepEqual((await eventsOf(db, wallet)).map((e) => [e.id, e.name]), [[completed, "job.completed"]]);
+      assert.equal(await emitEvent(db, { account: generateKeypair().address, name: "job.completed", data: {} }), undefined, "an account with no webhook");
     });
 
     test("an event written in a transaction that rolls back does not exist", async () => {
@@ -213,6 +225,7 @@ for (const backend of testDatabases()) {
     test("every emitter writes its envelope to the right account", async () => {
       const wallet = await fundedWallet(db, 500);
       const worker = generateKeypair().address;
+      await keepEvents(db, worker);
       const job = sampleJob(wallet, { workerAddress: worker });
       const creditsRemaining = await money.availableCredits(db, wallet);
       await emitJobSubmitted(db, { ...job, creditsRemaining });

@@ -18,6 +18,7 @@ import { assertChainAgrees } from "../support/chain-checks.ts";
 import { testDatabases } from "../support/db.ts";
 import { until } from "../support/eventually.ts";
 import { MODEL, startTestGateway, type TestGateway } from "../support/service.ts";
+import { keepEvents } from "../support/kept-events.ts";
 
 /** The Db, counting the transactions opened on it (not savepoints inside them). */
 function countingTransactions(db: Db): { db: Db; count(): number } {
@@ -51,6 +52,7 @@ for (const backend of testDatabases()) {
 
     test("24 concurrent requests from three wallets: all settled, each charged once, in fewer transactions than one per step", async () => {
       const callers = [await gateway.newAccount(100), await gateway.newAccount(100), await gateway.newAccount(100)];
+      for (const caller of callers) await keepEvents(gateway.service.db, caller.wallet);
       const before = transactions();
       const answers = await Promise.all(
         Array.from({ length: 24 }, (_, i) =>

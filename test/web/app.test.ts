@@ -26,6 +26,7 @@ import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 import { shootBoth } from "./screenshots.ts";
 import { appCall, postSignIn, signInAs, signInInput } from "./sign-in.ts";
 import { signedInPage } from "./test-wallet.ts";
+import { keepEvents } from "../support/kept-events.ts";
 
 const CHROMIUM = process.env.SVC_CHROMIUM ?? "/usr/bin/chromium";
 const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"];
@@ -162,6 +163,7 @@ describe("web app API", () => {
 
   test("the low-balance threshold is used by credit.low from then on", async () => {
     const kp = generateKeypair();
+    await keepEvents(gateway.service.db, kp.address);
     await gateway.service.deposits.deposit(kp.address, 1000);
     const cookie = await signInAs(origin, kp);
     assert.equal((await appCall(origin, cookie, "PUT", "/settings", { credit_low_threshold: -1 })).status, 400);
@@ -294,6 +296,7 @@ describe("web app in Chromium", { skip: noBrowser }, () => {
 
   test("a new low-balance threshold is the one credit.low fires at", async () => {
     const kp = generateKeypair();
+    await keepEvents(gateway.service.db, kp.address);
     await gateway.service.deposits.deposit(kp.address, 1000);
     const page = await signedIn(kp);
     await page.getByRole("button", { name: "Settings" }).click();

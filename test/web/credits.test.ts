@@ -19,6 +19,7 @@ import { checkInvariants } from "../../src/ledger/index.ts";
 import { assertChainAgrees } from "../support/chain-checks.ts";
 import { MODEL, migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 import { appCall, signInAs, type AppCall } from "./sign-in.ts";
+import { keepEvents } from "../support/kept-events.ts";
 
 let gateway: TestGateway;
 let origin: string;
@@ -32,6 +33,7 @@ after(() => gateway.close());
 /** A wallet holding `usdcCredits` worth of test USDC in its own account, signed in. */
 async function walletWithUsdc(usdcCredits: number): Promise<{ key: Keypair; cookie: string }> {
   const key = generateKeypair();
+  await keepEvents(gateway.service.db, key.address);
   if (usdcCredits > 0) await gateway.service.chain.grantUsdc({ to: key.address, amount: creditsToBaseUnits(usdcCredits) });
   return { key, cookie: await signInAs(origin, key) };
 }
