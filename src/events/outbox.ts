@@ -1,10 +1,10 @@
 /**
  * Writing an event: one statement that inserts the envelope into the outbox and fans it out to
  * a delivery row for each of the account's webhooks subscribed to its name. An event no webhook
- * subscribes to is not written: the outbox holds what will be delivered, and the service has no
- * other event channel, and a job's three events would be a fifth of its write-ahead log. Called with the
- * transaction handle of the change that causes the event, so the event exists exactly when the
- * change does. Delivery loops in this process are woken; they cannot see the row before the
+ * subscribes to is not written: the outbox holds what will be delivered, the service has no other
+ * event channel, and a job's three events would be a fifth of its write-ahead log. Called with
+ * the transaction handle of the change that causes the event, so the event exists exactly when
+ * the change does. Delivery loops in this process are woken; they cannot see the row before the
  * caller commits, so they look again until it shows up (see delivery.ts).
  */
 import { newId } from "../core/index.ts";
