@@ -9,6 +9,9 @@
  * backlog took and how many jobs settled a second. Before the load, a caller in a process of its
  * own times sequential requests, back to back, straight to the upstream, through the gateway and
  * through Portkey (whole JSON answers only: Portkey 1.15's streams answer 500 on Node 20). The
+ * plain hop (hop.ts) is measured beside them: a proxy that forwards each request over a WebSocket
+ * to the worker's process, which asks the same upstream, so the network's shape with no money
+ * path and no protocol rules. The
  * service runs on svc dev's defaults (PGlite on disk, the embedded chain on disk), and then again
  * on PostgreSQL when DATABASE_URL is set; ESCROWS=records,tables drives each storage with both
  * escrow designs (a record per job, and the wallets' escrow tables), a service each.
@@ -32,6 +35,7 @@ import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { startService, type Service } from "../src/service.ts";
+import { startHopProxy } from "./hop.ts";
 import { type Latencies, latencyLine, measureLatencies } from "./latency.ts";
 import { runLoad } from "./load-generator.ts";
 import { type BenchStorage, benchStorage, fundedClient, observePgliteExchanges, percentile, settled } from "./support.ts";
@@ -255,13 +259,15 @@ interface SequentialLatencies {
   through: Latencies;
   /** Through Portkey: whole JSON requests only. */
   portkey: Latencies;
+  /** Through the plain hop (hop.ts). */
+  hop: Latencies;
 }
 
 /** The rows measured just before a gateway row at its concurrency: the baselines of the same moment. */
-function baselinesOf(rows: Row[], i: number): { proxy: Row; portkey: Row } {
+function baselinesOf(rows: Row[], i: number): { proxy: Row; portkey: Row; hop: Row } {
   const before = rows.slice(0, i).reverse();
   const at = (target: string) => before.find((r) => r.target === target && r.connections === rows[i]!.connections)!;
-  return { proxy: at("plain proxy"), portkey: at("Portkey") };
+  return { proxy: at("plain proxy"), portkey: at("Portkey"), hop: at("plain hop") };
 }
 
 /** One target: what it asks, what this run measured, and whether that meets it. */
@@ -272,7 +278,7 @@ function verdict(what: string, measured: string, met: boolean): string {
 /** Each target of the performance issue that this bench measures, per database, with its verdict. */
 function targetLines(rows: Row[], sequential: readonly SequentialLatencies[]): string[] {
   const lines: string[] = [];
-  for (const { label, direct, through, portkey } of sequential) {
+  for (const { label, direct, through, portkey, hop } of sequential) {
     const gateway = (connections: number) => rows.findIndex((r) => r.target === `gateway, ${label}` && r.connections === connections);
     const at32 = rows[gateway(32)]!;
     const portkey32 = baselinesOf(rows, gateway(32)).portkey;
@@ -283,6 +289,7 @@ function targetLines(rows: Row[], sequential: readonly SequentialLatencies[]): s
     const firstTokenP99 = added(through.firstTokenMs, direct.firstTokenMs, 99);
     const jsonP50 = added(through.jsonMs, direct.jsonMs, 50);
     const portkeyJsonP50 = added(portkey.jsonMs, direct.jsonMs, 50);
+    const hop32 = baselinesOf(rows, gateway(32)).hop;
     const slowestSettleMs = Math.max(...gatewayRows.map((r) => r.settleMs ?? 0));
     const failed256 = at256.non2xx + at256.errors + at256.timeouts;
     lines.push(
@@ -295,6 +302,8 @@ function targetLines(rows: Row[], sequential: readonly SequentialLatencies[]): s
       verdict("every backlog settled within 5 s after the load stops", `longest ${slowestSettleMs.toFixed(0)} ms`, slowestSettleMs <= 5000),
       // Settled a second at least equal to arrivals: every job answered in a run settled, within the bound above.
       verdict("every job answered in a run settled (settled / answered, per run)", gatewayRows.map((r) => `${r.settled}/${r.answered}`).join(", "), gatewayRows.every((r) => r.settled! >= r.answered)),
+      `the plain hop on the same measures, with no money path: ${hop32.requestsPerSecond.toFixed(0)} requests a second at 32 connections; ` +
+        `JSON added ${added(hop.jsonMs, direct.jsonMs, 50).toFixed(2)} ms at p50; first token added ${added(hop.firstTokenMs, direct.firstTokenMs, 50).toFixed(2)} / ${added(hop.firstTokenMs, direct.firstTokenMs, 99).toFixed(2)} ms at p50 / p99`,
     );
   }
   return lines;
@@ -348,27 +357,31 @@ interface Targets {
   worker: WorkerProcess;
   proxyUrl: string;
   portkeyUrl: string;
+  hopUrl: string;
   auth: Record<string, string>;
 }
 
-/** Sequential requests, back to back, straight to the upstream, through the gateway and through Portkey. */
+/** Sequential requests, back to back, straight to the upstream, through the gateway, Portkey and the plain hop. */
 async function sequential(t: Targets, storage: BenchStorage): Promise<void> {
   // A request that arrives while the main thread is held (an ANALYZE, a long GC) waits it out.
   const stalls = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS });
   stalls.enable();
-  const [direct, through, portkey] = await measureLatencies([
+  const [direct, through, portkey, hop] = await measureLatencies([
     { url: `${t.worker.upstreamUrl}/chat/completions`, headers: {}, model: UPSTREAM_MODEL },
     { url: `${t.service.baseUrl}/chat/completions`, headers: t.auth, model: MODEL },
     { url: t.portkeyUrl, headers: portkeyHeaders(t.worker.upstreamUrl), model: UPSTREAM_MODEL, streams: false },
+    { url: t.hopUrl, headers: {}, model: UPSTREAM_MODEL },
   ]);
   stalls.disable();
   latencyLines.push(
     latencyLine(`JSON request, ${storage.label}`, direct!.jsonMs, through!.jsonMs),
     latencyLine(`JSON request via Portkey`, direct!.jsonMs, portkey!.jsonMs),
+    latencyLine(`JSON request via the plain hop`, direct!.jsonMs, hop!.jsonMs),
     latencyLine(`first token, ${storage.label}`, direct!.firstTokenMs, through!.firstTokenMs),
+    latencyLine(`first token via the plain hop`, direct!.firstTokenMs, hop!.firstTokenMs),
     `${"the main thread's longest stall".padEnd(40)} ${(stalls.max / 1e6 - STALL_RESOLUTION_MS).toFixed(0)} ms (event-loop delay past its ${STALL_RESOLUTION_MS} ms timer)`,
   );
-  latencies.push({ label: storage.label, direct: direct!, through: through!, portkey: portkey! });
+  latencies.push({ label: storage.label, direct: direct!, through: through!, portkey: portkey!, hop: hop! });
 }
 
 /** The gateway's run at one concurrency, then its backlog settled. */
@@ -391,7 +404,7 @@ async function gatewayRun(t: Targets, storage: BenchStorage, connections: number
   return row;
 }
 
-/** The proxy, Portkey and one gateway in turn at each concurrency; then every job of the run settled. */
+/** The proxy, Portkey, the plain hop and one gateway in turn at each concurrency; then every job of the run settled. */
 async function driveService(storage: BenchStorage, rows: Row[]): Promise<number> {
   const service = await startService({
     port: 0,
@@ -410,11 +423,13 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   service.trust.vouch(worker.address);
   const proxy = await startProxy(new URL(worker.upstreamUrl));
   const portkey = await startPortkey();
+  const hop = await startHopProxy(worker.hopUrl);
   const client = await fundedClient(service, 10_000_000);
-  const t: Targets = { service, worker, proxyUrl: `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`, portkeyUrl: portkey.url, auth: { authorization: `Bearer ${client.apiKey}` } };
+  const t: Targets = { service, worker, proxyUrl: `http://127.0.0.1:${(proxy.address() as { port: number }).port}/v1/chat/completions`, portkeyUrl: portkey.url, hopUrl: `http://127.0.0.1:${(hop.address() as { port: number }).port}/v1/chat/completions`, auth: { authorization: `Bearer ${client.apiKey}` } };
   if (WARM_UP_SECONDS > 0) {
     await load(t.proxyUrl, 32, {}, UPSTREAM_MODEL, WARM_UP_SECONDS);
     await load(t.portkeyUrl, 32, portkeyHeaders(worker.upstreamUrl), UPSTREAM_MODEL, WARM_UP_SECONDS);
+    await load(t.hopUrl, 32, {}, UPSTREAM_MODEL, WARM_UP_SECONDS);
     await load(`${service.baseUrl}/chat/completions`, 32, t.auth, MODEL, WARM_UP_SECONDS);
     await settled(service);
   }
@@ -423,10 +438,12 @@ async function driveService(storage: BenchStorage, rows: Row[]): Promise<number>
   for (const connections of [1, 32, 256]) {
     rows.push(await drive("plain proxy", t.proxyUrl, connections, {}, UPSTREAM_MODEL, worker));
     rows.push(await drive("Portkey", t.portkeyUrl, connections, portkeyHeaders(worker.upstreamUrl), UPSTREAM_MODEL, worker));
+    rows.push(await drive("plain hop", t.hopUrl, connections, {}, UPSTREAM_MODEL, worker));
     rows.push(await gatewayRun(t, storage, connections, serviceThreads));
   }
   const jobs = await settledJobs(service);
   proxy.close();
+  hop.close();
   portkey.process.kill();
   worker.close();
   scrapes?.stop();

@@ -1,7 +1,7 @@
 /**
  * The benches' worker side in a process of its own, as in production: the test upstream (in
- * vLLM's dialect) and, when given a gateway, a WorkerClient serving it over the worker protocol.
- * Neither shares the gateway's thread, clock or CPU time; the process reports its own CPU time.
+ * vLLM's dialect), the plain hop forwarding to it (hop.ts) and, when given a gateway, a
+ * WorkerClient serving it over the worker protocol. None shares the gateway's thread, clock or CPU time; the process reports its own CPU time.
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -9,6 +9,7 @@ import { generateKeypair } from "../src/core/keys.ts";
 import { OpenAiEngine } from "../src/inference/openai-engine.ts";
 import { WorkerClient } from "../src/worker/worker-client.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
+import { serveHop } from "./hop.ts";
 import { startProfile } from "./profile.ts";
 
 /** The catalog's model the worker serves, and the upstream's own name for it. */
@@ -26,6 +27,8 @@ export interface WorkerProcessOptions {
 
 export interface WorkerProcess {
   upstreamUrl: string;
+  /** The plain hop beside the worker (hop.ts): the same process and upstream, forwarding alone. */
+  hopUrl: string;
   /** The worker's address (empty without a gateway): the bench's gateway vouches for it, as an operator would for its own. */
   address: string;
   /** The process's CPU time so far (user and system), in ms. */
@@ -35,7 +38,7 @@ export interface WorkerProcess {
   close(): void;
 }
 
-type FromChild = { type: "ready"; upstreamUrl: string; address: string } | { type: "cpu"; ms: number } | { type: "profiling" } | { type: "profile-saved" };
+type FromChild = { type: "ready"; upstreamUrl: string; hopUrl: string; address: string } | { type: "cpu"; ms: number } | { type: "profiling" } | { type: "profile-saved" };
 type ToChild = { type: "cpu" } | { type: "profile-start" } | { type: "profile-save"; path: string };
 
 export function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
@@ -58,7 +61,7 @@ export function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<
   };
   return new Promise((resolve, reject) => {
     child.once("message", (message: FromChild) => {
-      if (message.type === "ready") resolve({ upstreamUrl: message.upstreamUrl, address: message.address, cpuMs, startProfile: profile, close: () => child.disconnect() });
+      if (message.type === "ready") resolve({ upstreamUrl: message.upstreamUrl, hopUrl: message.hopUrl, address: message.address, cpuMs, startProfile: profile, close: () => child.disconnect() });
     });
     child.once("exit", (code) => reject(new Error(`the bench's worker process exited with ${code}`)));
   });
@@ -72,6 +75,7 @@ async function serve(options: WorkerProcessOptions): Promise<void> {
     splitWrites: false,
     firstTokenDelayMs: options.firstTokenMs ?? 0,
   });
+  const hop = await serveHop(upstream.baseUrl);
   let worker: WorkerClient | undefined;
   if (options.gateway !== undefined) {
     const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: UPSTREAM_MODEL });
@@ -93,8 +97,8 @@ async function serve(options: WorkerProcessOptions): Promise<void> {
     const usage = process.cpuUsage();
     tell({ type: "cpu", ms: (usage.user + usage.system) / 1000 });
   });
-  process.once("disconnect", () => void (worker?.close() ?? Promise.resolve()).then(() => upstream.close()).then(() => process.exit(0)));
-  tell({ type: "ready", upstreamUrl: upstream.baseUrl, address: worker?.address ?? "" });
+  process.once("disconnect", () => void (worker?.close() ?? Promise.resolve()).then(() => hop.close()).then(() => upstream.close()).then(() => process.exit(0)));
+  tell({ type: "ready", upstreamUrl: upstream.baseUrl, hopUrl: hop.url, address: worker?.address ?? "" });
 }
 
 if (process.env.BENCH_WORKER_PROCESS && process.send) await serve(JSON.parse(process.env.BENCH_WORKER_PROCESS) as WorkerProcessOptions);
