@@ -19,6 +19,9 @@
  * come before the job service takes it, and read negative.
  *
  *   npm run bench:request-steps -- [requests (150)] [json|stream (json)]
+ *
+ * FIRST_TOKEN_MS=<ms> has the upstream wait that long before its first token (default 0: at once),
+ * as a model does: the steps that overlap the generation then leave the reply's path.
  */
 import { ServerResponse } from "node:http";
 import { PerformanceObserver } from "node:perf_hooks";
@@ -134,7 +137,7 @@ function statementName(args: unknown[]): string {
 async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> {
   const storage = await benchStorage(kind, join(dir, kind));
   const service = await startService({ port: 0, ...storage.options, rateLimit: false });
-  const worker = await startWorkerProcess({ gateway: service.origin });
+  const worker = await startWorkerProcess({ gateway: service.origin, firstTokenMs: Number(process.env.FIRST_TOKEN_MS ?? 0) });
   service.trust.vouch(worker.address);
   const marks = new Marks();
   const end = ServerResponse.prototype.end;
