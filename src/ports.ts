@@ -26,16 +26,19 @@ import {
 import type { AccountRoutesOptions, HttpContext, HttpPorts, IdempotencyPort, JobRoutesOptions, WebhookInput, WebhookRoutesOptions } from "./http/index.ts";
 import { IdempotencyKeys } from "./idempotency/index.ts";
 import type { Catalog } from "./catalog/index.ts";
-import { listJobs, spendByDay, type Disputes, type JobService } from "./jobs/index.ts";
+import { jobEnding, listJobs, spendByDay, type Disputes, type JobService } from "./jobs/index.ts";
 import type { WorkerPool } from "./network/index.ts";
 import type { Db } from "./store/index.ts";
 import { type AccountPageOptions, type CreditPageOptions, type PlaygroundOptions, type SessionStore, sessionQueries, type UsagePageOptions, type WebhookPageOptions, type WebOptions } from "./web/index.ts";
 import { availableCredits, recentDeposits, type WalletPayments } from "./wallets/index.ts";
 
 /** Every port of the /v1 routes, bound to the service's parts. */
-export function httpPorts(parts: { db: Db; apiKeys: ApiKeyCache; jobs: JobService; disputes: Disputes; catalog: Catalog; webhooks: Webhooks }): HttpPorts {
+export function httpPorts(
+  parts: { db: Db; apiKeys: ApiKeyCache; jobs: JobService; disputes: Disputes; catalog: Catalog; webhooks: Webhooks },
+  options: { idempotencyWaitMs?: number | undefined } = {},
+): HttpPorts {
   const { db } = parts;
-  const idempotency = idempotencyPort(db);
+  const idempotency = idempotencyPort(db, parts.jobs, options.idempotencyWaitMs);
   return {
     async authenticate(authorization, confirmedAtAdmission) {
       const owner = await authenticate(db, authorization, parts.apiKeys);
@@ -52,9 +55,16 @@ export function httpPorts(parts: { db: Db; apiKeys: ApiKeyCache; jobs: JobServic
 }
 
 /** The POST routes' stored `Idempotency-Key`s (src/idempotency). */
-function idempotencyPort(db: Db): IdempotencyPort {
+function idempotencyPort(db: Db, jobs: JobService, waitForFirstMs: number | undefined): IdempotencyPort {
   const keys = new IdempotencyKeys(db);
   return {
+    ...(waitForFirstMs !== undefined ? { waitForFirstMs } : {}),
+    jobEnded: async (wallet, jobId) => {
+      const job = await jobs.getJob(wallet, jobId);
+      return job && jobEnding(job);
+    },
+    reclaim: (wallet, key, fingerprint, jobId) => keys.reclaim(wallet, key, fingerprint, jobId),
+    recordUnanswered: (wallet, key, jobId, outcome) => keys.recordUnanswered(wallet, key, jobId, outcome),
     claim: (wallet, key, fingerprint) => keys.claim(wallet, key, fingerprint),
     read: (wallet, key) => keys.read(wallet, key),
     linkJob: (wallet, key, claim, jobId) => keys.linkJob(wallet, key, claim, jobId),

@@ -112,6 +112,8 @@ export interface ServiceOptions {
   firstTokenTimeoutMs?: number;
   /** How long a request waits for a slot while every worker of its model is busy (default 30 s). */
   queueWaitMs?: number;
+  /** How long a retry with an `Idempotency-Key` waits for the first request's outcome before 409 (default 30 s). */
+  idempotencyWaitMs?: number;
   /** The web app: session lifetime, and in `svc dev` the dev wallet it can sign in as. */
   web?: WebOptions;
   /** FAULT INJECTION, for tests only: settle on workers' claimed hashes, unchecked (JobServiceOptions). */
@@ -471,7 +473,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const webhooks = await openWebhooks({ db, logger, ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...options.webhooks });
     const host = options.host ?? "127.0.0.1";
     const metrics = serviceMetrics(options, db, pool, journal, jobs, catalog);
-    const ports = httpPorts({ db, apiKeys: await ApiKeyCache.open(db), jobs, disputes, catalog, webhooks });
+    const ports = httpPorts({ db, apiKeys: await ApiKeyCache.open(db), jobs, disputes, catalog, webhooks }, { idempotencyWaitMs: options.idempotencyWaitMs });
     const ctx = apiContext(options, { ports, jobs, pool, catalog, logger, readiness: readinessProbes(db, chain, pool, bus), answered: metrics.answered });
     // The web app: its page at the root, its API under /app/api (wallet sessions, never API keys).
     const web: WebOptions = { ...options.web };

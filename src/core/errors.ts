@@ -19,6 +19,7 @@ export type ErrorCode =
   | "conflict"
   | "idempotency_key_reused"
   | "idempotency_key_in_use"
+  | "idempotency_answer_lost"
   | "request_too_large"
   | "headers_too_large"
   | "request_timeout"
@@ -46,6 +47,7 @@ export const ERROR_CODES: Record<ErrorCode, CodeInfo> = {
   conflict: { status: 409, type: "invalid_request_error" },
   idempotency_key_reused: { status: 422, type: "invalid_request_error" },
   idempotency_key_in_use: { status: 409, type: "invalid_request_error" },
+  idempotency_answer_lost: { status: 500, type: "api_error" },
   request_too_large: { status: 413, type: "invalid_request_error" },
   headers_too_large: { status: 431, type: "invalid_request_error" },
   request_timeout: { status: 408, type: "invalid_request_error" },

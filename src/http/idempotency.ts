@@ -8,7 +8,18 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, type ErrorCode } from "../core/index.ts";
 import type { DocumentedHeader } from "./openapi.ts";
-import { type Claim, keyInUse, keyReused, type KeyRow, MAX_KEY_LENGTH, parseIdempotencyKey, requestFingerprint, WAIT_FOR_FIRST_MS } from "../idempotency/index.ts";
+import {
+  answerLost,
+  type Claim,
+  keyInUse,
+  keyReused,
+  type KeyRow,
+  MAX_KEY_LENGTH,
+  parseIdempotencyKey,
+  requestFingerprint,
+  UNANSWERED_AFTER_MS,
+  WAIT_FOR_FIRST_MS,
+} from "../idempotency/index.ts";
 
 export const REPLAYED_HEADER = "idempotent-replayed";
 
@@ -26,6 +37,14 @@ export interface IdempotencyPort {
   linkJob(wallet: string, key: string, claim: string, jobId: string): Promise<void>;
   record(wallet: string, key: string, claim: string, outcome: StoredOutcome): Promise<void>;
   release(wallet: string, key: string, claim: string): Promise<void>;
+  /** When the wallet's job `jobId` ended and whether it was charged; undefined while it runs, or when it is not the wallet's. */
+  jobEnded(wallet: string, jobId: string): Promise<{ endedAt: Date; charged: boolean } | undefined>;
+  /** Claims anew a key whose first request started `jobId` and never answered; undefined when the row moved on. */
+  reclaim(wallet: string, key: string, fingerprint: string, jobId: string): Promise<string | undefined>;
+  /** Records the outcome of a key whose first request started `jobId` and never answered, unless one was recorded meanwhile. */
+  recordUnanswered(wallet: string, key: string, jobId: string, outcome: StoredOutcome): Promise<void>;
+  /** How long a retry waits for the first request before 409 (WAIT_FOR_FIRST_MS unless set). */
+  waitForFirstMs?: number;
   /** Confirms an API key accepted from the cache (by hash): a replay spends nothing, so no admission confirms it. */
   confirmKey(keyHash: string): Promise<void>;
 }
@@ -88,11 +107,13 @@ export function apiErrorOf(stored: StoredError): ApiError {
 /**
  * Claims the key, or waits for the first request with it (up to WAIT_FOR_FIRST_MS, then 409
  * `idempotency_key_in_use` with retry-after) and returns its outcome; refuses another request
- * under the key with 422 `idempotency_key_reused`.
+ * under the key with 422 `idempotency_key_reused`. A first request that will never answer, its
+ * node gone, is settled by its job (`takeUnanswered`), once per retry.
  */
 async function claimOrOutcome(port: IdempotencyPort, wallet: string, key: string, fingerprint: string): Promise<{ held: HeldKey } | { outcome: StoredOutcome }> {
-  const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+  const deadline = Date.now() + (port.waitForFirstMs ?? WAIT_FOR_FIRST_MS);
   let row: KeyRow | undefined;
+  let jobChecked = false;
   for (let pauseMs = 20; ; pauseMs = Math.min(pauseMs * 2, 500)) {
     if (row === undefined) {
       const claimed = await port.claim(wallet, key, fingerprint);
@@ -102,12 +123,35 @@ async function claimOrOutcome(port: IdempotencyPort, wallet: string, key: string
     if (row !== undefined) {
       if (row.fingerprint !== fingerprint) throw keyReused();
       if (row.outcome !== undefined) return { outcome: row.outcome as StoredOutcome };
+      if (row.jobId !== null && !jobChecked) {
+        jobChecked = true;
+        const taken = await takeUnanswered(port, wallet, key, fingerprint, row.jobId);
+        if (taken) return taken;
+      }
     }
     if (Date.now() >= deadline) throw keyInUse(row?.jobId ?? null);
     await sleep(pauseMs);
     // Undefined when the first request let the key go meanwhile: this one then claims it.
     row = await port.read(wallet, key);
   }
+}
+
+/**
+ * A key whose first request started `jobId`, which ended UNANSWERED_AFTER_MS ago with no outcome
+ * recorded: that request's node stopped, and nobody will answer it. A job that charged nothing
+ * leaves the key to this retry, which runs anew; a charged one's answer is lost with its node, and
+ * the key answers that (answerLost) from now on. Undefined otherwise, and after recording: the
+ * caller reads the row again.
+ */
+async function takeUnanswered(port: IdempotencyPort, wallet: string, key: string, fingerprint: string, jobId: string): Promise<{ held: HeldKey } | undefined> {
+  const ended = await port.jobEnded(wallet, jobId);
+  if (ended === undefined || Date.now() - ended.endedAt.getTime() < UNANSWERED_AFTER_MS) return undefined;
+  if (ended.charged) {
+    await port.recordUnanswered(wallet, key, jobId, { kind: "error", headers: { "x-svc-job-id": jobId }, error: storedError(answerLost(jobId)) });
+    return undefined;
+  }
+  const claim = await port.reclaim(wallet, key, fingerprint, jobId);
+  return claim === undefined ? undefined : { held: new HeldKey(port, wallet, key, claim) };
 }
 
 /** The path a key's request is fingerprinted with: the route's own, its parameters filled in, without the query. */

@@ -2,6 +2,7 @@
 export { type Claim, IdempotencyKeys, type KeyRow } from "./key-store.ts";
 export {
   ABANDONED_CLAIM_MS,
+  answerLost,
   canonicalJson,
   KEY_TTL_MS,
   keyInUse,
@@ -9,6 +10,7 @@ export {
   MAX_KEY_LENGTH,
   parseIdempotencyKey,
   requestFingerprint,
+  UNANSWERED_AFTER_MS,
   WAIT_FOR_FIRST_MS,
 } from "./rules.ts";
 export { IDEMPOTENCY_MIGRATIONS } from "./schema.ts";

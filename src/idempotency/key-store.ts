@@ -78,6 +78,31 @@ export class IdempotencyKeys {
     ]);
   }
 
+  /**
+   * Claims anew a key whose first request started `jobId` and never answered (its node stopped),
+   * once that job ended with nothing charged: the retry runs as a new request. Undefined when the
+   * row moved on meanwhile (an outcome, or another retry's claim).
+   */
+  async reclaim(wallet: string, key: string, fingerprint: string, jobId: string): Promise<string | undefined> {
+    const claim = randomBytes(16).toString("hex");
+    const taken = await this.db.query(
+      `UPDATE idempotency_keys SET claim = $5, job_id = NULL, created_at = now(), updated_at = now()
+       WHERE wallet = $1 AND key = $2 AND fingerprint = $3 AND job_id = $4 AND outcome IS NULL RETURNING 1`,
+      [wallet, key, fingerprint, jobId, claim],
+    );
+    return taken.length === 1 ? claim : undefined;
+  }
+
+  /** Records the outcome of a key whose first request started `jobId` and never answered, unless one was recorded meanwhile. */
+  async recordUnanswered(wallet: string, key: string, jobId: string, outcome: unknown): Promise<void> {
+    await this.db.query("UPDATE idempotency_keys SET outcome = $4, updated_at = now() WHERE wallet = $1 AND key = $2 AND job_id = $3 AND outcome IS NULL", [
+      wallet,
+      key,
+      jobId,
+      JSON.stringify(outcome),
+    ]);
+  }
+
   /** Lets the key go: the request ended before anything ran, so a retry runs anew. */
   async release(wallet: string, key: string, claim: string): Promise<void> {
     await this.db.query("DELETE FROM idempotency_keys WHERE wallet = $1 AND key = $2 AND claim = $3 AND outcome IS NULL", [wallet, key, claim]);

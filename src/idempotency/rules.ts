@@ -16,6 +16,13 @@ export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
  */
 export const ABANDONED_CLAIM_MS = 2 * 60 * 1000;
 /**
+ * A first request whose job ended this long ago without recording its outcome never will: its
+ * node stopped (a request records it within moments of its job's end, a stream once its last
+ * bytes are written). The job's end, not the claim's age, starts the count, since recovery ends
+ * an interrupted job only when its node restarts or its lease lapses.
+ */
+export const UNANSWERED_AFTER_MS = 2 * 60 * 1000;
+/**
  * How long a retry waits for the first request with its key to finish before it is told to retry
  * (409 `idempotency_key_in_use` with retry-after): within the `openai` SDK's own patience, and
  * short enough that no connection is held open for an answer that may take minutes.
@@ -60,6 +67,19 @@ export function keyReused(): ApiError {
     "idempotency_key_reused",
     "This Idempotency-Key was already used with another request (another body or another path) in the last 24 hours; use a new key for a new request.",
     "idempotency-key",
+  );
+}
+
+/**
+ * The outcome of a key whose first request's job was charged but whose answer was lost with the
+ * node that held it: the output is not kept, so it cannot be answered again; the job can be read.
+ */
+export function answerLost(jobId: string): ApiError {
+  return new ApiError(
+    "idempotency_answer_lost",
+    `The first request with this Idempotency-Key ran as job ${jobId}, which finished and was charged, but the node serving it stopped before its answer was sent, and the output is not kept. GET /v1/jobs/${jobId} shows the job.`,
+    "idempotency-key",
+    { job_id: jobId },
   );
 }
 

@@ -1,7 +1,7 @@
 /** The jobs part's public surface: what other parts import from it. */
 export { nextCursor, parseJobListQuery } from "./job-list-query.ts";
 export type { JobListQuery } from "./job-list-query.ts";
-export { JOB_STATUSES, jobToApi } from "./job-record.ts";
+export { JOB_STATUSES, jobEnding, jobToApi } from "./job-record.ts";
 export type { JobRecord } from "./job-record.ts";
 export { listJobs, spendByDay, unfinishedJobCounts, unfinishedJobIds } from "./job-repo.ts";
 export type { DailySpend } from "./job-repo.ts";

@@ -123,6 +123,17 @@ export function newPendingJob(input: {
   };
 }
 
+/**
+ * Whether a job has ended for its caller, and when: charged once its proof and charge are
+ * recorded (settling, settled, disputed), not charged when it failed or was refunded; undefined
+ * while it runs (pending, processing).
+ */
+export function jobEnding(job: JobRecord): { endedAt: Date; charged: boolean } | undefined {
+  if (job.status === "pending" || job.status === "processing") return undefined;
+  const charged = job.status === "settling" || job.status === "settled" || job.status === "disputed";
+  return { endedAt: job.completedAt ?? job.createdAt, charged };
+}
+
 /** The job object of the API. */
 export function jobToApi(job: JobRecord): Record<string, unknown> {
   return {

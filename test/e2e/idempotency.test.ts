@@ -4,14 +4,16 @@
  * concurrent requests with one key are one job, another body under the key is refused, a key
  * past 24 hours names a new request (its stored time moved back in the database), a stream is
  * replayed with the same text, a refusal before any job is not stored, a job that failed after
- * admission answers its error again, and a dispute or a webhook created with a key is created once.
+ * admission answers its error again, a first request whose node stopped before it answered is
+ * settled by its job once that job ended (run anew when nothing was charged, told the answer was
+ * lost when it was), and a dispute or a webhook created with a key is created once.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { outputHash } from "../../src/core/proof.ts";
-import { requestFingerprint } from "../../src/idempotency/index.ts";
+import { requestFingerprint, UNANSWERED_AFTER_MS } from "../../src/idempotency/index.ts";
 import { KNOWN_REPLY } from "../../src/inference/wiring-model.ts";
 import { startDroppingProxy } from "../support/dropping-proxy.ts";
 import { FailingWorker } from "../support/failing-worker.ts";
@@ -23,7 +25,8 @@ const REPLAYED = "idempotent-replayed";
 
 let gateway: TestGateway;
 before(async () => {
-  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, rateLimit: false, webhooks: { allowLoopback: true } });
+  // A retry waits 2 s for a first request still running (30 s by default), so the test of that wait is short.
+  gateway = await startTestGateway({ db: await migratedTestDb(), credits: 100, rateLimit: false, webhooks: { allowLoopback: true }, idempotencyWaitMs: 2_000 });
 });
 after(() => gateway.close());
 
@@ -224,7 +227,7 @@ describe("a retry while the first request runs", () => {
     ]);
   }
 
-  test("waits for the first request's outcome, then answers it; past 30 s it is told to retry (409 with Retry-After)", { timeout: 60_000 }, async () => {
+  test("waits for the first request's outcome, then answers it; past its wait it is told to retry (409 with Retry-After)", async () => {
     const account = await gateway.newAccount(100);
     const body = { model: MODEL, messages: hi, temperature: 0 };
     const [soon, never] = [randomUUID(), randomUUID()];
@@ -235,13 +238,13 @@ describe("a retry while the first request runs", () => {
     const [waited, told] = await Promise.all([
       post("/chat/completions", account.apiKey, body, soon),
       post("/chat/completions", account.apiKey, body, never),
-      new Promise((r) => setTimeout(r, 500)).then(() =>
+      new Promise((r) => setTimeout(r, 300)).then(() =>
         gateway.service.db.query("UPDATE idempotency_keys SET outcome = $3 WHERE wallet = $1 AND key = $2", [account.wallet, soon, JSON.stringify(outcome)]),
       ),
     ]);
     assert.deepEqual([waited.status, waited.headers.get(REPLAYED), waited.headers.get("x-svc-job-id"), waited.body], [200, "true", "job_first", outcome.body]);
     assert.equal(told.status, 409);
-    assert.ok(Date.now() - started >= 30_000, "it waited its 30 s");
+    assert.ok(Date.now() - started >= 2_000, "it waited its 2 s");
     assert.deepEqual([errorOf(told).code, told.headers.get("retry-after"), (told.body.error as { details: unknown }).details], ["idempotency_key_in_use", "1", { retry_after: 1, job_id: "job_stuck" }]);
     assert.equal((await jobIds(account.apiKey)).length, 0, "neither ran a job of its own");
   });
@@ -313,5 +316,67 @@ describe("a job that failed after admission", () => {
     } finally {
       await broken.close();
     }
+  });
+});
+
+describe("a first request whose node stopped before it answered", () => {
+  // The node's stop is stood in for by what it leaves: the key's row with its job linked and no
+  // outcome (the outcome the first request recorded is removed), and the job ended by recovery
+  // more than UNANSWERED_AFTER_MS ago (its end moved back in the database, the clock every node shares).
+  async function unanswered(service: TestGateway["service"], key: string, jobId: string) {
+    await service.db.query("UPDATE idempotency_keys SET outcome = NULL WHERE key = $1", [key]);
+    await service.db.query("UPDATE jobs SET completed_at = now() - $2::float8 * interval '1 millisecond' WHERE id = $1", [jobId, UNANSWERED_AFTER_MS + 1_000]);
+  }
+
+  test("its job charged nothing: the retry runs anew, once, and is charged once", async () => {
+    const failing = new FailingWorker(await testWorker());
+    const broken = await startTestGateway({ db: await migratedTestDb(), credits: 100, rateLimit: false, workers: [failing], idempotencyWaitMs: 500 });
+    try {
+      const key = randomUUID();
+      const ask = async () => {
+        const res = await fetch(`${broken.baseUrl}/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${broken.apiKey}`, "content-type": "application/json", "idempotency-key": key },
+          body: JSON.stringify({ model: MODEL, messages: hi }),
+        });
+        return { status: res.status, replayed: res.headers.get(REPLAYED), jobId: res.headers.get("x-svc-job-id"), body: (await res.json()) as Record<string, unknown> };
+      };
+      const first = await ask();
+      assert.ok(first.status >= 500 && first.jobId, `a 5xx of a job, got ${first.status}`);
+      assert.deepEqual([(await jobConcluded(broken.service, first.jobId)).status], ["failed"]);
+      await broken.service.db.query("UPDATE idempotency_keys SET outcome = NULL WHERE key = $1", [key]);
+      const soon = await ask();
+      assert.deepEqual([soon.status, (soon.body.error as { code: string }).code], [409, "idempotency_key_in_use"], "within its job's last moments the first request may still answer");
+      await unanswered(broken.service, key, first.jobId);
+      failing.failing = false;
+      const retried = await ask();
+      assert.deepEqual([retried.status, retried.replayed], [200, null]);
+      assert.notEqual(retried.jobId, first.jobId, "a job of its own");
+      const charged = (await jobConcluded(broken.service, retried.jobId!)).creditsCharged;
+      const again = await ask();
+      assert.deepEqual([again.status, again.replayed, again.jobId, again.body], [200, "true", retried.jobId, retried.body]);
+      const account = (await (await fetch(`${broken.baseUrl}/account`, { headers: { authorization: `Bearer ${broken.apiKey}` } })).json()) as { credits_remaining: number };
+      assert.equal(account.credits_remaining, 100 - charged, "charged once");
+    } finally {
+      await broken.close();
+    }
+  });
+
+  test("its job was charged: the retry is told the answer was lost, naming the job, and so is every later one", async () => {
+    const account = await gateway.newAccount(100);
+    const key = randomUUID();
+    const body = { model: MODEL, messages: hi, temperature: 0 };
+    const first = await post("/chat/completions", account.apiKey, body, key);
+    const jobId = first.headers.get("x-svc-job-id")!;
+    const job = await jobConcluded(gateway.service, jobId);
+    await unanswered(gateway.service, key, jobId);
+    const told = await post("/chat/completions", account.apiKey, body, key);
+    assert.equal(told.status, 500);
+    assert.deepEqual([errorOf(told).code, errorOf(told).param, (told.body.error as { details: unknown }).details, told.headers.get("x-svc-job-id")], ["idempotency_answer_lost", "idempotency-key", { job_id: jobId }, jobId]);
+    assert.match((told.body.error as { message: string }).message, new RegExp(`job ${jobId}, which finished and was charged`));
+    const again = await post("/chat/completions", account.apiKey, body, key);
+    assert.deepEqual([again.status, again.headers.get(REPLAYED), again.body], [500, "true", told.body]);
+    assert.deepEqual(await jobIds(account.apiKey), [jobId], "nothing ran again");
+    assert.equal(await credits(account.apiKey), 100 - job.creditsCharged, "charged once");
   });
 });

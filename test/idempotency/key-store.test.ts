@@ -84,5 +84,31 @@ for (const backend of testDatabases()) {
       await keys.release("w1", "x", third.claim!);
       assert.deepEqual((await keys.read("w1", "x"))?.outcome, { done: true });
     });
+
+    test("a key whose request never answered: one of concurrent retries reclaims it; an outcome recorded first stands", async () => {
+      const first = await keys.claim("w1", "k", "f");
+      await keys.linkJob("w1", "k", first.claim!, "job_1");
+      assert.equal(await keys.reclaim("w1", "k", "other", "job_1"), undefined, "another request's body");
+      const claims = await Promise.all(Array.from({ length: 10 }, () => keys.reclaim("w1", "k", "f", "job_1")));
+      const won = claims.filter((c) => c !== undefined);
+      assert.equal(won.length, 1);
+      assert.deepEqual(await keys.read("w1", "k"), { fingerprint: "f", jobId: null, outcome: undefined });
+      // The old holder's late outcome is not the new request's.
+      await keys.record("w1", "k", first.claim!, { stale: true });
+      assert.equal((await keys.read("w1", "k"))?.outcome, undefined);
+      await keys.record("w1", "k", won[0]!, { fresh: true });
+      assert.deepEqual((await keys.read("w1", "k"))?.outcome, { fresh: true });
+
+      const other = await keys.claim("w1", "j", "f");
+      await keys.linkJob("w1", "j", other.claim!, "job_2");
+      await keys.record("w1", "j", other.claim!, { answered: true });
+      await keys.recordUnanswered("w1", "j", "job_2", { lost: true });
+      assert.equal(await keys.reclaim("w1", "j", "f", "job_2"), undefined);
+      assert.deepEqual((await keys.read("w1", "j"))?.outcome, { answered: true }, "the first request's own outcome stands");
+      const third = await keys.claim("w1", "m", "f");
+      await keys.linkJob("w1", "m", third.claim!, "job_3");
+      await keys.recordUnanswered("w1", "m", "job_3", { lost: true });
+      assert.deepEqual((await keys.read("w1", "m"))?.outcome, { lost: true });
+    });
   });
 }
