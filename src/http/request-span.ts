@@ -1,11 +1,12 @@
 /**
  * The API's span of each request, when the service traces (src/tracing): a server span named by
- * the method and the route's pattern (never its ids), with the status answered. It ends when the
+ * the method and the route's pattern (never its ids), with the status answered, linked to the
+ * caller's own span when the request carries a `traceparent` header. It ends when the
  * request's log line is written (request-log.ts): when the response closes, or for a completion
  * whose caller left, once its route has done all it will.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { endSpan, SpanKind, tracer, withSpan, type Span } from "../tracing/index.ts";
+import { callerSpanContext, endSpan, SpanKind, tracer, withSpan, type Span } from "../tracing/index.ts";
 
 const spans = new WeakMap<FastifyRequest, Span>();
 
@@ -15,9 +16,11 @@ export function installRequestSpans(app: FastifyInstance): void {
   if (!traces) return;
   app.addHook("onRequest", async (request, reply) => {
     const route = request.routeOptions.url;
+    const caller = callerSpanContext(request.headers);
     const span = traces.startSpan(route ? `${request.method} ${route}` : request.method, {
       kind: SpanKind.SERVER,
       attributes: { "http.request.method": request.method, ...(route ? { "http.route": route } : {}), "svc.request_id": request.id },
+      ...(caller ? { links: [{ context: caller, attributes: { "svc.link": "caller" } }] } : {}),
     });
     spans.set(request, span);
     reply.raw.once("close", () => {

@@ -12,8 +12,9 @@
  * transaction's parent by signature, for the parts that later link to them (`jobLinks`,
  * `transactionParent`).
  */
-import { context, ROOT_CONTEXT, trace, type Attributes, type Context, type Link, type Span, type SpanContext, SpanStatusCode, type Tracer } from "@opentelemetry/api";
+import { context, defaultTextMapGetter, ROOT_CONTEXT, trace, type Attributes, type Context, type Link, type Span, type SpanContext, SpanStatusCode, type Tracer } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
@@ -147,6 +148,19 @@ export function traced<T>(name: string, attributes: () => Attributes, work: (spa
       throw error;
     },
   );
+}
+
+const traceContextHeaders = new W3CTraceContextPropagator();
+
+/**
+ * The caller's span that a W3C `traceparent` header (with its `tracestate`) names, for the
+ * request's span to link to; undefined without one, or for one malformed. A link, not a parent:
+ * a caller is a stranger, who would otherwise choose the trace the service's spans join and,
+ * through its sampled flag, whether they are kept.
+ */
+export function callerSpanContext(headers: Record<string, string | string[] | undefined>): SpanContext | undefined {
+  if (headers.traceparent === undefined) return undefined;
+  return trace.getSpanContext(traceContextHeaders.extract(ROOT_CONTEXT, headers, defaultTextMapGetter));
 }
 
 /** Keeps `span` as the trace of job `jobId`, for what later links to the job. */

@@ -18,6 +18,9 @@ const hi = [{ role: "user" as const, content: "Hi" }];
 const ENDPOINT_VARS = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] as const;
 const SPAN_KIND_SERVER = 2;
 const SPAN_KIND_CLIENT = 3;
+/** A caller's own span, as a W3C traceparent names it; and a header that names none. */
+const CALLER = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" };
+const TRACEPARENTS = { json: `00-${CALLER.traceId}-${CALLER.spanId}-01`, stream: "00-not-a-trace-context" };
 
 /** An attribute as OTLP/JSON writes it. */
 interface OtlpAttribute {
@@ -117,7 +120,7 @@ describe("tracing", () => {
     }
   });
 
-  test("a paid stream and a JSON reply arrive as traces: request, admission, run, settlement batch and the chain's sends", async () => {
+  test("a paid stream and a JSON reply arrive as traces: request, admission, run, settlement batch and the chain's sends; a caller's traceparent is linked", async () => {
     const collector = await startCollector();
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = collector.origin;
     const gateway = await startTestGateway({ db: await migratedTestDb() });
@@ -125,9 +128,9 @@ describe("tracing", () => {
     let jobIds: { stream: string; json: string };
     try {
       assert.ok(tracer(), "the service traces");
-      const streamed = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, stream: true }).withResponse();
+      const streamed = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, stream: true }, { headers: { traceparent: TRACEPARENTS.stream } }).withResponse();
       for await (const chunk of streamed.data) void chunk;
-      const json = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }).withResponse();
+      const json = await gateway.client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8 }, { headers: { traceparent: TRACEPARENTS.json } }).withResponse();
       jobIds = { stream: streamed.response.headers.get("x-svc-job-id")!, json: json.response.headers.get("x-svc-job-id")! };
       for (const id of Object.values(jobIds)) assert.equal((await jobConcluded(gateway.service, id)).status, "settled");
     } finally {
@@ -151,6 +154,10 @@ describe("tracing", () => {
       assert.equal(request.resource["service.name"], "svc-gateway");
       assert.equal(request.resource["service.instance.id"], nodeId);
       assert.equal(request.parentSpanId ?? "", "", "a request's span is its trace's root");
+      // The caller's span is a link (a malformed header names none), never the parent.
+      const callerLinks = (request.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, as: attributesOf(l.attributes)["svc.link"] }));
+      assert.deepEqual(callerLinks, mode === "json" ? [{ ...CALLER, as: "caller" }] : []);
+      assert.notEqual(request.traceId, CALLER.traceId, "a trace of the service's own");
 
       const childOfRequest = (name: string) => {
         const found = named(name, jobId);
