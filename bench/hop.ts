@@ -3,8 +3,9 @@
  * no checks. A proxy in the bench's process sends each request over one WebSocket to a hop in the
  * worker's process, which asks that process's upstream over undici (the worker's own client) and
  * sends the answer back: the gateway's path (caller, service, worker's process, upstream) with
- * forwarding alone at each step. Against it, the gateway's figures are the price of its work
- * per request; against Portkey, the hop's are the price of having a worker's process at all.
+ * forwarding alone at each step. Against it, the gateway's figures are the price of the work it
+ * does per request; against the plain proxy, the hop's are the price of a worker's process on
+ * the path.
  */
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { Agent, request } from "undici";
@@ -37,7 +38,9 @@ export async function serveHop(upstreamUrl: string): Promise<{ url: string; clos
       const contentType = String(answer.headers["content-type"] ?? "application/json");
       if (!contentType.startsWith("text/event-stream")) return send({ id, status: answer.statusCode, contentType, body: await answer.body.text() });
       send({ id, status: answer.statusCode, contentType, streaming: true });
-      for await (const chunk of answer.body) send({ id, chunk: String(chunk) });
+      // A character split across two chunks is decoded whole, with the later one.
+      const text = new TextDecoder();
+      for await (const chunk of answer.body) send({ id, chunk: text.decode(chunk as Uint8Array, { stream: true }) });
       send({ id, end: true });
     } catch (error) {
       send({ id, failed: String(error) });

@@ -1,7 +1,8 @@
 /**
  * The benches' worker side in a process of its own, as in production: the test upstream (in
  * vLLM's dialect), the plain hop forwarding to it (hop.ts) and, when given a gateway, a
- * WorkerClient serving it over the worker protocol. None shares the gateway's thread, clock or CPU time; the process reports its own CPU time.
+ * WorkerClient serving it over the worker protocol. None shares the gateway's thread, clock or
+ * CPU time; the process reports its own CPU time.
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
