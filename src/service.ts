@@ -35,7 +35,7 @@ import { NETWORK_MIGRATIONS, NodeBridge, WorkerGateway, type WorkerHandle, type 
 import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
 import { ADMIN_MIGRATIONS, type AdminSocket, serveAdminSocket } from "./admin/index.ts";
-import { type Db, migrate, openDb } from "./store/index.ts";
+import { type Db, isEmbedded, migrate, openDb } from "./store/index.ts";
 import { IDEMPOTENCY_MIGRATIONS } from "./idempotency/index.ts";
 import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 import { startTracing, type TracingHandle, type TracingOptions, tracingWanted } from "./tracing/index.ts";
@@ -255,7 +255,7 @@ function tracingFor(options: ServiceOptions, nodeId: string): TracingHandle | un
  * owns that database, so `svc admin` acts through it. On PostgreSQL `svc admin` opens the database.
  */
 async function adminSocketFor(options: ServiceOptions, db: Db, pool: WorkerPool, logger: Logger): Promise<AdminSocket | undefined> {
-  if (db.kind !== "pglite" || !options.dataDir || options.databaseUrl) return undefined;
+  if (!isEmbedded(db) || !options.dataDir || options.databaseUrl) return undefined;
   const node = { connectedWorkers: () => pool.all().map((w) => ({ address: w.address, vetting: pool.vetting(w.address) })), suspendedConnected: () => pool.suspendedConnected() };
   return serveAdminSocket({ db, dataDir: options.dataDir, logger, node });
 }
@@ -333,7 +333,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
   );
   const journal = new ChainJournal(db, chain, logger, nodeId);
   // The embedded store has one writer, this process: its book of wallets' credits can grant locks.
-  const book = (options.soleLedgerWriter ?? db.kind === "pglite") ? new CreditBook() : undefined;
+  const book = (options.soleLedgerWriter ?? isEmbedded(db)) ? new CreditBook() : undefined;
   const jobs = new JobService({
     nodeId,
     db,

@@ -16,7 +16,7 @@
  * happened.
  */
 import { BoundedMap } from "../core/index.ts";
-import type { Db } from "../store/index.ts";
+import { isEmbedded, type Db } from "../store/index.ts";
 import { API_KEY_CHANGES, EVERY_API_KEY } from "./schema.ts";
 
 /** Who a key belongs to. */
@@ -41,7 +41,7 @@ export class ApiKeyCache {
 
   /** A cache kept current by the database's notifications; one that caches nothing where the database cannot notify. */
   static async open(db: Db): Promise<ApiKeyCache> {
-    const cache = new ApiKeyCache(db.kind !== "pglite");
+    const cache = new ApiKeyCache(!isEmbedded(db));
     if (db.listen === undefined) return cache;
     await db.listen(API_KEY_CHANGES, {
       notified: (keyHash) => cache.drop(keyHash),

@@ -13,7 +13,7 @@
  * migrations are never edited. Further changes to it are migrations of the chain part.
  */
 import type { Logger } from "../core/index.ts";
-import { CombinedStatement, GroupCommit, unpadded, type Db } from "../store/index.ts";
+import { CombinedStatement, GroupCommit, isEmbedded, unpadded, type Db } from "../store/index.ts";
 import type { Chain, ChainReceipt } from "./chain.ts";
 import { joinedSend, tracedSend } from "./send-spans.ts";
 
@@ -332,7 +332,7 @@ export class ChainJournal {
   private confirmed(action: ChainAction, slot: number): Promise<{ outcome?: unknown }> {
     const owner = this.ownerOf(action);
     if (owner.addConfirmed) return this.writeOnlyConfirmations(action.kind, owner).run({ action, slot });
-    if (this.db.kind === "pglite" || owner.confirmsInGroups === true) return this.confirmations.run({ action, slot });
+    if (isEmbedded(this.db) || owner.confirmsInGroups === true) return this.confirmations.run({ action, slot });
     return this.db.transaction(async (tx) => (await this.applyConfirmed(tx, [{ action, slot }]))[0]!);
   }
 

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../core/index.ts";
-import type { Db } from "../store/index.ts";
+import { isEmbedded, type Db } from "../store/index.ts";
 
 export const DEFAULT_LEASE_MS = 10_000;
 
@@ -78,7 +78,7 @@ export class NodeLease {
 
   private async claim(): Promise<boolean> {
     // An embedded database belongs to one process: nobody else can hold its lease.
-    const onlyIfFree = this.o.db.kind === "pglite" ? "" : "WHERE gateway_nodes.lease_until < now() AND gateway_nodes.taken_over_by IS NULL";
+    const onlyIfFree = isEmbedded(this.o.db) ? "" : "WHERE gateway_nodes.lease_until < now() AND gateway_nodes.taken_over_by IS NULL";
     const rows = await this.o.db.query(
       `INSERT INTO gateway_nodes (node_id, incarnation, lease_until) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
        ON CONFLICT (node_id) DO UPDATE SET incarnation = $2, lease_until = excluded.lease_until, started_at = now(), taken_over_by = NULL

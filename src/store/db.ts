@@ -1,12 +1,21 @@
 /**
- * The database handle every part of the system uses. One SQL dialect (PostgreSQL's) runs on two
- * backends: PGlite in-process for the embedded default, a `pg` pool when `DATABASE_URL` is set.
+ * The database handle every part of the system uses. PostgreSQL's SQL runs on two backends: PGlite
+ * in-process for the embedded default, a `pg` pool when `DATABASE_URL` is set. SQLite
+ * (./sqlite.ts) runs in-process too, with SQL of its own, for the parts written for it.
  * Both return int8 as `bigint`, timestamptz as `Date`, jsonb as objects; numeric stays a string
  * so no precision is lost (cast sums of bigints with `::bigint`). The backends implement this
  * file's interfaces; ./open.ts picks one, so no backend imports the module that imports it.
  */
 
-export type DbKind = "pglite" | "postgres";
+export type DbKind = "pglite" | "sqlite" | "postgres";
+
+/**
+ * Whether `db` is an embedded database (PGlite or SQLite), which belongs to this one process:
+ * nobody else writes it, so what this process holds in memory about it is the whole truth.
+ */
+export function isEmbedded(db: Db): boolean {
+  return db.kind !== "postgres";
+}
 
 export interface Db {
   readonly kind: DbKind;

@@ -1,4 +1,4 @@
-export { sqlState, violatedConstraint } from "./db.ts";
+export { isEmbedded, sqlState, violatedConstraint } from "./db.ts";
 export { openDb } from "./open.ts";
 export type { Db, DbKind, OpenDbOptions } from "./db.ts";
 export { migrate, MigrationChangedError } from "./migrate.ts";

@@ -1,6 +1,8 @@
 /**
  * The databases every store-backed test runs against: a fresh in-memory PGlite always, and
  * PostgreSQL too when DATABASE_URL is set, each open() in its own new schema that close() drops.
+ * Suites of the parts written for SQLite as well ask for it (`{ sqlite: true }`): a fresh
+ * in-memory SQLite database.
  *
  *   for (const backend of testDatabases()) {
  *     describe(`jobs on ${backend.name}`, () => {
@@ -18,6 +20,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { migrate, openDb, type Db, type Migration } from "../../src/store/index.ts";
 import { openPglite, pgliteImage } from "../../src/store/pglite.ts";
+import { openSqlite } from "../../src/store/sqlite.ts";
 
 export interface TestDbOptions {
   /** Applied right after opening. */
@@ -27,14 +30,15 @@ export interface TestDbOptions {
 }
 
 export interface TestDatabase {
-  name: "pglite" | "postgres";
+  name: "pglite" | "sqlite" | "postgres";
   open(options?: TestDbOptions): Promise<Db>;
 }
 
-export function testDatabases(): TestDatabase[] {
+export function testDatabases(which: { sqlite?: boolean } = {}): TestDatabase[] {
   const list: TestDatabase[] = [
     { name: "pglite", open: (options) => withMigrations(emptyImage().then((image) => openPglite(undefined, image)), options) },
   ];
+  if (which.sqlite) list.push({ name: "sqlite", open: (options) => withMigrations(openSqlite(), options) });
   const url = process.env.DATABASE_URL;
   if (url) list.push({ name: "postgres", open: (options) => withMigrations(openPostgresSchema(url, options), options) });
   return list;

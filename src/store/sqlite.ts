@@ -1,0 +1,202 @@
+/**
+ * SQLite backend (better-sqlite3): the database in this process, one file, statements run
+ * synchronously in microseconds where PGlite's WebAssembly PostgreSQL takes a tenth of a
+ * millisecond or more (docs/performance.md). Its SQL is SQLite's: a part runs here once it has
+ * statements and migrations written for it (Migration.sqlite).
+ *
+ * One connection, so one transaction at a time: a transaction holds the connection across its
+ * awaits, and a plain `query` arriving meanwhile waits its turn instead of landing inside it. As
+ * on PGlite, a transaction callback that queries the root Db instead of its `tx` is refused.
+ *
+ * Durability matches the PGlite default's: the write-ahead log is written at every commit but not
+ * synced (synchronous=NORMAL), so a killed process loses nothing and a power cut may lose the
+ * last commits. The file is locked for this process alone (locking_mode=EXCLUSIVE).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { BoundedMap } from "../core/bounded-map.ts";
+import type { Db, NotificationListener } from "./db.ts";
+import { inPostgresTerms } from "./sqlite-errors.ts";
+import { decodersOf, namedParameters, type Decoder } from "./sqlite-values.ts";
+import { TxHandle } from "./tx.ts";
+
+export async function openSqlite(dataDir?: string): Promise<Db> {
+  let file = ":memory:";
+  if (dataDir !== undefined) {
+    await mkdir(dataDir, { recursive: true });
+    file = join(dataDir, "svc.sqlite");
+  }
+  // No waiting for a lock: the one connection never contends with itself, and another process
+  // holding the file should be reported at once.
+  const db = new Database(file, { timeout: 0 });
+  try {
+    db.pragma("locking_mode = EXCLUSIVE");
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("foreign_keys = ON");
+    // Takes the exclusive lock now, not at the first write.
+    db.exec("BEGIN IMMEDIATE; COMMIT");
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code === "SQLITE_BUSY") throw new Error(`${file} is held by another process`, { cause: error });
+    throw error;
+  }
+  return new SqliteDb(db);
+}
+
+interface Prepared {
+  statement: Database.Statement;
+  /** For a statement that returns rows: its columns' names and readers. */
+  columns?: { names: string[]; decoders: Decoder[] };
+}
+
+interface OpenTransaction {
+  db: SqliteDb;
+  open: boolean;
+}
+
+const currentTransaction = new AsyncLocalStorage<OpenTransaction>();
+
+class SqliteDb implements Db {
+  readonly kind = "sqlite" as const;
+
+  /** Statements prepared once per text: a node runs a few hundred texts over and over. */
+  readonly #prepared = new BoundedMap<Prepared>(1_000);
+  /** Transactions and the statements waiting behind one, in arrival order. */
+  #queue: Promise<void> = Promise.resolve();
+  #holdersOrWaiting = 0;
+  /** now() inside a transaction: its start, as PostgreSQL's now() is. */
+  #transactionStartedAt: string | undefined;
+  /** What a transaction notified, delivered when it commits (pg_notify). */
+  #notifications: [string, string][] = [];
+  readonly #listeners = new Map<string, NotificationListener[]>();
+
+  constructor(private readonly db: Database.Database) {
+    db.function("now", () => this.#transactionStartedAt ?? new Date().toISOString());
+    db.function("pg_notify", (channel: unknown, payload: unknown) => {
+      this.#notifications.push([String(channel), String(payload)]);
+      return null;
+    });
+  }
+
+  async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
+    this.#refuseInsideOwnTransaction();
+    if (this.#holdersOrWaiting === 0) return this.#statement<T>(sql, params, true);
+    return this.#inTurn(async () => this.#statement<T>(sql, params, true));
+  }
+
+  async exec(sql: string): Promise<void> {
+    this.#refuseInsideOwnTransaction();
+    await this.#inTurn(async () => this.#exec(sql));
+    this.#deliverNotifications();
+  }
+
+  async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    this.#refuseInsideOwnTransaction();
+    return this.#inTurn(async () => {
+      const state: OpenTransaction = { db: this, open: true };
+      const handle = new TxHandle("sqlite", {
+        query: async (sql, params) => this.#statement(sql, params ?? [], false),
+        exec: async (sql) => this.#exec(sql),
+      });
+      this.#exec("BEGIN");
+      this.#transactionStartedAt = new Date().toISOString();
+      try {
+        const result = await currentTransaction.run(state, () => fn(handle));
+        this.#exec("COMMIT");
+        this.#deliverNotifications();
+        return result;
+      } catch (error) {
+        if (this.db.inTransaction) this.#exec("ROLLBACK");
+        this.#notifications = [];
+        throw error;
+      } finally {
+        handle.end();
+        state.open = false;
+        this.#transactionStartedAt = undefined;
+      }
+    });
+  }
+
+  /** Hears what this database's transactions notify with pg_notify(channel, payload), once they commit. */
+  async listen(channel: string, listener: NotificationListener): Promise<void> {
+    this.#listeners.set(channel, [...(this.#listeners.get(channel) ?? []), listener]);
+  }
+
+  async close(): Promise<void> {
+    await this.#inTurn(async () => this.db.close());
+  }
+
+  #statement<T>(sql: string, params: readonly unknown[], autocommit: boolean): T[] {
+    const prepared = this.#prepare(sql);
+    let rows: T[] = [];
+    try {
+      const bound = namedParameters(params);
+      if (prepared.columns === undefined) prepared.statement.run(bound);
+      else rows = (prepared.statement.all(bound) as unknown[][]).map((values) => toRow<T>(values, prepared.columns!));
+    } catch (error) {
+      throw inPostgresTerms(this.db, error);
+    }
+    if (autocommit) this.#deliverNotifications();
+    return rows;
+  }
+
+  #prepare(sql: string): Prepared {
+    let prepared = this.#prepared.get(sql);
+    if (prepared === undefined) {
+      const statement = this.db.prepare(sql).safeIntegers(true);
+      prepared = { statement };
+      if (statement.reader) {
+        statement.raw(true);
+        prepared.columns = { names: statement.columns().map((c) => c.name), decoders: decodersOf(statement) };
+      }
+      this.#prepared.set(sql, prepared);
+    }
+    return prepared;
+  }
+
+  #exec(sql: string): void {
+    try {
+      this.db.exec(sql);
+    } catch (error) {
+      throw inPostgresTerms(this.db, error);
+    }
+  }
+
+  /** Runs `work` when every transaction and statement queued before it is done. */
+  async #inTurn<T>(work: () => Promise<T>): Promise<T> {
+    this.#holdersOrWaiting++;
+    const previous = this.#queue;
+    let done!: () => void;
+    this.#queue = new Promise((resolve) => (done = resolve));
+    try {
+      await previous;
+      return await work();
+    } finally {
+      this.#holdersOrWaiting--;
+      done();
+    }
+  }
+
+  #deliverNotifications(): void {
+    const sent = this.#notifications;
+    if (sent.length === 0) return;
+    this.#notifications = [];
+    for (const [channel, payload] of sent) for (const listener of this.#listeners.get(channel) ?? []) listener.notified(payload);
+  }
+
+  #refuseInsideOwnTransaction(): void {
+    const state = currentTransaction.getStore();
+    if (state?.open && state.db === this) {
+      throw new Error("query on the Db inside its own transaction: use the `tx` handle (it would wait for itself forever)");
+    }
+  }
+}
+
+function toRow<T>(values: unknown[], columns: { names: string[]; decoders: Decoder[] }): T {
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < values.length; i++) row[columns.names[i]!] = columns.decoders[i]!(values[i]);
+  return row as T;
+}
