@@ -3,7 +3,8 @@
  * and reserve then a plain post, one job per operation; then the same settle path in groups of
  * 16 jobs per operation (reserveAll, resolveAll), as the job service's group commits make them,
  * with this process's CPU per job. Run: node --import tsx bench/ledger.ts [jobs]
- * PGlite in memory and on disk always; PostgreSQL too when DATABASE_URL is set (in a scratch schema).
+ * PGlite and SQLite, in memory and on disk, always; PostgreSQL too when DATABASE_URL is set (in a
+ * scratch schema).
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -26,6 +27,7 @@ import {
   workerAccountId,
 } from "../src/ledger/index.ts";
 import { migrate, openDb, type Db } from "../src/store/index.ts";
+import { openSqlite } from "../src/store/sqlite.ts";
 
 const JOBS = Number(process.argv[2] ?? 400);
 const WALLETS = 32;
@@ -114,6 +116,16 @@ const targets: Target[] = [
     open: async () => {
       const dataDir = await mkdtemp(join(tmpdir(), "svc-bench-"));
       const db = await openDb({ dataDir });
+      return { db, cleanup: async () => { await db.close(); await rm(dataDir, { recursive: true, force: true }); } };
+    },
+  },
+  { name: "sqlite memory", concurrency: [1, 8], open: async () => { const db = await openSqlite(); return { db, cleanup: () => db.close() }; } },
+  {
+    name: "sqlite disk",
+    concurrency: [1, 8],
+    open: async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "svc-bench-"));
+      const db = await openSqlite(dataDir);
       return { db, cleanup: async () => { await db.close(); await rm(dataDir, { recursive: true, force: true }); } };
     },
   },

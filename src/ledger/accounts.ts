@@ -2,7 +2,7 @@
  * Ledger accounts and the ids the system gives them. Per-user accounts are `<code>:<address>`;
  * the shared ones (`funding`, `treasury`) are created by the ledger's migration.
  */
-import type { Db } from "../store/index.ts";
+import { isAnyOf, type Db } from "../store/index.ts";
 import { AccountConflictError } from "./errors.ts";
 import { ACCOUNT_COLUMNS, toAccount, type AccountRow } from "./rows.ts";
 import type { Account, AccountCode } from "./types.ts";
@@ -77,7 +77,7 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
 
 /** The accounts with these ids that exist, by id. */
 export async function getAccounts(db: Db, ids: readonly string[]): Promise<Map<string, Account>> {
-  const rows = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ledger_accounts WHERE id = ANY($1::text[])`, [[...ids]]);
+  const rows = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ledger_accounts WHERE ${isAnyOf(db, "id", "$1", "text")}`, [[...ids]]);
   return new Map(rows.map((row) => [row.id, toAccount(row)]));
 }
 

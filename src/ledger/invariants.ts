@@ -9,8 +9,8 @@
  *   references_exist       every account and pending transfer a transfer names exists (the table
  *                          has no foreign keys: ./schema.ts)
  *
- * One statement, so it reads one snapshot and gives no false alarms while transfers commit. It
- * scans everything: for tests, audits and an admin command, not for a request path.
+ * One statement, so it reads one snapshot and gives no false alarms while transfers commit, in
+ * SQL that PostgreSQL and SQLite both read. It scans everything: for tests, audits and an admin command, not for a request path.
  */
 import type { Db } from "../store/index.ts";
 
@@ -28,7 +28,7 @@ WITH legs AS (
   SELECT t.debit_account_id AS account_id,
          CASE WHEN t.kind = 'pending' AND r.id IS NULL THEN t.amount ELSE 0 END AS dp,
          CASE WHEN t.kind IN ('posted', 'post_pending') THEN t.amount ELSE 0 END AS dpo,
-         0::bigint AS cp, 0::bigint AS cpo
+         CAST(0 AS bigint) AS cp, CAST(0 AS bigint) AS cpo
   FROM ledger_transfers t LEFT JOIN ledger_transfers r ON r.pending_id = t.id
   UNION ALL
   SELECT t.credit_account_id, 0, 0,
@@ -74,10 +74,13 @@ WHERE p.kind <> 'pending'
    OR (r.kind = 'post_pending' AND r.amount > p.amount)
    OR (r.kind = 'void_pending' AND r.amount <> p.amount)
 UNION ALL
-SELECT 'references_exist', NULL, t.id, format('names account %s, which does not exist', missing.id)
+SELECT 'references_exist', NULL, t.id, format('names account %s, which does not exist', t.debit_account_id)
 FROM ledger_transfers t
-CROSS JOIN LATERAL (VALUES (t.debit_account_id), (t.credit_account_id)) AS missing (id)
-WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.id = missing.id)
+WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.id = t.debit_account_id)
+UNION ALL
+SELECT 'references_exist', NULL, t.id, format('names account %s, which does not exist', t.credit_account_id)
+FROM ledger_transfers t
+WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts a WHERE a.id = t.credit_account_id)
 UNION ALL
 SELECT 'references_exist', NULL, r.id, format('resolves %s, which does not exist', r.pending_id)
 FROM ledger_transfers r

@@ -57,6 +57,50 @@ CREATE TRIGGER ledger_transfers_immutable BEFORE UPDATE OR DELETE ON ledger_tran
 -- The system's shared accounts exist from the start; per-user ones are created on demand.
 INSERT INTO ledger_accounts (id, code) VALUES ('funding', 'funding'), ('treasury', 'treasury');
 `,
+    // The same tables, with the references 002 drops left out from the start. The order of
+    // transfers is the table's rowid (seq), which only grows: transfers are never deleted.
+    sqlite: `
+CREATE TABLE ledger_accounts (
+  id text PRIMARY KEY,
+  code text NOT NULL,
+  debits_must_not_exceed_credits boolean NOT NULL DEFAULT false,
+  debits_pending bigint NOT NULL DEFAULT 0 CHECK (debits_pending >= 0),
+  debits_posted bigint NOT NULL DEFAULT 0 CHECK (debits_posted >= 0),
+  credits_pending bigint NOT NULL DEFAULT 0 CHECK (credits_pending >= 0),
+  credits_posted bigint NOT NULL DEFAULT 0 CHECK (credits_posted >= 0),
+  created_at timestamptz NOT NULL DEFAULT (now()),
+  CONSTRAINT ledger_accounts_debits_within_credits
+    CHECK (NOT debits_must_not_exceed_credits OR debits_pending + debits_posted <= credits_posted)
+);
+
+CREATE TABLE ledger_transfers (
+  seq INTEGER PRIMARY KEY,
+  id text NOT NULL UNIQUE,
+  kind text NOT NULL CHECK (kind IN ('posted', 'pending', 'post_pending', 'void_pending')),
+  debit_account_id text NOT NULL,
+  credit_account_id text NOT NULL,
+  amount bigint NOT NULL CHECK (amount >= 0),
+  pending_id text,
+  code text NOT NULL,
+  reference text,
+  created_at timestamptz NOT NULL DEFAULT (now()),
+  CHECK (debit_account_id <> credit_account_id),
+  CHECK ((kind IN ('post_pending', 'void_pending')) = (pending_id IS NOT NULL)),
+  CHECK (kind IN ('post_pending', 'void_pending') OR amount > 0)
+);
+
+CREATE UNIQUE INDEX ledger_transfers_resolve_once ON ledger_transfers (pending_id) WHERE pending_id IS NOT NULL;
+CREATE INDEX ledger_transfers_by_debit ON ledger_transfers (debit_account_id, seq);
+CREATE INDEX ledger_transfers_by_credit ON ledger_transfers (credit_account_id, seq);
+CREATE INDEX ledger_transfers_by_reference ON ledger_transfers (reference, seq) WHERE reference IS NOT NULL;
+
+CREATE TRIGGER ledger_transfers_no_update BEFORE UPDATE ON ledger_transfers
+BEGIN SELECT RAISE(ABORT, 'ledger transfers are immutable (UPDATE refused)'); END;
+CREATE TRIGGER ledger_transfers_no_delete BEFORE DELETE ON ledger_transfers
+BEGIN SELECT RAISE(ABORT, 'ledger transfers are immutable (DELETE refused)'); END;
+
+INSERT INTO ledger_accounts (id, code) VALUES ('funding', 'funding'), ('treasury', 'treasury');
+`,
   },
   {
     // A foreign key is checked by a query of its own for every row inserted: on PGlite a
@@ -72,5 +116,6 @@ ALTER TABLE ledger_transfers
   DROP CONSTRAINT ledger_transfers_credit_account_id_fkey,
   DROP CONSTRAINT ledger_transfers_pending_id_fkey;
 `,
+    sqlite: "-- SQLite's tables were made without these references (001).",
   },
 ];

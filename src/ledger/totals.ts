@@ -20,8 +20,8 @@ const NONE: CodeTotals = { debitsPending: 0n, debitsPosted: 0n, creditsPending: 
 /** Every account code's summed totals; a code with no account yet sums to zeros. */
 export async function ledgerTotals(db: Db): Promise<Record<AccountCode, CodeTotals>> {
   const rows = await db.query<{ code: AccountCode; dp: string; dpo: string; cp: string; cpo: string }>(
-    `SELECT code, sum(debits_pending)::text AS dp, sum(debits_posted)::text AS dpo,
-            sum(credits_pending)::text AS cp, sum(credits_posted)::text AS cpo
+    `SELECT code, CAST(sum(debits_pending) AS text) AS dp, CAST(sum(debits_posted) AS text) AS dpo,
+            CAST(sum(credits_pending) AS text) AS cp, CAST(sum(credits_posted) AS text) AS cpo
        FROM ledger_accounts GROUP BY code`,
   );
   const totals: Record<AccountCode, CodeTotals> = { wallet: NONE, escrow: NONE, worker: NONE, treasury: NONE, funding: NONE };

@@ -3,6 +3,7 @@ export { openDb } from "./open.ts";
 export type { Db, DbKind, OpenDbOptions } from "./db.ts";
 export { migrate, MigrationChangedError } from "./migrate.ts";
 export type { Migration } from "./migrate.ts";
+export { isAnyOf } from "./dialect.ts";
 export { addValues, CombinedStatement, unpadded, valuesList } from "./sql.ts";
 export { isTransaction } from "./tx.ts";
 export { GroupCommit } from "./group-commit.ts";

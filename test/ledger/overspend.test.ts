@@ -23,7 +23,7 @@ import { account, assertHealthy, fundedWallet, uniqueId } from "./fixtures.ts";
 const SIZE = 130_000n; // one reservation: 13 credits
 const START = 7n * SIZE + 65_000n; // room for exactly 7, and half of an 8th
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`no overspend on ${backend.name}`, () => {
     let db: Db;
     /** On PostgreSQL a second pool on the same schema: a second gateway node racing the first. */

@@ -17,7 +17,7 @@ import type { Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 import { account, assertHealthy, fundedWallet, uniqueId } from "./fixtures.ts";
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`pending transfers on ${backend.name}`, () => {
     let db: Db;
     before(async () => {

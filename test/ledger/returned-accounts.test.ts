@@ -25,7 +25,7 @@ import type { Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 import { assertHealthy, fundedWallet, uniqueId } from "./fixtures.ts";
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`accounts returned by operations on ${backend.name}`, () => {
     let db: Db;
     before(async () => {

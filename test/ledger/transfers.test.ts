@@ -21,7 +21,7 @@ import { sqlState, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 import { account, assertHealthy, fundedWallet, uniqueId } from "./fixtures.ts";
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`ledger transfers on ${backend.name}`, () => {
     let db: Db;
     before(async () => {
