@@ -16,7 +16,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { BoundedMap } from "../core/bounded-map.ts";
+import { BoundedMap } from "../core/index.ts";
 import type { Db, NotificationListener } from "./db.ts";
 import { inPostgresTerms } from "./sqlite-errors.ts";
 import { decodersOf, namedParameters, type Decoder } from "./sqlite-values.ts";
