@@ -1,6 +1,6 @@
 /** Wallets and their API keys: issue, replace, authenticate. Balances live in the ledger. */
 import { ApiError } from "../core/index.ts";
-import { CombinedStatement, type Db } from "../store/index.ts";
+import { CombinedStatement, isAnyOf, rowLock, type Db } from "../store/index.ts";
 import type { ApiKeyCache, KeyOwner } from "./api-key-cache.ts";
 import { generateApiKey, hashApiKey, isWellFormedKey } from "./api-key.ts";
 
@@ -102,7 +102,7 @@ export async function authenticate(db: Db, authorization: string | undefined, ca
  */
 export async function confirmKeys(db: Db, keyHashes: readonly string[]): Promise<void> {
   const wanted = [...new Set(keyHashes)];
-  refuseAny(wanted, await db.query<KeyRow>("SELECT key_hash, revoked_at, suspended_at FROM api_keys WHERE key_hash = ANY($1::text[])", [wanted]));
+  refuseAny(wanted, await db.query<KeyRow>(`SELECT key_hash, revoked_at, suspended_at FROM api_keys WHERE ${isAnyOf(db, "key_hash", "$1::text[]")}`, [wanted]));
 }
 
 interface KeyRow {
@@ -167,15 +167,16 @@ export interface CreditLowAnswer {
  */
 export async function lockCreditLowSides(db: Db, wallets: readonly string[], keysToConfirm: readonly string[] = []): Promise<CreditLowSides> {
   const locked = `SELECT address, credit_low_armed AS armed, credit_low_threshold AS threshold FROM wallets
-                   WHERE address = ANY($1::text[]) ORDER BY address FOR NO KEY UPDATE`;
+                   WHERE ${isAnyOf(db, "address", "$1::text[]")} ORDER BY address ${rowLock(db, "FOR NO KEY UPDATE")}`;
   const wanted = [...new Set(keysToConfirm)];
-  // Only PostgreSQL's admissions have keys to confirm; PGlite's read the flags alone.
+  // Only PostgreSQL's admissions have keys to confirm; an embedded database's (PGlite, SQLite)
+  // read the flags alone.
   const rows = await db.query<{ address: string | null; armed: boolean | null; threshold: number | null } & Partial<KeyRow>>(
     wanted.length === 0
       ? locked
-      : `SELECT address, armed, threshold, NULL AS key_hash, NULL::timestamptz AS revoked_at, NULL::timestamptz AS suspended_at FROM (${locked}) w
+      : `SELECT address, armed, threshold, NULL AS key_hash, CAST(NULL AS timestamptz) AS revoked_at, CAST(NULL AS timestamptz) AS suspended_at FROM (${locked}) w
          UNION ALL
-         SELECT NULL, NULL, NULL, key_hash, revoked_at, suspended_at FROM api_keys WHERE key_hash = ANY($2::text[])`,
+         SELECT NULL, NULL, NULL, key_hash, revoked_at, suspended_at FROM api_keys WHERE ${isAnyOf(db, "key_hash", "$2::text[]")}`,
     wanted.length === 0 ? [[...new Set(wallets)]] : [[...new Set(wallets)], wanted],
   );
   refuseAny(wanted, rows.flatMap((row) => (row.key_hash ? [row as KeyRow] : [])));
@@ -191,11 +192,11 @@ export async function lockCreditLowSides(db: Db, wallets: readonly string[], key
 export function addCreditLowSides(statement: CombinedStatement, changes: readonly { wallet: string; availableCredits: number }[]): void {
   if (changes.length === 0) return;
   const last = new Map(changes.map((c) => [c.wallet, c.availableCredits]));
-  const values = statement.values(["text", "bigint"], [...last]);
+  const changed = statement.table(["text", "bigint"], [...last], "c", ["address", "credits"]);
   statement.step(
     "credit_low_sides_set",
-    `UPDATE wallets w SET credit_low_armed = (c.credits >= w.credit_low_threshold)
-       FROM (VALUES ${values}) AS c (address, credits)
+    `UPDATE wallets AS w SET credit_low_armed = (c.credits >= w.credit_low_threshold)
+       FROM ${changed}
       WHERE w.address = c.address AND w.credit_low_armed <> (c.credits >= w.credit_low_threshold)`,
   );
 }
@@ -222,8 +223,8 @@ export class CreditLowSides {
   addWrite(statement: CombinedStatement): void {
     const flipped = [...this.sides].filter(([, side]) => side.armed !== side.stored);
     if (flipped.length === 0) return;
-    const values = statement.values(["text", "boolean"], flipped.map(([address, side]) => [address, side.armed]));
-    statement.step("credit_low_sides_written", `UPDATE wallets w SET credit_low_armed = f.armed FROM (VALUES ${values}) AS f (address, armed) WHERE w.address = f.address`);
+    const flags = statement.table(["text", "boolean"], flipped.map(([address, side]) => [address, side.armed]), "f", ["address", "armed"]);
+    statement.step("credit_low_sides_written", `UPDATE wallets AS w SET credit_low_armed = f.armed FROM ${flags} WHERE w.address = f.address`);
   }
 }
 
@@ -277,6 +278,11 @@ export async function refuseSuspendedWallet(db: Db, wallet: string): Promise<voi
 
 /** When the wallet's latest key was suspended; null when it is not, or the wallet has no key. */
 async function walletSuspendedAt(db: Db, wallet: string): Promise<Date | null> {
-  const [latest] = await db.query<{ suspended_at: Date | null }>("SELECT suspended_at FROM api_keys WHERE wallet = $1 ORDER BY created_at DESC LIMIT 1", [wallet]);
+  // Keys made in one millisecond (SQLite keeps no finer time) tie on created_at: the live key,
+  // always the last issued, is the latest.
+  const [latest] = await db.query<{ suspended_at: Date | null }>(
+    "SELECT suspended_at FROM api_keys WHERE wallet = $1 ORDER BY created_at DESC, (revoked_at IS NULL) DESC LIMIT 1",
+    [wallet],
+  );
   return latest?.suspended_at ?? null;
 }

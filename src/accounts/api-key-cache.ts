@@ -6,14 +6,14 @@
  *
  * A key that changes is dropped from every node's cache by the database itself: a trigger on
  * api_keys NOTIFYs its hash when the change commits (every key's, for a TRUNCATE: schema.ts),
- * and each node LISTENs. On PGlite, one process, the notification arrives before the revoking
- * call returns. On PostgreSQL it arrives a moment after the commit, and a request sent to
- * another node in that moment would find the key still cached, while the spec says every later
- * request is refused. So there the cache only says whose key it is: the job's admission
- * confirms the key in its transaction (`keyToConfirm`, with the wallets' credit.low flags:
- * accounts.lockCreditLowSides), and every other route before it runs (accounts.confirmKeys). While a node's listening connection is lost the
- * cache is emptied and not used, and an entry older than a minute is looked up again whatever
- * happened.
+ * and each node LISTENs. On an embedded database (PGlite, SQLite), one process, the notification
+ * arrives before the revoking call returns. On PostgreSQL it arrives a moment after the commit,
+ * and a request sent to another node in that moment would find the key still cached, while the
+ * spec says every later request is refused. So there the cache only says whose key it is: the
+ * job's admission confirms the key in its transaction (`keyToConfirm`, with the wallets'
+ * credit.low flags: accounts.lockCreditLowSides), and every other route before it runs
+ * (accounts.confirmKeys). While a node's listening connection is lost the cache is emptied and
+ * not used, and an entry older than a minute is looked up again whatever happened.
  */
 import { BoundedMap } from "../core/index.ts";
 import { isEmbedded, type Db } from "../store/index.ts";

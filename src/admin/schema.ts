@@ -15,5 +15,16 @@ export const ADMIN_MIGRATIONS = [
         at timestamptz NOT NULL DEFAULT now()
       );
     `,
+    // The rowid is the identity: it only grows while no row is deleted, and audit rows never are.
+    sqlite: `
+      CREATE TABLE admin_actions (
+        id INTEGER PRIMARY KEY,
+        action text NOT NULL,
+        target text NOT NULL,
+        reason text,
+        actor text NOT NULL,
+        at timestamptz NOT NULL DEFAULT (now())
+      );
+    `,
   },
 ];

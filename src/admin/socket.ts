@@ -1,5 +1,5 @@
 /**
- * The admin socket of a node on the embedded store: PGlite is opened by one process, so
+ * The admin socket of a node on the embedded store: its database is opened by one process, so
  * `svc admin` asks the running node to act on its own database, over HTTP on a Unix domain socket
  * at `<dataDir>/admin.sock`. The socket file's mode, 0600, is the credential: only the OS user
  * owning the data dir (and root) can connect. It never listens on the network.

@@ -104,11 +104,12 @@ export async function seedLaunchCatalog(db: Db): Promise<void> {
   const params = LAUNCH_CATALOG.flatMap(approvalValues);
   const launchAt = params.length + 1;
   const rows = valuesList(LAUNCH_CATALOG.length, COLUMN_TYPES);
+  // `WHERE true`: without it SQLite would read the ON of ON CONFLICT as a join's.
   await db.query(
     `INSERT INTO approved_models (${COLUMNS}, approved_at)
-     SELECT v.*, to_timestamp($${launchAt}::double precision) FROM (VALUES ${rows}) AS v
+     SELECT v.*, $${launchAt}::timestamptz FROM (VALUES ${rows}) AS v WHERE true
      ON CONFLICT (id) DO NOTHING`,
-    [...params, LAUNCH],
+    [...params, new Date(LAUNCH * 1000)],
   );
 }
 

@@ -13,7 +13,7 @@
  * migrations are never edited. Further changes to it are migrations of the chain part.
  */
 import type { Logger } from "../core/index.ts";
-import { CombinedStatement, GroupCommit, isEmbedded, unpadded, type Db } from "../store/index.ts";
+import { CombinedStatement, GroupCommit, isAnyOf, isEmbedded, minusMs, returning, spelled, unpadded, type Db, type DbKind } from "../store/index.ts";
 import type { Chain, ChainReceipt } from "./chain.ts";
 import { joinedSend, tracedSend } from "./send-spans.ts";
 
@@ -26,9 +26,9 @@ const NO_WIRE = new Uint8Array(0);
  * open action is ever sent or checked again, and the chain keeps the transaction. A settlement's
  * bytes, about a kilobyte, would otherwise be most of each job's row.
  */
-function wireWhenFinished(alias: string): string {
+function wireWhenFinished(db: Db | DbKind, alias: string): string {
   return `CASE WHEN EXISTS (SELECT 1 FROM open_chain_actions s WHERE s.signature = ${alias}.signature AND s.subject <> ${alias}.subject)
-               THEN ${alias}.wire ELSE '\\x'::bytea END`;
+               THEN ${alias}.wire ELSE ${spelled(db, { postgres: "'\\x'::bytea", sqlite: "x''" })} END`;
 }
 /** The step of a confirmation's statement that gives the actions it marked confirmed (ActionOwner.addConfirmed reads it). */
 const CONFIRMED_STEP = "chain_actions_confirmed";
@@ -178,7 +178,7 @@ export class ChainJournal {
 
   /** `record` for several actions in one statement. */
   async recordAll(db: Db, actions: readonly ChainAction[]): Promise<void> {
-    const statement = new CombinedStatement();
+    const statement = new CombinedStatement(db);
     this.addRecords(statement, actions);
     await statement.run(db);
   }
@@ -193,7 +193,7 @@ export class ChainJournal {
       ACTION_TYPES,
       actions.map((action) => [action.signature, action.kind, action.subject, JSON.stringify(action.params ?? {}), wireOf(action), this.nodeId ?? null]),
     );
-    statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) ${unpadded(values)} RETURNING signature, subject`);
+    statement.step("chain_actions_recorded", `INSERT INTO chain_actions (signature, kind, subject, params, wire, node_id) ${unpadded(values)} RETURNING signature, subject`, ["signature", "subject"]);
     statement.step("open_chain_actions_recorded", "INSERT INTO open_chain_actions (signature, subject) SELECT signature, subject FROM chain_actions_recorded");
   }
 
@@ -341,7 +341,7 @@ export class ChainJournal {
     let groups = this.writeOnlyGroups.get(kind);
     if (!groups) {
       groups = new GroupCommit(this.db, async (db, confirmed) => {
-        const statement = new CombinedStatement();
+        const statement = new CombinedStatement(db);
         this.addMarks(statement, confirmed);
         owner.addConfirmed!(statement, CONFIRMED_STEP);
         await statement.run(db);
@@ -354,19 +354,20 @@ export class ChainJournal {
 
   /** The step (CONFIRMED_STEP) marking `confirmed` actions confirmed, giving each one it marked (one another confirmed first is left alone). */
   private addMarks(statement: CombinedStatement, confirmed: readonly { action: ChainAction; slot: number }[]): void {
-    const values = statement.values(["text", "text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, action.subject, slot]));
+    const marks = statement.table(["text", "text", "bigint"], confirmed.map(({ action, slot }) => [action.signature, action.subject, slot]), "c", ["signature", "subject", "slot"]);
     statement.step(
       CONFIRMED_STEP,
-      `UPDATE chain_actions a SET state = 'confirmed', slot = c.slot, updated_at = now(), wire = ${wireWhenFinished("a")}
-         FROM (VALUES ${values}) AS c (signature, subject, slot)
-        WHERE a.signature = c.signature AND a.subject = c.subject AND a.state = 'sent' RETURNING a.signature, a.subject, a.slot`,
+      `UPDATE chain_actions AS a SET state = 'confirmed', slot = c.slot, updated_at = now(), wire = ${wireWhenFinished(this.db, "a")}
+         FROM ${marks}
+        WHERE a.signature = c.signature AND a.subject = c.subject AND a.state = 'sent' ${returning(this.db, "a", ["signature", "subject", "slot"])}`,
+      ["signature", "subject", "slot"],
     );
-    statement.step("open_chain_actions_confirmed", `DELETE FROM open_chain_actions o USING ${CONFIRMED_STEP} c WHERE o.signature = c.signature AND o.subject = c.subject`);
+    statement.step("open_chain_actions_confirmed", `DELETE FROM open_chain_actions WHERE (signature, subject) IN (SELECT signature, subject FROM ${CONFIRMED_STEP})`);
   }
 
   /** Inside `tx`: marks the actions confirmed, in one statement, and hands them to their owners, kind by kind. */
   private async applyConfirmed(tx: Db, confirmed: readonly { action: ChainAction; slot: number }[]): Promise<{ outcome?: unknown }[]> {
-    const marking = new CombinedStatement();
+    const marking = new CombinedStatement(tx);
     this.addMarks(marking, confirmed);
     marking.returns(`SELECT signature, subject FROM ${CONFIRMED_STEP}`);
     const marked = await marking.run<{ signature: string; subject: string }>(tx);
@@ -413,15 +414,18 @@ export class ChainJournal {
 
   /** Move an open row to `state`; false when it was not open any more (someone else finished it). */
   private async mark(tx: Db, action: ChainAction, state: Exclude<ActionState, "sent">, details: { slot?: number; error?: string | undefined }): Promise<boolean> {
-    const marked = await tx.query(
-      `WITH marked AS (
-         UPDATE chain_actions a SET state = $3, slot = coalesce($4, slot), error = coalesce($5, error), updated_at = now(), wire = ${wireWhenFinished("a")}
-          WHERE signature = $1 AND subject = $2 AND state = 'sent' RETURNING signature, subject),
-       closed AS (DELETE FROM open_chain_actions o USING marked m WHERE o.signature = m.signature AND o.subject = m.subject)
-       SELECT signature FROM marked`,
-      [action.signature, action.subject, state, details.slot ?? null, details.error ?? null],
+    const statement = new CombinedStatement(tx);
+    const [signature, subject] = [statement.param(action.signature, "text"), statement.param(action.subject, "text")];
+    const [newState, slot, error] = [statement.param(state, "text"), statement.param(details.slot ?? null, "bigint"), statement.param(details.error ?? null, "text")];
+    statement.step(
+      "marked",
+      `UPDATE chain_actions AS a SET state = ${newState}, slot = coalesce(${slot}, slot), error = coalesce(${error}, error), updated_at = now(), wire = ${wireWhenFinished(tx, "a")}
+        WHERE signature = ${signature} AND subject = ${subject} AND state = 'sent' RETURNING signature, subject`,
+      ["signature", "subject"],
     );
-    return marked.length > 0;
+    statement.step("closed", "DELETE FROM open_chain_actions WHERE (signature, subject) IN (SELECT signature, subject FROM marked)");
+    statement.returns("SELECT signature FROM marked");
+    return (await statement.run(tx)).length > 0;
   }
 
   /**
@@ -466,7 +470,7 @@ export class ChainJournal {
                    ELSE (SELECT s.wire FROM chain_actions s WHERE s.signature = a.signature AND length(s.wire) > 0 LIMIT 1) END AS wire
          FROM open_chain_actions o JOIN chain_actions a USING (signature, subject)
         WHERE a.state = 'sent' AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL))
-          AND created_at <= now() - $3 * interval '1 millisecond'
+          AND created_at <= ${minusMs(this.db, "now()", "$3")}
         ORDER BY created_at`,
       [owner?.nodeId ?? null, owner?.orUnowned ?? false, olderThanMs],
     );
@@ -499,7 +503,7 @@ export class ChainJournal {
   /** The actions recorded about these subjects, oldest first. */
   async actionsAbout(subjects: readonly string[]): Promise<{ subject: string; kind: string; signature: string; state: ActionState }[]> {
     if (subjects.length === 0) return [];
-    return this.db.query("SELECT subject, kind, signature, state FROM chain_actions WHERE subject = ANY($1::text[]) ORDER BY created_at", [[...subjects]]);
+    return this.db.query(`SELECT subject, kind, signature, state FROM chain_actions WHERE ${isAnyOf(this.db, "subject", "$1::text[]")} ORDER BY created_at`, [[...subjects]]);
   }
 }
 

@@ -137,8 +137,8 @@ export interface TxLogOptions {
    * Whether a record is synced to the disk before it counts as durable (default true). Without,
    * `append`'s write to the operating system is all: the record survives the process's crash
    * (kill -9, the out-of-memory killer) and not an operating-system crash or a power cut. That is
-   * for a chain whose user keeps nothing longer than that itself (a node on PGlite, whose commits
-   * are not synced either), where a sync of each send would be most of a send's time.
+   * for a chain whose user keeps nothing longer than that itself (a node on an embedded database,
+   * whose commits are not synced either), where a sync of each send would be most of a send's time.
    */
   sync?: boolean;
 }

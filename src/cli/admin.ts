@@ -4,13 +4,12 @@
  * node hears the change through the database; on the embedded store it asks the node running on
  * the data dir, through its admin socket, or opens the data dir itself when no node runs there.
  */
-import { existsSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { AdminRefusal, DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, TOKENIZERS, adminSocketPath, checkActor, checkOperation, runAdminOperation, runOnNode, type AdminOperation, type AdminOutcome } from "../admin/index.ts";
 import { TIERS } from "../core/index.ts";
-import { type Db, migrate, openDb } from "../store/index.ts";
+import { type Db, embeddedEngineIn, migrate, openDb } from "../store/index.ts";
 
 const HELP = `Usage: svc admin <command> [options]
 
@@ -131,7 +130,7 @@ async function execute({ operation, by, where }: AdminRequest): Promise<AdminOut
   if ("databaseUrl" in where) return withDatabase(await openDb({ databaseUrl: where.databaseUrl }), (db) => runAdminOperation(db, operation, by));
   const throughNode = await runOnNode(where.dataDir, operation, by);
   if (throughNode !== undefined) return throughNode;
-  if (!existsSync(join(where.dataDir, "pgdata", "PG_VERSION"))) {
+  if (embeddedEngineIn(where.dataDir) === undefined) {
     throw new AdminRefusal(`no database in ${where.dataDir} (no node runs there either: no ${adminSocketPath(where.dataDir)}); pass the data dir of a gateway with --data-dir, or --database-url`);
   }
   return withDatabase(await openDb({ dataDir: where.dataDir }), (db) => runAdminOperation(db, operation, by));

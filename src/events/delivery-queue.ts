@@ -5,8 +5,11 @@
  * then no longer matches, so two nodes never attempt the same delivery in the normal case. A node
  * that dies mid-attempt leaves a lease that expires, and the delivery is attempted again (at
  * least once). All times are the database's clock, so nodes with skewed clocks agree.
+ *
+ * On SQLite one process owns the database and its one connection runs one statement at a time,
+ * so the same conditional UPDATE is all that keeps two loops from taking one head.
  */
-import type { Db } from "../store/index.ts";
+import { isAnyOf, msBetween, plusMs, spelled, type Db } from "../store/index.ts";
 
 /** Delay before attempt n+1 after attempt n failed (index n), spec "Delivery". */
 export const RETRY_DELAYS_MS = [0, 30_000, 300_000, 1_800_000, 7_200_000] as const;
@@ -28,16 +31,25 @@ export interface Claimed {
 
 const HEAD_LIMIT = 500;
 
+const READY_AT = "CASE WHEN lease_until > next_attempt_at THEN lease_until ELSE next_attempt_at END";
+
+/** Each webhook's oldest pending delivery (SQLite has no DISTINCT ON), with when it may be taken. */
+const OLDEST_PENDING = {
+  postgres: `SELECT DISTINCT ON (webhook_id) webhook_id, event_id, ${READY_AT} AS ready_at
+               FROM webhook_deliveries WHERE status = 'pending'
+              ORDER BY webhook_id, event_id`,
+  sqlite: `SELECT webhook_id, event_id, ready_at
+             FROM (SELECT webhook_id, event_id, ${READY_AT} AS ready_at,
+                          row_number() OVER (PARTITION BY webhook_id ORDER BY event_id) AS nth
+                     FROM webhook_deliveries WHERE status = 'pending')
+            WHERE nth = 1`,
+};
+
 /** The head of every active webhook with something pending, soonest first. */
 export async function heads(db: Db): Promise<Head[]> {
   const rows = await db.query<{ webhook_id: string; event_id: string; wait_ms: number }>(
-    `WITH h AS (
-       SELECT DISTINCT ON (webhook_id) webhook_id, event_id,
-              CASE WHEN lease_until > next_attempt_at THEN lease_until ELSE next_attempt_at END AS ready_at
-         FROM webhook_deliveries WHERE status = 'pending'
-        ORDER BY webhook_id, event_id
-     )
-     SELECT h.webhook_id, h.event_id, (extract(epoch FROM (h.ready_at - now())) * 1000)::float8 AS wait_ms
+    `WITH h AS (${spelled(db, OLDEST_PENDING)})
+     SELECT h.webhook_id, h.event_id, ${msBetween(db, "now()", "h.ready_at")} AS wait_ms
        FROM h JOIN webhooks w ON w.id = h.webhook_id
       WHERE w.status = 'active'
       ORDER BY wait_ms, h.event_id
@@ -46,10 +58,12 @@ export async function heads(db: Db): Promise<Head[]> {
   return rows.map((r) => ({ webhookId: r.webhook_id, eventId: r.event_id, waitMs: Number(r.wait_ms) }));
 }
 
-/** Takes the head for `leaseMs`, if it is still the due, unleased head of an active webhook. */
-export async function claim(db: Db, head: Head, token: string, leaseMs: number): Promise<Claimed | undefined> {
-  const [row] = await db.query<{ attempts: number; body: string; url: string; secret_ciphertext: string }>(
-    `UPDATE webhook_deliveries d
+/**
+ * Leases delivery ($1, $2) for $3 ms to token $4. SQLite's RETURNING reads only the updated
+ * table, not an UPDATE's FROM: there the event and webhook are read by subqueries.
+ */
+const CLAIM = {
+  postgres: `UPDATE webhook_deliveries d
         SET lease_until = now() + $3::float8 * interval '1 millisecond', lease_token = $4
        FROM events e, webhooks w
       WHERE d.webhook_id = $1 AND d.event_id = $2 AND d.status = 'pending'
@@ -58,8 +72,20 @@ export async function claim(db: Db, head: Head, token: string, leaseMs: number):
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                          WHERE p.webhook_id = d.webhook_id AND p.status = 'pending' AND p.event_id < d.event_id)
       RETURNING d.attempts, e.body, w.url, w.secret_ciphertext`,
-    [head.webhookId, head.eventId, leaseMs, token],
-  );
+  sqlite: `UPDATE webhook_deliveries
+        SET lease_until = ${plusMs("sqlite", "now()", "$3")}, lease_token = $4
+      WHERE webhook_id = $1 AND event_id = $2 AND status = 'pending'
+        AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+        AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $1 AND w.status = 'active')
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.webhook_id = $1 AND p.status = 'pending' AND p.event_id < $2)
+      RETURNING attempts, (SELECT body FROM events WHERE id = $2) AS body,
+                (SELECT url FROM webhooks WHERE id = $1) AS url, (SELECT secret_ciphertext FROM webhooks WHERE id = $1) AS secret_ciphertext`,
+};
+
+/** Takes the head for `leaseMs`, if it is still the due, unleased head of an active webhook. */
+export async function claim(db: Db, head: Head, token: string, leaseMs: number): Promise<Claimed | undefined> {
+  const params = [head.webhookId, head.eventId, leaseMs, token];
+  const [row] = await db.query<{ attempts: number; body: string; url: string; secret_ciphertext: string }>(spelled(db, CLAIM), params);
   return row ? { attempts: row.attempts, body: row.body, url: row.url, sealedSecret: row.secret_ciphertext } : undefined;
 }
 
@@ -90,7 +116,7 @@ export async function markFailed(
     const [row] = await tx.query<{ status: "pending" | "failed" }>(
       `UPDATE webhook_deliveries
           SET attempts = attempts + 1, last_attempt_at = now(), last_status_code = $3, last_error = $4,
-              status = $5, next_attempt_at = now() + $6::float8 * interval '1 millisecond',
+              status = $5, next_attempt_at = ${plusMs(tx, "now()", "$6::float8")},
               lease_until = NULL, lease_token = NULL
         WHERE webhook_id = $1 AND event_id = $2 AND lease_token = $7
         RETURNING status`,
@@ -106,11 +132,11 @@ export async function markFailed(
 /** Gives up leases without counting an attempt (the loop is stopping). */
 export async function releaseLeases(db: Db, tokens: string[]): Promise<void> {
   if (tokens.length === 0) return;
-  await db.query("UPDATE webhook_deliveries SET lease_until = NULL, lease_token = NULL WHERE lease_token = ANY($1::text[])", [tokens]);
+  await db.query(`UPDATE webhook_deliveries SET lease_until = NULL, lease_token = NULL WHERE ${isAnyOf(db, "lease_token", "$1::text[]")}`, [tokens]);
 }
 
 /** Which of these events are visible (committed) now. */
 export async function visibleEvents(db: Db, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  return (await db.query<{ id: string }>("SELECT id FROM events WHERE id = ANY($1::text[])", [ids])).map((r) => r.id);
+  return (await db.query<{ id: string }>(`SELECT id FROM events WHERE ${isAnyOf(db, "id", "$1::text[]")}`, [ids])).map((r) => r.id);
 }

@@ -8,7 +8,7 @@
  * caller commits, so they look again until it shows up (see delivery.ts).
  */
 import { newId } from "../core/index.ts";
-import { CombinedStatement, unpadded, type Db } from "../store/index.ts";
+import { CombinedStatement, isAnyOf, unpadded, type Db } from "../store/index.ts";
 import { API_VERSION, type EventName } from "./names.ts";
 
 export interface Envelope<D = Record<string, unknown>> {
@@ -63,7 +63,7 @@ const EVENT_TYPES = ["text", "text", "text", "text", "timestamptz", "text"] as c
  * written.
  */
 export async function emitEvents(tx: Db, events: readonly NewEvent[]): Promise<(string | undefined)[]> {
-  const statement = new CombinedStatement();
+  const statement = new CombinedStatement(tx);
   const written = addEvents(statement, events);
   return written(await statement.run(tx));
 }
@@ -90,15 +90,17 @@ export function addEvents(statement: CombinedStatement, events: readonly NewEven
   statement.step(
     "events_written",
     `INSERT INTO events (id, account, name, dedupe_key, created_at, body)
-     ${unpadded(statement.values(EVENT_TYPES, rows), "EXISTS (SELECT 1 FROM webhooks w WHERE w.wallet = padded.column2 AND padded.column3 = ANY (w.events))")}
+     ${unpadded(statement.values(EVENT_TYPES, rows), `EXISTS (SELECT 1 FROM webhooks w WHERE w.wallet = padded.column2 AND ${isAnyOf(statement.kind, "padded.column3", "w.events")})`)}
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id, account, name`,
+    ["id", "account", "name"],
   );
   statement.step(
     "events_fanned_out",
     `INSERT INTO webhook_deliveries (webhook_id, event_id)
-     SELECT w.id, e.id FROM events_written e JOIN webhooks w ON w.wallet = e.account AND e.name = ANY (w.events)
+     SELECT w.id, e.id FROM events_written e JOIN webhooks w ON w.wallet = e.account AND ${isAnyOf(statement.kind, "e.name", "w.events")}
      RETURNING event_id`,
+    ["event_id"],
   );
   statement.returns("SELECT e.id, (SELECT count(*) FROM events_fanned_out d WHERE d.event_id = e.id) AS fanned_out FROM events_written e");
   return (result) => {

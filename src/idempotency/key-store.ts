@@ -4,7 +4,7 @@
  * insert, not a read before it, decides which of two concurrent requests runs.
  */
 import { randomBytes } from "node:crypto";
-import type { Db } from "../store/index.ts";
+import { minusMs, type Db } from "../store/index.ts";
 import { ABANDONED_CLAIM_MS, KEY_TTL_MS } from "./rules.ts";
 
 /** Expired keys are deleted at most this often, by a node that is claiming one anyway. */
@@ -42,8 +42,8 @@ export class IdempotencyKeys {
       `INSERT INTO idempotency_keys (wallet, key, fingerprint, claim, created_at, updated_at) VALUES ($1, $2, $3, $4, now(), now())
        ON CONFLICT (wallet, key) DO UPDATE SET fingerprint = excluded.fingerprint, claim = excluded.claim, job_id = NULL, outcome = NULL,
          created_at = excluded.created_at, updated_at = excluded.updated_at
-       WHERE idempotency_keys.created_at < now() - $5::float8 * interval '1 millisecond'
-          OR (idempotency_keys.outcome IS NULL AND idempotency_keys.job_id IS NULL AND idempotency_keys.updated_at < now() - $6::float8 * interval '1 millisecond')
+       WHERE idempotency_keys.created_at < ${this.ago("$5")}
+          OR (idempotency_keys.outcome IS NULL AND idempotency_keys.job_id IS NULL AND idempotency_keys.updated_at < ${this.ago("$6")})
        RETURNING 1`,
       [wallet, key, fingerprint, claim, KEY_TTL_MS, ABANDONED_CLAIM_MS],
     );
@@ -57,7 +57,7 @@ export class IdempotencyKeys {
   /** The key's row while it is kept; an expired one reads as none. */
   async read(wallet: string, key: string): Promise<KeyRow | undefined> {
     const [row] = await this.db.query<Row>(
-      "SELECT fingerprint, job_id, outcome FROM idempotency_keys WHERE wallet = $1 AND key = $2 AND created_at >= now() - $3::float8 * interval '1 millisecond'",
+      `SELECT fingerprint, job_id, outcome FROM idempotency_keys WHERE wallet = $1 AND key = $2 AND created_at >= ${this.ago("$3")}`,
       [wallet, key, KEY_TTL_MS],
     );
     return row && { fingerprint: row.fingerprint, jobId: row.job_id, outcome: row.outcome === null ? undefined : JSON.parse(row.outcome) };
@@ -110,7 +110,12 @@ export class IdempotencyKeys {
 
   /** Deletes the keys past KEY_TTL_MS. */
   async sweep(): Promise<number> {
-    const rows = await this.db.query("DELETE FROM idempotency_keys WHERE created_at < now() - $1::float8 * interval '1 millisecond' RETURNING 1", [KEY_TTL_MS]);
+    const rows = await this.db.query(`DELETE FROM idempotency_keys WHERE created_at < ${this.ago("$1")} RETURNING 1`, [KEY_TTL_MS]);
     return rows.length;
+  }
+
+  /** The database's time the milliseconds in parameter `param` ago: every node shares its clock. */
+  private ago(param: string): string {
+    return minusMs(this.db, "now()", `${param}::float8`);
   }
 }

@@ -23,5 +23,19 @@ export const IDEMPOTENCY_MIGRATIONS = [
       );
       CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
     `,
+    sqlite: `
+      CREATE TABLE idempotency_keys (
+        wallet text NOT NULL,
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        claim text NOT NULL,
+        job_id text,
+        outcome text,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (wallet, key)
+      );
+      CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+    `,
   },
 ];

@@ -162,7 +162,7 @@ async function admitAll(tx: Db, admissions: readonly Admission[], escrows: reado
     const escrow = escrows[i];
     if (escrow) Object.assign(job, escrowPlace(escrow));
   });
-  const writes = new CombinedStatement();
+  const writes = new CombinedStatement(tx);
   const rows = addAssignedJobs(
     writes,
     admissions.map(({ job, worker }) => ({ job, worker: { workerAddress: worker.address, workerStaked: worker.staked } })),

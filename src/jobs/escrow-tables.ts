@@ -12,7 +12,7 @@
  */
 import { MAX_TABLE_LOCKS_PER_TRANSACTION, type Chain, type ChainAction } from "../chain/index.ts";
 import type { Tier } from "../core/index.ts";
-import type { Db } from "../store/index.ts";
+import { spelled, type Db } from "../store/index.ts";
 
 /** A job's lock into a slot of an escrow table (an escrow action: job-chain.ts); `params` say which. */
 export type TableLock = ChainAction & { escrowAddress: string; params: { tableId: number; tableSlot: number } };
@@ -284,7 +284,9 @@ export class EscrowTables {
 
   private async takeTableId(db: Db): Promise<number> {
     if (this.ids.next >= this.ids.end) {
-      const [row] = await db.query<{ block: string | number }>("SELECT nextval('escrow_table_id_blocks') AS block");
+      const [row] = await db.query<{ block: bigint }>(
+        spelled(db, { postgres: "SELECT nextval('escrow_table_id_blocks') AS block", sqlite: "UPDATE escrow_table_id_blocks SET last_block = last_block + 1 RETURNING last_block AS block" }),
+      );
       const start = Number(row!.block) * TABLE_ID_BLOCK;
       this.ids = { next: start, end: start + TABLE_ID_BLOCK };
     }

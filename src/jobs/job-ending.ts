@@ -105,7 +105,7 @@ export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<Se
     // The charge reads what the proof's changes set (the credits charged); the move then writes them.
     const moved: JobRecord[] = records.map(({ job, changes }) => ({ ...job, ...changes, status: job.status }));
     const creditsRemaining = await money.chargeAll(tx, moved);
-    const writes = new CombinedStatement();
+    const writes = new CombinedStatement(tx);
     const checkMoved = addJobMoves(writes, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
     journal.addRecords(writes, records.flatMap((r) => r.settlement ?? []));
     journal.addConfirmed(writes, records.flatMap((r) => r.escrowLanded ?? []));

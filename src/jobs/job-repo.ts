@@ -1,5 +1,5 @@
 /** SQL for the jobs table. The only code that reads or writes it. */
-import { addValues, CombinedStatement, unpadded, type Db } from "../store/index.ts";
+import { addValues, CombinedStatement, isAnyOf, returning, spelled, unpadded, valuesTable, type Db } from "../store/index.ts";
 import type { JobRecord, JobStatus } from "./job-record.ts";
 import type { JobListQuery } from "./job-list-query.ts";
 import { isFinal, nextStatus, UNFINISHED_STATUSES, type JobTrigger } from "./job-states.ts";
@@ -120,7 +120,7 @@ function toColumn<F extends keyof JobRecord>(field: F, value: JobRecord[F] | und
  */
 export async function insertJob(db: Db, job: JobRecord, nodeId?: string): Promise<void> {
   if (job.status !== "pending") throw new Error(`a job is inserted pending, not ${job.status}`);
-  const statement = new CombinedStatement();
+  const statement = new CombinedStatement(db);
   addJobRows(statement, [job], nodeId);
   await statement.run(db);
 }
@@ -146,7 +146,7 @@ function addJobRows(statement: CombinedStatement, jobs: readonly JobRecord[], no
     [...FIELDS.map((f) => TYPES[f]), "text"],
     jobs.map((job) => [...FIELDS.map((f) => toColumn(f, job[f])), nodeId ?? null]),
   );
-  statement.step("jobs_inserted", `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) ${unpadded(values)} RETURNING id, node_id`);
+  statement.step("jobs_inserted", `INSERT INTO jobs (${FIELDS.map((f) => COLUMNS[f]).join(", ")}, node_id) ${unpadded(values)} RETURNING id, node_id`, ["id", "node_id"]);
   statement.step("job_queues_inserted", "INSERT INTO job_queues (queue, job_id, node_id) SELECT 'unfinished', id, node_id FROM jobs_inserted");
 }
 
@@ -167,8 +167,8 @@ export async function updateJobs(db: Db, updates: readonly { id: string; changes
   const params: unknown[] = [];
   const values = addValues(params, ["text", ...fields.map((f) => TYPES[f])], updates.map(({ id, changes }) => [id, ...fields.map((f) => toColumn(f, changes[f]))]));
   await db.query(
-    `UPDATE jobs j SET ${fields.map((f) => `${COLUMNS[f]} = u.${COLUMNS[f]}`).join(", ")}
-       FROM (VALUES ${values}) AS u (id, ${fields.map((f) => COLUMNS[f]).join(", ")})
+    `UPDATE jobs AS j SET ${fields.map((f) => `${COLUMNS[f]} = u.${COLUMNS[f]}`).join(", ")}
+       FROM ${valuesTable(db, values, "u", ["id", ...fields.map((f) => COLUMNS[f])])}
       WHERE j.id = u.id`,
     params,
   );
@@ -181,7 +181,7 @@ export async function updateJobs(db: Db, updates: readonly { id: string; changes
  * `job` takes the new status and the changes.
  */
 export async function moveJob(db: Db, job: JobRecord, trigger: JobTrigger, changes: JobChanges = {}): Promise<boolean> {
-  const statement = new CombinedStatement();
+  const statement = new CombinedStatement(db);
   const to = addMoves(statement, [{ job, changes }], trigger)[0]!;
   if ((await statement.run(db)).length === 0) return false;
   Object.assign(job, changes, { status: to });
@@ -200,7 +200,7 @@ export async function mustMoveJob(db: Db, job: JobRecord, trigger: JobTrigger, c
  * as its subject.
  */
 export function addJobSlots(statement: CombinedStatement, confirmed: string): void {
-  statement.step("jobs_slotted", `UPDATE jobs j SET slot = c.slot FROM ${confirmed} c WHERE j.id = c.subject`);
+  statement.step("jobs_slotted", `UPDATE jobs AS j SET slot = c.slot FROM ${confirmed} c WHERE j.id = c.subject`);
 }
 
 /**
@@ -209,7 +209,7 @@ export function addJobSlots(statement: CombinedStatement, confirmed: string): vo
  * success each job takes its new status and changes.
  */
 export async function mustMoveJobs(db: Db, moves: readonly { job: JobRecord; changes: JobChanges }[], trigger: JobTrigger): Promise<void> {
-  const statement = new CombinedStatement();
+  const statement = new CombinedStatement(db);
   const moved = addJobMoves(statement, moves, trigger);
   moved(await statement.run(db));
 }
@@ -240,15 +240,18 @@ function addMoves(statement: CombinedStatement, moves: readonly { job: JobRecord
   const fields = Object.keys(moves[0]!.changes) as (keyof JobChanges)[];
   if ((fields as string[]).includes("status")) throw new Error("moveJob takes the new status from the state table");
   const tos = moves.map(({ job }) => nextStatus(job.status, trigger));
-  const values = statement.values(
+  const moving = statement.table(
     ["text", "text", "text", ...fields.map((f) => TYPES[f])],
     moves.map(({ job, changes }, i) => [job.id, job.status, tos[i], ...fields.map((f) => toColumn(f, changes[f]))]),
+    "m",
+    ["id", "from_status", "to_status", ...fields.map((f) => COLUMNS[f])],
   );
   statement.step(
     "jobs_moved",
-    `UPDATE jobs j SET status = m.to_status${fields.map((f) => `, ${COLUMNS[f]} = m.${COLUMNS[f]}`).join("")}
-       FROM (VALUES ${values}) AS m (id, from_status, to_status${fields.map((f) => `, ${COLUMNS[f]}`).join("")})
-      WHERE j.id = m.id AND j.status = m.from_status RETURNING j.id, j.node_id`,
+    `UPDATE jobs AS j SET status = m.to_status${fields.map((f) => `, ${COLUMNS[f]} = m.${COLUMNS[f]}`).join("")}
+       FROM ${moving}
+      WHERE j.id = m.id AND j.status = m.from_status ${returning(statement.kind, "j", ["id", "node_id"])}`,
+    ["id", "node_id"],
   );
   addQueueMoves(statement, moves.map(({ job }, i) => queueMoves(job.id, job.status, tos[i]!)));
   statement.returns("SELECT id FROM jobs_moved");
@@ -262,16 +265,16 @@ function addQueueMoves(statement: CombinedStatement, changes: readonly QueueChan
   if (left.length > 0) {
     statement.step(
       "job_queues_left",
-      `DELETE FROM job_queues q USING (VALUES ${statement.values(["text", "text"], left)}) AS v (queue, job_id), jobs_moved m
-        WHERE q.queue = v.queue AND q.job_id = v.job_id AND m.id = v.job_id`,
+      `DELETE FROM job_queues WHERE (queue, job_id) IN (
+         SELECT v.queue, v.job_id FROM ${statement.table(["text", "text"], left, "v", ["queue", "job_id"])} JOIN jobs_moved m ON m.id = v.job_id)`,
     );
   }
   if (entered.length > 0) {
     statement.step(
       "job_queues_entered",
       `INSERT INTO job_queues (queue, job_id, node_id)
-       SELECT v.queue, v.job_id, m.node_id FROM (VALUES ${statement.values(["text", "text"], entered)}) AS v (queue, job_id) JOIN jobs_moved m ON m.id = v.job_id
-       ON CONFLICT DO NOTHING`,
+       SELECT v.queue, v.job_id, m.node_id FROM ${statement.table(["text", "text"], entered, "v", ["queue", "job_id"])} JOIN jobs_moved m ON m.id = v.job_id
+       WHERE true ON CONFLICT DO NOTHING`,
     );
   }
 }
@@ -281,11 +284,18 @@ function addQueueMoves(statement: CombinedStatement, changes: readonly QueueChan
  * disputed one keeps it for its arbitration, which clears it with the outcome).
  */
 export async function forgetRequests(db: Db, before: Date): Promise<void> {
-  await db.query(
-    `WITH due AS (DELETE FROM job_queues WHERE queue = 'request_kept' AND queued_at < $1 RETURNING job_id)
-     UPDATE jobs SET request = NULL WHERE id = ANY (ARRAY(SELECT job_id FROM due)) AND request IS NOT NULL`,
-    [before],
-  );
+  const statement = new CombinedStatement(db);
+  statement.step("due", `DELETE FROM job_queues WHERE queue = 'request_kept' AND queued_at < ${statement.param(before, "timestamptz")} RETURNING job_id`, ["job_id"]);
+  statement.step("requests_forgotten", `UPDATE jobs SET request = NULL WHERE ${inQuery(db, "id", "SELECT job_id FROM due")} AND request IS NOT NULL`);
+  await statement.run(db);
+}
+
+/**
+ * `value` is among the rows of `query`. On PostgreSQL as `= ANY (ARRAY(query))`: the plan it keeps
+ * for a prepared statement then looks each id up by key, where `IN (query)` may hash the table.
+ */
+function inQuery(db: Db, value: string, query: string): string {
+  return spelled(db, { postgres: `${value} = ANY (ARRAY(${query}))`, sqlite: `${value} IN (${query})` });
 }
 
 /**
@@ -304,20 +314,21 @@ export async function jobsWithEscrowToClose(db: Db, before: Date, limit: number,
 
 /** A dead node's jobs become `to`'s, whose sweeps (closing escrow records) then cover them. */
 export async function adoptJobs(db: Db, from: string, to: string): Promise<number> {
-  const adopted = await db.query(
-    "WITH queued AS (UPDATE job_queues SET node_id = $2 WHERE node_id = $1) UPDATE jobs SET node_id = $2 WHERE node_id = $1 RETURNING id",
-    [from, to],
-  );
-  return adopted.length;
+  const statement = new CombinedStatement(db);
+  const [fromNode, toNode] = [statement.param(from, "text"), statement.param(to, "text")];
+  statement.step("queued", `UPDATE job_queues SET node_id = ${toNode} WHERE node_id = ${fromNode}`);
+  statement.step("adopted", `UPDATE jobs SET node_id = ${toNode} WHERE node_id = ${fromNode} RETURNING id`, ["id"]);
+  statement.returns("SELECT id FROM adopted");
+  return (await statement.run(db)).length;
 }
 
 export async function markEscrowsClosed(db: Db, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.query(
-    `WITH closed AS (DELETE FROM job_queues WHERE queue = 'escrow_to_close' AND job_id = ANY($1::text[]))
-     UPDATE jobs SET escrow_closed = true WHERE id = ANY($1::text[])`,
-    [[...ids]],
-  );
+  const statement = new CombinedStatement(db);
+  const list = statement.param([...ids], "text[]");
+  statement.step("closed", `DELETE FROM job_queues WHERE queue = 'escrow_to_close' AND ${isAnyOf(db, "job_id", list)}`);
+  statement.step("escrows_closed", `UPDATE jobs SET escrow_closed = true WHERE ${isAnyOf(db, "id", list)}`);
+  await statement.run(db);
 }
 
 export async function getJob(db: Db, id: string): Promise<JobRecord | undefined> {
@@ -327,13 +338,13 @@ export async function getJob(db: Db, id: string): Promise<JobRecord | undefined>
 
 /** The jobs with these ids that exist, by id. */
 export async function getJobs(db: Db, ids: readonly string[]): Promise<Map<string, JobRecord>> {
-  const rows = await db.query(`${SELECT} WHERE id = ANY($1::text[])`, [[...ids]]);
+  const rows = await db.query(`${SELECT} WHERE ${isAnyOf(db, "id", "$1::text[]")}`, [[...ids]]);
   return new Map(rows.map((row) => [row.id as string, fromRow(row)]));
 }
 
 /** Every job in one of these statuses: a scan of the whole table, for checks; a running node reads its queues. */
 export async function jobsWithStatus(db: Db, statuses: readonly JobStatus[]): Promise<JobRecord[]> {
-  const rows = await db.query(`${SELECT} WHERE status = ANY($1::text[]) ORDER BY id`, [[...statuses]]);
+  const rows = await db.query(`${SELECT} WHERE ${isAnyOf(db, "status", "$1::text[]")} ORDER BY id`, [[...statuses]]);
   return rows.map(fromRow);
 }
 
@@ -342,13 +353,13 @@ export async function jobsWithStatus(db: Db, statuses: readonly JobStatus[]): Pr
  * backlog, read through the unfinished queue so its cost follows the backlog, not the table.
  */
 export async function unfinishedJobCounts(db: Db): Promise<{ byStatus: Record<string, number>; oldestCreatedAt: Date | null }> {
-  const rows = await db.query<{ status: string; n: number; oldest: Date }>(
-    `SELECT status, count(*)::int AS n, min(created_at) AS oldest FROM jobs
-      WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'unfinished')) AND status = ANY($1::text[]) GROUP BY status`,
+  const rows = await db.query<{ status: string; n: number | bigint; oldest: Date | string }>(
+    `SELECT status, CAST(count(*) AS integer) AS n, min(created_at) AS oldest FROM jobs
+      WHERE ${inQuery(db, "id", "SELECT job_id FROM job_queues WHERE queue = 'unfinished'")} AND ${isAnyOf(db, "status", "$1::text[]")} GROUP BY status`,
     [[...UNFINISHED_STATUSES]],
   );
   const oldest = rows.map((r) => new Date(r.oldest).getTime());
-  return { byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])), oldestCreatedAt: oldest.length > 0 ? new Date(Math.min(...oldest)) : null };
+  return { byStatus: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])), oldestCreatedAt: oldest.length > 0 ? new Date(Math.min(...oldest)) : null };
 }
 
 /** The ids of every job not yet ended, for the checks a start makes before anything runs. */
@@ -359,7 +370,7 @@ export async function unfinishedJobIds(db: Db): Promise<string[]> {
 /** The jobs still running (pending, processing or settling); with `owner`, only those one node drives (and with `orUnowned`, those no named node does). */
 export async function unfinishedJobs(db: Db, owner?: { nodeId: string; orUnowned: boolean }): Promise<JobRecord[]> {
   const rows = await db.query(
-    `${SELECT} WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'unfinished')) AND status = ANY($3::text[])
+    `${SELECT} WHERE ${inQuery(db, "id", "SELECT job_id FROM job_queues WHERE queue = 'unfinished'")} AND ${isAnyOf(db, "status", "$3::text[]")}
         AND ($1::text IS NULL OR node_id = $1 OR ($2 AND node_id IS NULL)) ORDER BY id`,
     [owner?.nodeId ?? null, owner?.orUnowned ?? false, [...UNFINISHED_STATUSES]],
   );
@@ -368,7 +379,7 @@ export async function unfinishedJobs(db: Db, owner?: { nodeId: string; orUnowned
 
 /** The jobs disputed now. */
 export async function disputedJobs(db: Db): Promise<JobRecord[]> {
-  const rows = await db.query(`${SELECT} WHERE id = ANY (ARRAY(SELECT job_id FROM job_queues WHERE queue = 'disputed')) AND status = 'disputed' ORDER BY id`);
+  const rows = await db.query(`${SELECT} WHERE ${inQuery(db, "id", "SELECT job_id FROM job_queues WHERE queue = 'disputed'")} AND status = 'disputed' ORDER BY id`);
   return rows.map(fromRow);
 }
 
@@ -449,8 +460,8 @@ export interface DailySpend {
 export async function spendByDay(db: Db, wallet: string, days: number, now = new Date()): Promise<DailySpend[]> {
   const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1)));
   const rows = await db.query<{ day: string; model: string; credits: number; jobs: number }>(
-    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model,
-            sum(credits_charged - coalesce(dispute_returned_credits, 0))::integer AS credits, count(*)::integer AS jobs
+    `SELECT ${spelled(db, { postgres: "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')", sqlite: "substr(created_at, 1, 10)" })} AS day, model,
+            CAST(sum(credits_charged - coalesce(dispute_returned_credits, 0)) AS integer) AS credits, CAST(count(*) AS integer) AS jobs
        FROM jobs
       WHERE wallet = $1 AND created_at >= $2 AND status IN ('settled', 'disputed')
       GROUP BY 1, 2

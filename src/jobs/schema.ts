@@ -3,7 +3,9 @@
  * (chain/journal.ts) owns since: a released migration is never edited, so its SQL stays as it
  * ran, and later changes to that table are the chain part's migrations.
  */
-export const JOBS_MIGRATIONS = [
+import { readInBoth, type Migration } from "../store/index.ts";
+
+export const JOBS_MIGRATIONS: readonly Migration[] = [
   {
     id: "jobs/001_jobs",
     sql: `
@@ -55,10 +57,53 @@ export const JOBS_MIGRATIONS = [
       CREATE INDEX chain_actions_open ON chain_actions (state) WHERE state = 'sent';
       CREATE INDEX chain_actions_by_subject ON chain_actions (subject);
     `,
+    sqlite: `
+      CREATE TABLE jobs (
+        id text PRIMARY KEY,
+        wallet text NOT NULL,
+        model text NOT NULL,
+        tier text NOT NULL,
+        status text NOT NULL,
+        locked_credits integer NOT NULL,
+        max_tokens integer NOT NULL,
+        credits_charged integer NOT NULL DEFAULT 0,
+        worker_address text,
+        worker_staked boolean NOT NULL DEFAULT false,
+        escrow_address text,
+        escrow_tx text,
+        settlement_tx text,
+        refund_tx text,
+        slot bigint,
+        proof_hash text,
+        proof_signature text,
+        prompt_tokens integer NOT NULL DEFAULT 0,
+        completion_tokens integer NOT NULL DEFAULT 0,
+        finish_reason text,
+        failure_reason text,
+        created_at timestamptz NOT NULL,
+        completed_at timestamptz,
+        last_token_at timestamptz
+      );
+      CREATE INDEX jobs_by_wallet ON jobs (wallet, id);
+      CREATE INDEX jobs_unfinished ON jobs (status) WHERE status IN ('pending', 'processing', 'settling');
+
+      CREATE TABLE chain_actions (
+        signature text PRIMARY KEY,
+        kind text NOT NULL,
+        subject text NOT NULL,
+        params jsonb NOT NULL DEFAULT '{}',
+        wire blob NOT NULL,
+        state text NOT NULL DEFAULT 'sent',
+        slot bigint,
+        error text,
+        created_at timestamptz NOT NULL DEFAULT (now()),
+        updated_at timestamptz NOT NULL DEFAULT (now())
+      );
+      CREATE INDEX chain_actions_open ON chain_actions (state) WHERE state = 'sent';
+      CREATE INDEX chain_actions_by_subject ON chain_actions (subject);
+    `,
   },
-  {
-    id: "jobs/002_disputes",
-    sql: `
+  readInBoth("jobs/002_disputes", `
       -- The request as the caller sent it, kept while the job can still be disputed (and through
       -- its arbitration) so other workers can run it again; cleared after. JSON text, not jsonb:
       -- a caller's text may hold a lone surrogate, which JSON escapes and jsonb refuses.
@@ -77,27 +122,20 @@ export const JOBS_MIGRATIONS = [
       CREATE INDEX jobs_escrow_to_close ON jobs (completed_at) WHERE NOT escrow_closed;
       CREATE INDEX jobs_disputed ON jobs (status) WHERE status = 'disputed';
       CREATE INDEX jobs_keeping_request ON jobs (last_token_at) WHERE request IS NOT NULL;
-    `,
-  },
-  {
-    id: "jobs/003_job_node",
-    sql: `
+    `),
+  readInBoth("jobs/003_job_node", `
       -- The gateway node driving the job: while its lease lives only it ends the job; once the
       -- lease runs out a surviving node finishes or refunds it.
       ALTER TABLE jobs ADD COLUMN node_id text;
-    `,
-  },
-  {
-    id: "jobs/004_ended_job_indexes",
-    sql: `
+    `),
+  readInBoth("jobs/004_ended_job_indexes", `
       -- Both are read only for ended jobs (jobsWithEscrowToClose, forgetRequests). Indexing every
       -- row version of a running job added two index entries to each of its writes.
       DROP INDEX jobs_escrow_to_close;
       DROP INDEX jobs_keeping_request;
       CREATE INDEX jobs_escrow_to_close ON jobs (id) WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded');
       CREATE INDEX jobs_keeping_request ON jobs (id) WHERE request IS NOT NULL AND status IN ('settled', 'failed', 'refunded');
-    `,
-  },
+    `),
   {
     id: "jobs/005_job_queues",
     sql: `
@@ -130,14 +168,30 @@ export const JOBS_MIGRATIONS = [
       DROP INDEX jobs_keeping_request;
       ALTER TABLE jobs SET (fillfactor = 30);
     `,
-  },
-  {
-    id: "jobs/006_dispute_bonds",
-    sql: `
-      -- The bond a dispute holds from the caller's credits until its outcome.
-      ALTER TABLE jobs ADD COLUMN dispute_bond_credits integer;
+    // SQLite updates a row in place: it has no fill factor to leave room for new versions.
+    sqlite: `
+      CREATE TABLE job_queues (
+        queue text NOT NULL,
+        job_id text NOT NULL,
+        node_id text,
+        queued_at timestamptz NOT NULL DEFAULT (now()),
+        PRIMARY KEY (queue, job_id)
+      );
+      INSERT INTO job_queues (queue, job_id, node_id, queued_at)
+        SELECT 'unfinished', id, node_id, created_at FROM jobs WHERE status IN ('pending', 'processing', 'settling')
+        UNION ALL SELECT 'disputed', id, node_id, coalesce(disputed_at, created_at) FROM jobs WHERE status = 'disputed'
+        UNION ALL SELECT 'escrow_to_close', id, node_id, coalesce(completed_at, created_at) FROM jobs WHERE NOT escrow_closed AND status IN ('settled', 'failed', 'refunded')
+        UNION ALL SELECT 'request_kept', id, node_id, coalesce(last_token_at, created_at) FROM jobs WHERE request IS NOT NULL AND status IN ('settled', 'failed', 'refunded');
+      DROP INDEX jobs_unfinished;
+      DROP INDEX jobs_disputed;
+      DROP INDEX jobs_escrow_to_close;
+      DROP INDEX jobs_keeping_request;
     `,
   },
+  readInBoth("jobs/006_dispute_bonds", `
+      -- The bond a dispute holds from the caller's credits until its outcome.
+      ALTER TABLE jobs ADD COLUMN dispute_bond_credits integer;
+    `),
   {
     id: "jobs/007_escrow_tables",
     sql: `
@@ -151,6 +205,14 @@ export const JOBS_MIGRATIONS = [
       -- Escrow table ids come in blocks of 1024 from here, one block to a gateway node at a time:
       -- a table's address is derived from its wallet and id, so no id is ever given out twice.
       CREATE SEQUENCE escrow_table_id_blocks;
+    `,
+    // SQLite has no sequences: the last block given out, in a row of its own.
+    sqlite: `
+      ALTER TABLE jobs ADD COLUMN escrow_table_id bigint;
+      ALTER TABLE jobs ADD COLUMN escrow_table_slot integer;
+      ALTER TABLE jobs ADD COLUMN settlement_leaf text;
+      CREATE TABLE escrow_table_id_blocks (last_block bigint NOT NULL);
+      INSERT INTO escrow_table_id_blocks (last_block) VALUES (0);
     `,
   },
 ];

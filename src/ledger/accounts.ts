@@ -77,7 +77,7 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
 
 /** The accounts with these ids that exist, by id. */
 export async function getAccounts(db: Db, ids: readonly string[]): Promise<Map<string, Account>> {
-  const rows = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ledger_accounts WHERE ${isAnyOf(db, "id", "$1", "text")}`, [[...ids]]);
+  const rows = await db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM ledger_accounts WHERE ${isAnyOf(db, "id", "$1::text[]")}`, [[...ids]]);
   return new Map(rows.map((row) => [row.id, toAccount(row)]));
 }
 

@@ -132,7 +132,7 @@ export function inCallersTransaction<T>(db: Db, what: string, ids: readonly stri
  * changed nothing itself.
  */
 export async function accountsNow(db: Db, movements: readonly Movement[]): Promise<Account[]> {
-  const rows = await db.query<AccountRow>(`SELECT ${accountColumns()} FROM ledger_accounts WHERE ${isAnyOf(db, "id", "$1", "text")}`, [accountIds(movements)]);
+  const rows = await db.query<AccountRow>(`SELECT ${accountColumns()} FROM ledger_accounts WHERE ${isAnyOf(db, "id", "$1::text[]")}`, [accountIds(movements)]);
   return rows.map(toAccount).sort((a, b) => byCodeUnits(a.id, b.id));
 }
 
@@ -305,7 +305,7 @@ function reservedCheck(params: unknown[], reserved: readonly NewTransfer[]): { s
 /** Explains why the UPDATE left `refused` accounts alone, with the figures as they now stand. */
 async function refuse(tx: Db, byAccount: Map<string, Change>, refused: string[]): Promise<never> {
   const rows = await tx.query<{ id: string; debits_pending: bigint; debits_posted: bigint; credits_posted: bigint }>(
-    `SELECT id, debits_pending, debits_posted, credits_posted FROM ledger_accounts WHERE ${isAnyOf(tx, "id", "$1", "text")} ORDER BY id`,
+    `SELECT id, debits_pending, debits_posted, credits_posted FROM ledger_accounts WHERE ${isAnyOf(tx, "id", "$1::text[]")} ORDER BY id`,
     [refused],
   );
   const missing = refused.find((id) => !rows.some((r) => r.id === id));

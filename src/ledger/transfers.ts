@@ -57,7 +57,7 @@ export async function getTransfer(db: Db, id: string): Promise<Transfer | null> 
 
 /** The transfers with these ids that exist, by id. */
 export async function getTransfers(db: Db, ids: readonly string[]): Promise<Map<string, Transfer>> {
-  const rows = await db.query<TransferRow>(`${SELECT_TRANSFERS} WHERE ${isAnyOf(db, "t.id", "$1", "text")}`, [[...ids]]);
+  const rows = await db.query<TransferRow>(`${SELECT_TRANSFERS} WHERE ${isAnyOf(db, "t.id", "$1::text[]")}`, [[...ids]]);
   return new Map(rows.map((row) => [row.id, toTransfer(row)]));
 }
 

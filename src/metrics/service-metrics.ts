@@ -144,7 +144,7 @@ function databaseGauge(registry: Registry, db: Db): void {
   });
   new Gauge({
     name: "svc_database_query_seconds",
-    help: "Time the database took to answer a trivial query at the scrape (its round trip, or PGlite's turn on the main thread).",
+    help: "Time the database took to answer a trivial query at the scrape (its round trip, or an embedded database's turn on the main thread).",
     registers: [registry],
     async collect() {
       const started = performance.now();

@@ -25,5 +25,19 @@ export const NETWORK_MIGRATIONS = [
       CREATE TRIGGER worker_suspension_changed AFTER INSERT OR UPDATE OR DELETE ON worker_suspensions
         FOR EACH ROW EXECUTE FUNCTION notify_worker_suspension_change();
     `,
+    // A SQLite trigger answers one kind of change: three, which together say what the one above does.
+    sqlite: `
+      CREATE TABLE worker_suspensions (
+        address text NOT NULL PRIMARY KEY,
+        reason text NOT NULL,
+        suspended_at timestamptz NOT NULL DEFAULT (now())
+      );
+      CREATE TRIGGER worker_suspension_changed_insert AFTER INSERT ON worker_suspensions
+      BEGIN SELECT pg_notify('${WORKER_SUSPENSION_CHANGES}', '${SUSPENDED}' || NEW.address); END;
+      CREATE TRIGGER worker_suspension_changed_update AFTER UPDATE ON worker_suspensions
+      BEGIN SELECT pg_notify('${WORKER_SUSPENSION_CHANGES}', '${SUSPENDED}' || NEW.address); END;
+      CREATE TRIGGER worker_suspension_changed_delete AFTER DELETE ON worker_suspensions
+      BEGIN SELECT pg_notify('${WORKER_SUSPENSION_CHANGES}', '${REINSTATED}' || OLD.address); END;
+    `,
   },
 ];

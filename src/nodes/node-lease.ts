@@ -11,7 +11,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../core/index.ts";
-import { isEmbedded, type Db } from "../store/index.ts";
+import { isEmbedded, msBetween, plusMs, rowLock, type Db } from "../store/index.ts";
 
 export const DEFAULT_LEASE_MS = 10_000;
 
@@ -64,7 +64,7 @@ export class NodeLease {
     for (;;) {
       if (await lease.claim()) return lease;
       const [row] = await options.db.query<LeaseRow>(
-        "SELECT incarnation, lease_until, taken_over_by, (extract(epoch FROM lease_until - now()) * 1000)::float8 AS remaining_ms FROM gateway_nodes WHERE node_id = $1",
+        `SELECT incarnation, lease_until, taken_over_by, ${msBetween(options.db, "now()", "lease_until")} AS remaining_ms FROM gateway_nodes WHERE node_id = $1`,
         [options.nodeId],
       );
       if (!row) continue;
@@ -80,7 +80,7 @@ export class NodeLease {
     // An embedded database belongs to one process: nobody else can hold its lease.
     const onlyIfFree = isEmbedded(this.o.db) ? "" : "WHERE gateway_nodes.lease_until < now() AND gateway_nodes.taken_over_by IS NULL";
     const rows = await this.o.db.query(
-      `INSERT INTO gateway_nodes (node_id, incarnation, lease_until) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
+      `INSERT INTO gateway_nodes (node_id, incarnation, lease_until) VALUES ($1, $2, ${plusMs(this.o.db, "now()", "$3")})
        ON CONFLICT (node_id) DO UPDATE SET incarnation = $2, lease_until = excluded.lease_until, started_at = now(), taken_over_by = NULL
          ${onlyIfFree}
        RETURNING node_id`,
@@ -114,7 +114,7 @@ export class NodeLease {
   /** Our own lease, and the leases of dead nodes we are finishing. */
   private async renew(): Promise<void> {
     const rows = await this.o.db.query<{ node_id: string }>(
-      `UPDATE gateway_nodes SET lease_until = now() + $3 * interval '1 millisecond'
+      `UPDATE gateway_nodes SET lease_until = ${plusMs(this.o.db, "now()", "$3")}
         WHERE (node_id = $1 AND incarnation = $2) OR taken_over_by = $1 RETURNING node_id`,
       [this.o.nodeId, this.incarnation, this.leaseMs],
     );
@@ -126,9 +126,9 @@ export class NodeLease {
 
   private async takeOne(): Promise<string | undefined> {
     const [row] = await this.o.db.query<{ node_id: string }>(
-      `UPDATE gateway_nodes SET taken_over_by = $1, lease_until = now() + $2 * interval '1 millisecond'
+      `UPDATE gateway_nodes SET taken_over_by = $1, lease_until = ${plusMs(this.o.db, "now()", "$2")}
         WHERE node_id = (SELECT node_id FROM gateway_nodes WHERE lease_until < now() AND node_id <> $1
-                          ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED)
+                          ORDER BY lease_until LIMIT 1 ${rowLock(this.o.db, "FOR UPDATE SKIP LOCKED")})
         RETURNING node_id`,
       [this.o.nodeId, this.leaseMs],
     );

@@ -13,6 +13,16 @@ export const NODES_MIGRATIONS = [
         taken_over_by text
       );
     `,
+    // NOT NULL on the key: SQLite lets a NULL into a key that is not its rowid, PostgreSQL never.
+    sqlite: `
+      CREATE TABLE gateway_nodes (
+        node_id text NOT NULL PRIMARY KEY,
+        incarnation text NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT (now()),
+        lease_until timestamptz NOT NULL,
+        taken_over_by text
+      );
+    `,
   },
   {
     // What the nodes sharing this database have in common and no other deployment has: it names
@@ -24,6 +34,14 @@ export const NODES_MIGRATIONS = [
         id text NOT NULL
       );
       INSERT INTO deployment (id) VALUES (replace(gen_random_uuid()::text, '-', ''));
+    `,
+    // 32 random hex digits, as a uuid's without its dashes.
+    sqlite: `
+      CREATE TABLE deployment (
+        one_row boolean NOT NULL PRIMARY KEY DEFAULT true CONSTRAINT deployment_one_row_check CHECK (one_row),
+        id text NOT NULL
+      );
+      INSERT INTO deployment (id) VALUES (lower(hex(randomblob(16))));
     `,
   },
 ];

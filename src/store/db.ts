@@ -49,11 +49,19 @@ export interface NotificationListener {
   resumed(): void;
 }
 
+/** The engines of an embedded database. */
+export type EmbeddedEngine = "sqlite" | "pglite";
+
 export interface OpenDbOptions {
-  /** `postgres://...`: use PostgreSQL; otherwise PGlite. */
+  /** `postgres://...`: use PostgreSQL; otherwise an embedded database. */
   databaseUrl?: string;
-  /** PGlite keeps its files under `<dataDir>/pgdata`; without it the database lives in memory. */
+  /**
+   * Where an embedded database keeps its files (SQLite `<dataDir>/svc.sqlite`, PGlite
+   * `<dataDir>/pgdata`); without it the database lives in memory.
+   */
   dataDir?: string;
+  /** The engine a new embedded database is made with; one already in `dataDir` keeps its own. */
+  embedded?: EmbeddedEngine;
   /** PostgreSQL only: the schema to work in (search_path). It must already exist to be written to. */
   schema?: string;
   /** PostgreSQL only: connections in the pool (default 10). */

@@ -1,13 +1,78 @@
 /**
- * The few phrases PostgreSQL and SQLite spell differently, for statements written once for both.
- * PostgreSQL's spelling is the one its statements always had, so plans and texts there are unchanged.
+ * The phrases PostgreSQL and SQLite spell differently, for statements written once for both.
+ * PostgreSQL's spelling is the one its statements always had, so texts and plans there stay as
+ * they were. What needs no phrase here: a cast of a parameter (`$1::bigint`), which the SQLite
+ * backend drops (./sqlite.ts); `CAST(x AS type)`, which both read.
+ *
+ * SQLite keeps a timestamp as ISO 8601 text in UTC (./sqlite-values.ts), which compares as time
+ * does; the phrases below do their arithmetic on that text.
  */
-import type { Db } from "./db.ts";
+import type { Db, DbKind } from "./db.ts";
+
+type Dialect = Db | DbKind;
+
+function kindOf(dialect: Dialect): DbKind {
+  return typeof dialect === "string" ? dialect : dialect.kind;
+}
+
+/** The phrase for `dialect`: SQLite's or PostgreSQL's (which PGlite shares). */
+export function spelled(dialect: Dialect, phrases: { postgres: string; sqlite: string }): string {
+  return kindOf(dialect) === "sqlite" ? phrases.sqlite : phrases.postgres;
+}
 
 /**
- * `column` is one of the array parameter `param` (`$n`): `= ANY($n::type[])` on PostgreSQL; on
- * SQLite, which has no arrays, membership in the JSON array the parameter is bound as.
+ * `value` is an element of `array`, an array column or parameter (`$1::text[]`): `= ANY(...)` on
+ * PostgreSQL; on SQLite, which has no arrays, membership in the JSON array it holds.
  */
-export function isAnyOf(db: Db, column: string, param: string, type: string): string {
-  return db.kind === "sqlite" ? `${column} IN (SELECT value FROM json_each(${param}))` : `${column} = ANY(${param}::${type}[])`;
+export function isAnyOf(dialect: Dialect, value: string, array: string): string {
+  return spelled(dialect, { postgres: `${value} = ANY (${array})`, sqlite: `${value} IN (SELECT value FROM json_each(${array}))` });
+}
+
+/** A VALUES list as a table `alias` with these column names (SQLite names them column1, column2, ...). */
+export function valuesTable(dialect: Dialect, list: string, alias: string, columns: readonly string[]): string {
+  return spelled(dialect, {
+    postgres: `(VALUES ${list}) AS ${alias} (${columns.join(", ")})`,
+    sqlite: `(SELECT ${columns.map((c, i) => `column${i + 1} AS ${c}`).join(", ")} FROM (VALUES ${list})) AS ${alias}`,
+  });
+}
+
+/** The time `ms` milliseconds (an expression: `$3`, `$3::float8`) after the time `at`. */
+export function plusMs(dialect: Dialect, at: string, ms: string): string {
+  return spelled(dialect, {
+    postgres: `${at} + ${ms} * interval '1 millisecond'`,
+    sqlite: `strftime('%Y-%m-%dT%H:%M:%fZ', julianday(${at}) + (${ms}) / 86400000.0)`,
+  });
+}
+
+/** The time `ms` milliseconds before the time `at`. */
+export function minusMs(dialect: Dialect, at: string, ms: string): string {
+  return spelled(dialect, {
+    postgres: `${at} - ${ms} * interval '1 millisecond'`,
+    sqlite: `strftime('%Y-%m-%dT%H:%M:%fZ', julianday(${at}) - (${ms}) / 86400000.0)`,
+  });
+}
+
+/** Milliseconds from the time `from` to the time `to`, as a float8. */
+export function msBetween(dialect: Dialect, from: string, to: string): string {
+  return spelled(dialect, {
+    postgres: `(extract(epoch FROM (${to}) - (${from})) * 1000)::float8`,
+    sqlite: `((julianday(${to}) - julianday(${from})) * 86400000.0)`,
+  });
+}
+
+/**
+ * A row lock (`FOR UPDATE`, `FOR NO KEY UPDATE SKIP LOCKED`, ...): none on SQLite, where one
+ * connection writes at a time and a transaction's reads cannot be overtaken.
+ */
+export function rowLock(dialect: Dialect, clause: string): string {
+  return spelled(dialect, { postgres: clause, sqlite: "" });
+}
+
+/**
+ * `RETURNING` the updated table's `columns`. PostgreSQL needs them qualified by the table's
+ * `alias` when the FROM list has columns of the same names; SQLite returns only the updated
+ * table's columns and refuses a qualified name.
+ */
+export function returning(dialect: Dialect, alias: string, columns: readonly string[]): string {
+  return `RETURNING ${columns.map((c) => (kindOf(dialect) === "sqlite" ? c : `${alias}.${c}`)).join(", ")}`;
 }

@@ -1,9 +1,9 @@
 export { isEmbedded, sqlState, violatedConstraint } from "./db.ts";
-export { openDb } from "./open.ts";
-export type { Db, DbKind, OpenDbOptions } from "./db.ts";
-export { migrate, MigrationChangedError } from "./migrate.ts";
+export { DEFAULT_EMBEDDED_ENGINE, embeddedEngineIn, openDb } from "./open.ts";
+export type { Db, DbKind, EmbeddedEngine, OpenDbOptions } from "./db.ts";
+export { migrate, MigrationChangedError, readInBoth } from "./migrate.ts";
 export type { Migration } from "./migrate.ts";
-export { isAnyOf } from "./dialect.ts";
+export { isAnyOf, minusMs, msBetween, plusMs, returning, rowLock, spelled, valuesTable } from "./dialect.ts";
 export { addValues, CombinedStatement, unpadded, valuesList } from "./sql.ts";
 export { isTransaction } from "./tx.ts";
 export { GroupCommit } from "./group-commit.ts";

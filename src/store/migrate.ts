@@ -22,6 +22,11 @@ export interface Migration {
   sqlite?: string;
 }
 
+/** A migration whose text PostgreSQL and SQLite read alike. */
+export function readInBoth(id: string, sql: string): Migration {
+  return { id, sql, sqlite: sql };
+}
+
 export class MigrationChangedError extends Error {
   override readonly name = "MigrationChangedError";
   constructor(readonly migrationId: string) {

@@ -1,6 +1,8 @@
 /** Helpers for building statements that write many rows at once. */
 import { BoundedMap } from "../core/index.ts";
-import type { Db } from "./db.ts";
+import type { Db, DbKind } from "./db.ts";
+import { valuesTable } from "./dialect.ts";
+import { isTransaction } from "./tx.ts";
 
 /**
  * `($1::a, $2::b), ($3::a, $4::b)` for `rows` rows of the given column types, numbering
@@ -71,16 +73,31 @@ export function unpadded(list: string, condition = "true"): string {
  * statement's one snapshot: a step must not need to see another's rows. A transaction that
  * writes four tables then costs one exchange with the database instead of four (a round trip on
  * PostgreSQL, a fixed cost per statement on PGlite), and each part still writes only its tables.
+ *
+ * SQLite has no data-modifying WITH, and there a statement costs microseconds: the steps run one
+ * after another, in order, inside one transaction, each reading the rows an earlier step returned
+ * through a WITH of its own. A step that a later one (or the result) reads names the columns it
+ * returns, so that they can be handed on even when it returned no rows.
  */
 export class CombinedStatement {
   readonly params: unknown[] = [];
-  readonly #steps: string[] = [];
-  readonly #names = new Set<string>();
+  readonly #steps: { name: string; sql: string; columns?: readonly string[] }[] = [];
   #result: string | undefined;
+  /** The kind of database the statement will run on, whose dialect its steps are written in. */
+  readonly kind: DbKind;
+
+  constructor(db: Db | DbKind) {
+    this.kind = typeof db === "string" ? db : db.kind;
+  }
 
   /** A padded VALUES list for `rows` (each of the column `types`), numbered after the parameters so far (addValues). */
   values(types: readonly string[], rows: readonly (readonly unknown[])[]): string {
     return addValues(this.params, types, rows);
+  }
+
+  /** `values` as a table `alias` with these column names, in the statement's dialect (valuesTable). */
+  table(types: readonly string[], rows: readonly (readonly unknown[])[], alias: string, columns: readonly string[]): string {
+    return valuesTable(this.kind, this.values(types, rows), alias, columns);
   }
 
   /** A single parameter, `$n::type`. */
@@ -89,11 +106,13 @@ export class CombinedStatement {
     return `$${this.params.length}::${type}`;
   }
 
-  /** Adds the step `name AS (sql)`; `sql` numbers its parameters with `values` and `param`. */
-  step(name: string, sql: string): void {
-    if (this.#names.has(name)) throw new Error(`the statement has a step named ${name} already`);
-    this.#names.add(name);
-    this.#steps.push(`${name} AS (${sql})`);
+  /**
+   * Adds the step `name AS (sql)`; `sql` numbers its parameters with `values` and `param`.
+   * `columns`: what it returns, when another step or the result reads it.
+   */
+  step(name: string, sql: string, columns?: readonly string[]): void {
+    if (this.#steps.some((s) => s.name === name)) throw new Error(`the statement has a step named ${name} already`);
+    this.#steps.push({ name, sql, ...(columns ? { columns } : {}) });
   }
 
   /** The SELECT over the steps that the statement returns; one part's, the only one that reads its result. */
@@ -105,6 +124,30 @@ export class CombinedStatement {
   /** Runs the steps, in one statement, returning the rows of `returns` (none without it). */
   async run<T = Record<string, unknown>>(db: Db): Promise<T[]> {
     if (this.#steps.length === 0) return [];
-    return db.query<T>(`WITH ${this.#steps.join(",\n")}\n${this.#result ?? "SELECT 1 WHERE false"}`, this.params);
+    if ((db.kind === "sqlite") !== (this.kind === "sqlite")) throw new Error(`a statement written for ${this.kind} run on ${db.kind}`);
+    if (db.kind === "sqlite") return isTransaction(db) ? this.#runInTurn<T>(db) : db.transaction((tx) => this.#runInTurn<T>(tx));
+    const steps = this.#steps.map((s) => `${s.name} AS (${s.sql})`);
+    return db.query<T>(`WITH ${steps.join(",\n")}\n${this.#result ?? "SELECT 1 WHERE false"}`, this.params);
+  }
+
+  /** SQLite: each step on its own, then the result, each given what the earlier steps returned. */
+  async #runInTurn<T>(tx: Db): Promise<T[]> {
+    const returned = new Map<string, { columns: readonly string[]; rows: Record<string, unknown>[] }>();
+    const withEarlier = async <R>(sql: string): Promise<R[]> => {
+      const unnamed = this.#steps.find((s) => !s.columns && new RegExp(`\\b${s.name}\\b`).test(sql));
+      if (unnamed) throw new Error(`step ${unnamed.name} is read after it: name the columns it returns`);
+      const params = [...this.params];
+      const earlier = [...returned].filter(([name]) => new RegExp(`\\b${name}\\b`).test(sql)).map(([name, { columns, rows }]) => {
+        params.push(rows.map((row) => columns.map((c) => row[c])));
+        const read = columns.map((c, i) => `value ->> ${i} AS ${c}`).join(", ");
+        return `${name} (${columns.join(", ")}) AS (SELECT ${read} FROM json_each($${params.length}))`;
+      });
+      return tx.query<R>(earlier.length > 0 ? `WITH ${earlier.join(", ")} ${sql}` : sql, params);
+    };
+    for (const step of this.#steps) {
+      const rows = await withEarlier<Record<string, unknown>>(step.sql);
+      if (step.columns) returned.set(step.name, { columns: step.columns, rows });
+    }
+    return this.#result === undefined ? [] : withEarlier<T>(this.#result);
   }
 }

@@ -31,10 +31,29 @@ const STATES: Record<string, string> = {
   SQLITE_CONSTRAINT_TRIGGER: "23001",
 };
 
-/** `error` as a SqliteConstraintError when it is a constraint's refusal; otherwise unchanged. */
-export function inPostgresTerms(db: Database.Database, error: unknown): unknown {
+/** An error SQLite raised about a statement, naming the statement (better-sqlite3's does not). */
+export class SqliteStatementError extends Error {
+  override readonly name = "SqliteStatementError";
+  constructor(
+    message: string,
+    readonly code: string,
+    options: { cause: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * `error` as a SqliteConstraintError when it is a constraint's refusal, as a SqliteStatementError
+ * naming the statement when it is another of SQLite's; otherwise unchanged.
+ */
+export function inPostgresTerms(db: Database.Database, error: unknown, sql: string): unknown {
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== "string" || !(code in STATES)) return error;
+  if (typeof code !== "string") return error;
+  if (!(code in STATES)) {
+    const statement = sql.replace(/\s+/g, " ").trim().slice(0, 300);
+    return new SqliteStatementError(`${(error as Error).message}, in: ${statement}`, code, { cause: error });
+  }
   const message = (error as Error).message;
   return new SqliteConstraintError(message, STATES[code]!, constraintName(db, code, message), { cause: error });
 }

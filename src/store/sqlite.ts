@@ -1,8 +1,9 @@
 /**
  * SQLite backend (better-sqlite3): the database in this process, one file, statements run
  * synchronously in microseconds where PGlite's WebAssembly PostgreSQL takes a tenth of a
- * millisecond or more (docs/performance.md). Its SQL is SQLite's: a part runs here once it has
- * statements and migrations written for it (Migration.sqlite).
+ * millisecond or more (docs/performance.md). Its SQL is SQLite's: a part runs here once its
+ * migrations have SQLite text (Migration.sqlite) and its statements read in both dialects
+ * (./dialect.ts spells what differs).
  *
  * One connection, so one transaction at a time: a transaction holds the connection across its
  * awaits, and a plain `query` arriving meanwhile waits its turn instead of landing inside it. As
@@ -22,11 +23,14 @@ import { inPostgresTerms } from "./sqlite-errors.ts";
 import { decodersOf, namedParameters, type Decoder } from "./sqlite-values.ts";
 import { TxHandle } from "./tx.ts";
 
+/** The database's file in a data directory. */
+export const SQLITE_FILE = "svc.sqlite";
+
 export async function openSqlite(dataDir?: string): Promise<Db> {
   let file = ":memory:";
   if (dataDir !== undefined) {
     await mkdir(dataDir, { recursive: true });
-    file = join(dataDir, "svc.sqlite");
+    file = join(dataDir, SQLITE_FILE);
   }
   // No waiting for a lock: the one connection never contends with itself, and another process
   // holding the file should be reported at once.
@@ -137,7 +141,7 @@ class SqliteDb implements Db {
       if (prepared.columns === undefined) prepared.statement.run(bound);
       else rows = (prepared.statement.all(bound) as unknown[][]).map((values) => toRow<T>(values, prepared.columns!));
     } catch (error) {
-      throw inPostgresTerms(this.db, error);
+      throw inPostgresTerms(this.db, error, sql);
     }
     if (autocommit) this.#deliverNotifications();
     return rows;
@@ -146,22 +150,28 @@ class SqliteDb implements Db {
   #prepare(sql: string): Prepared {
     let prepared = this.#prepared.get(sql);
     if (prepared === undefined) {
-      const statement = this.db.prepare(sql).safeIntegers(true);
-      prepared = { statement };
-      if (statement.reader) {
-        statement.raw(true);
-        prepared.columns = { names: statement.columns().map((c) => c.name), decoders: decodersOf(statement) };
-      }
+      prepared = this.#prepareNew(sql);
       this.#prepared.set(sql, prepared);
     }
     return prepared;
+  }
+
+  #prepareNew(sql: string): Prepared {
+    try {
+      const statement = this.db.prepare(withoutParameterCasts(sql)).safeIntegers(true);
+      if (!statement.reader) return { statement };
+      statement.raw(true);
+      return { statement, columns: { names: statement.columns().map((c) => c.name), decoders: decodersOf(statement) } };
+    } catch (error) {
+      throw inPostgresTerms(this.db, error, sql);
+    }
   }
 
   #exec(sql: string): void {
     try {
       this.db.exec(sql);
     } catch (error) {
-      throw inPostgresTerms(this.db, error);
+      throw inPostgresTerms(this.db, error, sql);
     }
   }
 
@@ -193,6 +203,15 @@ class SqliteDb implements Db {
       throw new Error("query on the Db inside its own transaction: use the `tx` handle (it would wait for itself forever)");
     }
   }
+}
+
+/**
+ * `$1::bigint` becomes `$1`: PostgreSQL needs a parameter's type spelled out where it cannot
+ * infer it, and a statement written for both dialects spells it so; SQLite takes a value's type
+ * from the value bound.
+ */
+function withoutParameterCasts(sql: string): string {
+  return sql.replace(/(\$\d+)::[a-z][a-z0-9_]*(?: precision)?(?:\[\])?/gi, "$1");
 }
 
 function toRow<T>(values: unknown[], columns: { names: string[]; decoders: Decoder[] }): T {

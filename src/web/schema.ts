@@ -24,5 +24,21 @@ export const WEB_MIGRATIONS = [
       );
       CREATE INDEX web_sessions_by_wallet ON web_sessions (wallet);
     `,
+    sqlite: `
+      DROP TABLE IF EXISTS app_challenges;
+      DROP TABLE IF EXISTS app_sessions;
+      CREATE TABLE web_sign_in_nonces (
+        nonce text NOT NULL PRIMARY KEY,
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX web_sign_in_nonces_by_expiry ON web_sign_in_nonces (expires_at);
+      CREATE TABLE web_sessions (
+        token_hash text NOT NULL PRIMARY KEY,
+        wallet text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT (now()),
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX web_sessions_by_wallet ON web_sessions (wallet);
+    `,
   },
 ];

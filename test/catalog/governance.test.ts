@@ -2,8 +2,8 @@
  * The catalog's approvals in the database: the launch catalog seeded once and never over an
  * operator's change, approvals and retirements inside a caller's transaction, and every node's
  * in-memory catalog following a change made through any connection, with no restart. On PGlite,
- * and on PostgreSQL when DATABASE_URL is set, where two nodes (two pools on one schema) each hold
- * a catalog and see a retirement made through the other.
+ * SQLite, and on PostgreSQL when DATABASE_URL is set, where two nodes (two pools on one schema)
+ * each hold a catalog and see a retirement made through the other.
  */
 import assert from "node:assert/strict";
 import { after, afterEach, beforeEach, describe, test } from "node:test";
@@ -35,7 +35,7 @@ const NEW_MODEL: ModelApproval = {
 };
 const LLAMA_3B = "meta-llama/Llama-3.2-3B-Instruct";
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`model governance on ${backend.name}`, () => {
     let db: Db;
     beforeEach(async () => {

@@ -13,7 +13,9 @@ import { CHAIN_MIGRATIONS } from "../../src/chain/schema.ts";
 import { migrate, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
-describe("the chain journal", () => {
+const embedded = testDatabases({ sqlite: true }).filter((backend) => backend.name !== "postgres");
+
+for (const backend of embedded) describe(`the chain journal on ${backend.name}`, () => {
   let db: Db;
   let chain: Chain;
   let journal: ChainJournal;
@@ -35,7 +37,7 @@ describe("the chain journal", () => {
   }
 
   before(async () => {
-    db = await testDatabases()[0]!.open({ migrations: [...JOBS_MIGRATIONS, ...CHAIN_MIGRATIONS] });
+    db = await backend.open({ migrations: [...JOBS_MIGRATIONS, ...CHAIN_MIGRATIONS] });
     chain = await openChain({});
     journal = new ChainJournal(db, chain, silentLogger());
     journal.register("funding", owner);
@@ -169,7 +171,7 @@ describe("the chain journal", () => {
 
   test("a database written before the table of open actions has its unfinished actions found on resume", async () => {
     heard.length = 0;
-    const earlier = await testDatabases()[0]!.open();
+    const earlier = await backend.open();
     try {
       const before = (id: string) => CHAIN_MIGRATIONS.findIndex((m) => m.id === id);
       await migrate(earlier, [...JOBS_MIGRATIONS, ...CHAIN_MIGRATIONS.slice(0, before("chain/003_open_actions"))]);

@@ -88,6 +88,6 @@ describe("granted streams beside refused requests", () => {
 });
 
 async function charged(gateway: TestGateway): Promise<number> {
-  const [row] = await gateway.service.db.query<{ charged: number }>("SELECT coalesce(sum(credits_charged), 0)::int AS charged FROM jobs WHERE wallet = $1", [gateway.wallet]);
-  return row!.charged;
+  const [row] = await gateway.service.db.query<{ charged: number | bigint }>("SELECT coalesce(sum(credits_charged), 0) AS charged FROM jobs WHERE wallet = $1", [gateway.wallet]);
+  return Number(row!.charged);
 }

@@ -131,6 +131,6 @@ async function refusedWithoutBlame(gateway: TestGateway, engine: { signals: (Abo
 }
 
 async function chargedOf(gateway: TestGateway, wallet: string): Promise<number> {
-  const rows = await gateway.service.db.query<{ charged: number }>("SELECT coalesce(sum(credits_charged), 0)::int AS charged FROM jobs WHERE wallet = $1", [wallet]);
-  return rows[0]!.charged;
+  const rows = await gateway.service.db.query<{ charged: number | bigint }>("SELECT coalesce(sum(credits_charged), 0) AS charged FROM jobs WHERE wallet = $1", [wallet]);
+  return Number(rows[0]!.charged);
 }

@@ -19,6 +19,7 @@ import { startDroppingProxy } from "../support/dropping-proxy.ts";
 import { FailingWorker } from "../support/failing-worker.ts";
 import { jobConcluded } from "../support/eventually.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
+import { minusMs } from "../../src/store/index.ts";
 
 const hi = [{ role: "user" as const, content: "Hi" }];
 const REPLAYED = "idempotent-replayed";
@@ -163,7 +164,8 @@ describe("completions with a key", () => {
     const first = await post("/chat/completions", account.apiKey, body, key);
     assert.equal((await post("/chat/completions", account.apiKey, body, key)).headers.get(REPLAYED), "true");
     // A day passes for this key: its stored time, the database's clock every node shares, moved back.
-    await gateway.service.db.query("UPDATE idempotency_keys SET created_at = created_at - interval '24 hours 1 second' WHERE wallet = $1 AND key = $2", [account.wallet, key]);
+    const db = gateway.service.db;
+    await db.query(`UPDATE idempotency_keys SET created_at = ${minusMs(db, "created_at", "$3::float8")} WHERE wallet = $1 AND key = $2`, [account.wallet, key, 24 * 3600_000 + 1_000]);
     const later = await post("/chat/completions", account.apiKey, body, key);
     assert.equal(later.status, 200);
     assert.equal(later.headers.get(REPLAYED), null);
@@ -325,7 +327,7 @@ describe("a first request whose node stopped before it answered", () => {
   // more than UNANSWERED_AFTER_MS ago (its end moved back in the database, the clock every node shares).
   async function unanswered(service: TestGateway["service"], key: string, jobId: string) {
     await service.db.query("UPDATE idempotency_keys SET outcome = NULL WHERE key = $1", [key]);
-    await service.db.query("UPDATE jobs SET completed_at = now() - $2::float8 * interval '1 millisecond' WHERE id = $1", [jobId, UNANSWERED_AFTER_MS + 1_000]);
+    await service.db.query(`UPDATE jobs SET completed_at = ${minusMs(service.db, "now()", "$2::float8")} WHERE id = $1`, [jobId, UNANSWERED_AFTER_MS + 1_000]);
   }
 
   test("its job charged nothing: the retry runs anew, once, and is charged once", async () => {

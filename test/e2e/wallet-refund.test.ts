@@ -22,6 +22,7 @@ import { assertChainAgrees, escrowStatus } from "../support/chain-checks.ts";
 import { MODEL, migratedTestDb, startTestGateway, testWorker, type TestGateway } from "../support/service.ts";
 import { StallingWorker } from "../support/stalling-worker.ts";
 import type { Address } from "@solana/kit";
+import { isAnyOf } from "../../src/store/index.ts";
 
 /** The gateway of the design under test (each describe starts its own). */
 let gateway: TestGateway;
@@ -101,9 +102,9 @@ for (const design of ["records", "tables"] as const) {
         await refundAsTheWallet(wallet, first!);
         // Both time out together: one refund for the two, refused for the slot already refunded.
         for (const answer of await Promise.all(ended)) assert.ok(answer instanceof OpenAI.APIError && answer.status === 504, String(answer));
-        const shared = await db.query("SELECT signature FROM chain_actions WHERE kind = 'refund' AND state = 'failed' AND subject = ANY($1::text[]) GROUP BY signature HAVING count(*) = 2", [[first, second]]);
+        const shared = await db.query(`SELECT signature FROM chain_actions WHERE kind = 'refund' AND state = 'failed' AND ${isAnyOf(db, "subject", "$1::text[]")} GROUP BY signature HAVING count(*) = 2`, [[first, second]]);
         assert.equal(shared.length, 1, "the batch holding both slots was refused");
-        const jobs = await db.query<{ status: string; credits_charged: number }>("SELECT status, credits_charged FROM jobs WHERE id = ANY($1::text[])", [[first, second]]);
+        const jobs = await db.query<{ status: string; credits_charged: number }>(`SELECT status, credits_charged FROM jobs WHERE ${isAnyOf(db, "id", "$1::text[]")}`, [[first, second]]);
         assert.deepEqual(jobs.map((job) => [job.status, job.credits_charged]), [["refunded", 0], ["refunded", 0]]);
         assert.deepEqual([await escrowStatus(gateway.service, first!), await escrowStatus(gateway.service, second!)], ["refunded", "refunded"]);
         await assertWholeAndAgreed(wallet);

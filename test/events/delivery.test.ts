@@ -2,18 +2,18 @@
  * The delivery loop against a real HTTPS receiver on loopback: order per webhook, failures that
  * are not 2xx, the 10-second rule (shortened), the address check at delivery time with the
  * connection pinned to the checked address, and two nodes sharing one database never sending
- * the same delivery twice. Runs on PGlite, and on PostgreSQL too when DATABASE_URL is set.
+ * the same delivery twice. Runs on PGlite and SQLite, and on PostgreSQL too when DATABASE_URL is set.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, afterEach, before, describe, test } from "node:test";
 import { silentLogger } from "../../src/core/logger.ts";
 import { newId } from "../../src/core/ids.ts";
-import { openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "../../src/events/index.ts";
+import { ACCOUNTS_MIGRATIONS } from "../../src/accounts/schema.ts";
+import { EVENTS_MIGRATIONS, openWebhooks, startWebhookDelivery, type DeliveryLoop, type WebhookOptions, type Webhooks } from "../../src/events/index.ts";
 import { emitEvent } from "../../src/events/outbox.ts";
 import type { Resolver } from "../../src/events/target.ts";
 import { insertWebhook } from "../../src/events/webhook-repo.ts";
-import { SERVICE_MIGRATIONS } from "../../src/service.ts";
 import { openDb, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 import { testCert } from "../support/tls-cert.ts";
@@ -22,7 +22,7 @@ import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 const SECRET = "whsec-delivery-tests-0123456789";
 const key = randomBytes(32);
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`webhook delivery on ${backend.name}`, () => {
     let db: Db;
     let receiver: Receiver;
@@ -31,7 +31,8 @@ for (const backend of testDatabases()) {
     // One database for the file: each test has webhooks and wallets of its own.
     before(async () => {
       receiver = await startReceiver(SECRET);
-      db = await backend.open({ migrations: SERVICE_MIGRATIONS });
+      // The events tables, and the wallets table their migration adds a column to.
+      db = await backend.open({ migrations: [...ACCOUNTS_MIGRATIONS, ...EVENTS_MIGRATIONS] });
     });
     after(async () => {
       await db.close();

@@ -152,7 +152,7 @@ for (const backend of testDatabases()) {
       const [oneByOne, inOneGo] = [await fundedWallet(db, 150), await fundedWallet(db, 150)];
       for (const change of run) await money.checkCreditLow(db, oneByOne, change.creditsRemaining, change.fell);
       const lows = await db.transaction(async (tx) => {
-        const writes = new CombinedStatement();
+        const writes = new CombinedStatement(tx);
         const crossings = money.creditLowCrossings(writes, await lockCreditLowSides(tx, [inOneGo]), run.map((change) => ({ wallet: inOneGo, ...change })));
         await writes.run(tx);
         return crossings;
@@ -178,7 +178,7 @@ for (const backend of testDatabases()) {
         for (const wallet of [oneByOne, inOneGo]) await money.checkCreditLow(db, wallet, 50, true);
         for (const balance of balances) await money.checkCreditLow(db, oneByOne, balance, false);
         await db.transaction(async (tx) => {
-          const writes = new CombinedStatement();
+          const writes = new CombinedStatement(tx);
           addCreditLowSides(writes, balances.map((availableCredits) => ({ wallet: inOneGo, availableCredits })));
           await writes.run(tx);
         });

@@ -1,6 +1,6 @@
 /**
- * The stored keys on PGlite and, with DATABASE_URL, on PostgreSQL: many concurrent claims of one
- * key give it to exactly one (on PostgreSQL they run on separate pooled connections, as two
+ * The stored keys on PGlite, SQLite and, with DATABASE_URL, PostgreSQL: many concurrent claims of
+ * one key give it to exactly one (on PostgreSQL they run on separate pooled connections, as two
  * gateway nodes on one database would), keys are per wallet, an expired key is claimed anew and
  * swept, and a claim let go is claimed again. Expiry is shown by moving a row's time back in the
  * database, the clock every node shares.
@@ -8,8 +8,11 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { ABANDONED_CLAIM_MS, canonicalJson, IDEMPOTENCY_MIGRATIONS, IdempotencyKeys, parseIdempotencyKey, requestFingerprint } from "../../src/idempotency/index.ts";
-import type { Db } from "../../src/store/index.ts";
+import { plusMs, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
+
+const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
 
 test("the same body in another key order or spacing is the same request; another value is not", () => {
   const a = JSON.parse('{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":1.0}');
@@ -29,7 +32,7 @@ test("keys of 1 to 255 characters are accepted; longer, empty or repeated ones a
   assert.throws(() => parseIdempotencyKey(["a", "b"]), { code: "invalid_request" });
 });
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`stored keys on ${backend.name}`, () => {
     let db: Db;
     let keys: IdempotencyKeys;
@@ -58,11 +61,11 @@ for (const backend of testDatabases()) {
     test("a key older than 24 hours is claimed anew, and swept", async () => {
       const first = await keys.claim("w1", "k", "f");
       await keys.record("w1", "k", first.claim!, { done: true });
-      await db.query("UPDATE idempotency_keys SET created_at = created_at - interval '24 hours 1 second'");
+      await db.query(`UPDATE idempotency_keys SET created_at = ${plusMs(db, "created_at", String(-(DAY_MS + 1000)))}`);
       assert.equal(await keys.read("w1", "k"), undefined);
       const second = await keys.claim("w1", "k", "other");
       assert.ok(second.claim, "a new request under the old key");
-      await db.query("UPDATE idempotency_keys SET created_at = created_at - interval '25 hours'");
+      await db.query(`UPDATE idempotency_keys SET created_at = ${plusMs(db, "created_at", String(-(DAY_MS + HOUR_MS)))}`);
       assert.equal(await keys.sweep(), 1);
       assert.equal((await db.query("SELECT 1 FROM idempotency_keys")).length, 0);
     });
@@ -73,7 +76,7 @@ for (const backend of testDatabases()) {
       const second = await keys.claim("w1", "k", "f");
       assert.ok(second.claim);
       await keys.claim("w1", "j", "f").then((c) => keys.linkJob("w1", "j", c.claim!, "job_2"));
-      await db.query(`UPDATE idempotency_keys SET updated_at = updated_at - ${ABANDONED_CLAIM_MS + 1000} * interval '1 millisecond'`);
+      await db.query(`UPDATE idempotency_keys SET updated_at = ${plusMs(db, "updated_at", String(-(ABANDONED_CLAIM_MS + 1000)))}`);
       assert.ok((await keys.claim("w1", "k", "f")).claim, "abandoned without a job");
       assert.equal((await keys.claim("w1", "j", "f")).claim, undefined, "its job still runs or ran");
       // Letting go is only the holder's, and never after an outcome.

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { migratedTestDb, MODEL, startTestGateway } from "../support/service.ts";
 import { jobConcluded, until } from "../support/eventually.ts";
+import { isAnyOf } from "../../src/store/index.ts";
 
 const JOBS = 50;
 /** The sweep's period: the dispute window the service is given, at most 10 s (jobs/disputes.ts). */
@@ -32,8 +33,9 @@ test(`${JOBS} ended jobs' escrow records are all closed by one sweep past the pr
       await until(closed, (n) => n > before, "the next sweep", SWEEP_MS + 2_000);
       await until(closed, (n) => n === JOBS, `all ${JOBS} records closed by that sweep`, 3_000);
     }
-    const rows = await gateway.service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::text[]) AND escrow_closed", [ids]);
-    assert.equal(rows[0]!.n, JOBS);
+    const db = gateway.service.db;
+    const rows = await db.query<{ n: bigint }>(`SELECT count(*) AS n FROM jobs WHERE ${isAnyOf(db, "id", "$1::text[]")} AND escrow_closed`, [ids]);
+    assert.equal(Number(rows[0]!.n), JOBS);
   } finally {
     await gateway.close();
   }
@@ -56,7 +58,7 @@ test("an escrow table is closed once every slot is final past the dispute window
     assert.deepEqual([full!.length, open!.length], [8, 4]);
     const { chain } = gateway.service;
     await until(() => chain.tableRecord(gateway.wallet, BigInt(tables[0]!)), (table) => table === null, "the full table closed", 15_000);
-    const closedJobs = async () => (await gateway.service.db.query<{ id: string }>("SELECT id FROM jobs WHERE id = ANY($1::text[]) AND escrow_closed", [ids])).map((row) => row.id);
+    const closedJobs = async () => (await gateway.service.db.query<{ id: string }>(`SELECT id FROM jobs WHERE ${isAnyOf(gateway.service.db, "id", "$1::text[]")} AND escrow_closed`, [ids])).map((row) => row.id);
     await until(closedJobs, (closed) => closed.length === 8, "the full table's jobs marked closed", 5_000);
     assert.deepEqual((await closedJobs()).sort(), full!.map((job) => job.id).sort());
     // The program refuses to close a table that is not full within its append window: it stays.

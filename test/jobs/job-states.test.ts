@@ -69,7 +69,7 @@ describe("the job state table", () => {
   });
 });
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`moveJob on ${backend.name}`, () => {
     let db: Db;
     let job: JobRecord;

@@ -18,7 +18,7 @@ import { getAccount, LEDGER_MIGRATIONS, TREASURY_ACCOUNT, workerAccountId } from
 import type { Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
-for (const database of testDatabases()) {
+for (const database of testDatabases({ sqlite: true })) {
   describe(`paying out a confirmed settlement (${database.name})`, () => {
     let db: Db;
     const wallet = `wallet-${randomUUID()}`;

@@ -2,14 +2,15 @@
  * A combined statement carries several parts' writes as one statement: every step runs, its
  * parameters are numbered after the steps before it, one step's result is what it returns, and
  * a failing step undoes the others. Its VALUES lists are padded to a power of two rows, so a
- * group's size does not make a statement text (and a plan) of its own.
+ * group's size does not make a statement text (and a plan) of its own. On SQLite the steps run
+ * one by one in a transaction, each reading what the earlier ones returned.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { addValues, CombinedStatement, sqlState, unpadded, type Db } from "../../src/store/index.ts";
+import { addValues, CombinedStatement, returning, sqlState, unpadded, type Db } from "../../src/store/index.ts";
 import { testDatabases } from "../support/db.ts";
 
-for (const backend of testDatabases()) {
+for (const backend of testDatabases({ sqlite: true })) {
   describe(`combined statements on ${backend.name}`, () => {
     let db: Db;
     before(async () => {
@@ -22,9 +23,9 @@ for (const backend of testDatabases()) {
 
     /** Two parts' writes: notes (which returns what it wrote) and a tally's change. */
     function notesAndTally(notes: [string, string][], tally: string, change: bigint): CombinedStatement {
-      const statement = new CombinedStatement();
+      const statement = new CombinedStatement(db);
       statement.step("tally_changed", `UPDATE tallies SET n = n + ${statement.param(change, "bigint")} WHERE name = ${statement.param(tally, "text")}`);
-      statement.step("notes_written", `INSERT INTO notes (id, body) ${unpadded(statement.values(["text", "text"], notes))} RETURNING id`);
+      statement.step("notes_written", `INSERT INTO notes (id, body) ${unpadded(statement.values(["text", "text"], notes))} RETURNING id`, ["id"]);
       statement.returns("SELECT id FROM notes_written ORDER BY id");
       return statement;
     }
@@ -47,16 +48,30 @@ for (const backend of testDatabases()) {
 
     it("runs inside a transaction like any statement, and without steps runs nothing", async () => {
       await db.transaction(async (tx) => {
-        assert.deepEqual(await new CombinedStatement().run(tx), []);
-        const written = new CombinedStatement();
+        assert.deepEqual(await new CombinedStatement(tx).run(tx), []);
+        const written = new CombinedStatement(tx);
         written.step("notes_written", `INSERT INTO notes (id, body) ${unpadded(written.values(["text", "text"], [["n4", "fourth"]]))}`);
         assert.deepEqual(await written.run(tx), [], "no step's result was asked for");
       });
       assert.deepEqual(await db.query("SELECT body FROM notes WHERE id = 'n4'"), [{ body: "fourth" }]);
     });
 
+    it("hands a step's returned rows to the steps after it and to the result, none as well as some", async () => {
+      await db.query("INSERT INTO tallies (name, n) VALUES ('written', 0), ('none', 0)");
+      const run = async (notes: [string, string][]) => {
+        const statement = new CombinedStatement(db);
+        statement.step("notes_written", `INSERT INTO notes (id, body) ${unpadded(statement.values(["text", "text"], notes))} RETURNING id, body`, ["id", "body"]);
+        statement.step("counted", `UPDATE tallies SET n = n + (SELECT count(*) FROM notes_written) WHERE name = ${statement.param(notes.length > 0 ? "written" : "none", "text")}`);
+        statement.returns("SELECT id, body FROM notes_written ORDER BY id");
+        return statement.run<{ id: string; body: string }>(db);
+      };
+      assert.deepEqual(await run([["h2", "b"], ["h1", "a"]]), [{ id: "h1", body: "a" }, { id: "h2", body: "b" }]);
+      assert.deepEqual(await run([]), []);
+      assert.deepEqual(await db.query("SELECT name, n FROM tallies WHERE name IN ('written', 'none') ORDER BY name"), [{ name: "none", n: 0n }, { name: "written", n: 2n }]);
+    });
+
     it("refuses two steps of one name, a second result, and a row of the wrong width", () => {
-      const statement = new CombinedStatement();
+      const statement = new CombinedStatement(db);
       statement.step("notes_written", "SELECT 1");
       assert.throws(() => statement.step("notes_written", "SELECT 2"), /named notes_written already/);
       statement.returns("SELECT 1");
@@ -77,11 +92,11 @@ for (const backend of testDatabases()) {
         assert.equal((await db.query(sql, params)).length, count);
       }
       assert.equal(texts.size, 1, "one text for five to eight rows");
-      assert.deepEqual(await db.query("SELECT count(*)::int AS n FROM notes WHERE id LIKE 'p%'"), [{ n: 19 }]);
+      assert.deepEqual(await db.query("SELECT count(*) AS n FROM notes WHERE id LIKE 'p%'"), [{ n: 19n }]);
       // A row of padding joins nothing: the update touches exactly the three notes named.
-      const statement = new CombinedStatement();
-      const list = statement.values(["text", "text"], [["p5-0", "zero"], ["p5-1", "one"], ["p5-2", "two"]]);
-      statement.step("notes_changed", `UPDATE notes n SET body = c.body FROM (VALUES ${list}) AS c (id, body) WHERE n.id = c.id RETURNING n.id`);
+      const statement = new CombinedStatement(db);
+      const changes = statement.table(["text", "text"], [["p5-0", "zero"], ["p5-1", "one"], ["p5-2", "two"]], "c", ["id", "body"]);
+      statement.step("notes_changed", `UPDATE notes AS n SET body = c.body FROM ${changes} WHERE n.id = c.id ${returning(db, "n", ["id"])}`, ["id"]);
       statement.returns("SELECT id FROM notes_changed ORDER BY id");
       assert.deepEqual(await statement.run(db), [{ id: "p5-0" }, { id: "p5-1" }, { id: "p5-2" }]);
       assert.equal(statement.params.length, 8, "three rows padded to four");

@@ -40,7 +40,7 @@ async function folderBytes(dir: string): Promise<number> {
 
 async function withDatabase(run: (db: Db, pgdata: string) => Promise<void>): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), "svc-checkpoint-"));
-  const db = await openDb({ dataDir });
+  const db = await openDb({ dataDir, embedded: "pglite" });
   try {
     await migrate(db, [{ id: "test/001", sql: "CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL)" }]);
     await run(db, join(dataDir, "pgdata"));
@@ -107,7 +107,7 @@ it("logs changes without whole pages after a checkpoint, and comes back with eve
   const dataDir = await mkdtemp(join(tmpdir(), "svc-checkpoint-kill-"));
   try {
     const committed = await writeUntilKilled(dataDir, 3);
-    const db = await openDb({ dataDir });
+    const db = await openDb({ dataDir, embedded: "pglite" });
     try {
       assert.deepEqual(await db.query("SHOW full_page_writes"), [{ full_page_writes: "off" }]);
       const [rows] = await db.query<{ n: number; top: number; whole: number }>(

@@ -25,7 +25,7 @@ it("an index's empty free space map is written once and then used by PostgreSQL 
   const dataDir = await mkdtemp(join(tmpdir(), "svc-fsm-"));
   const pgdata = join(dataDir, "pgdata");
   try {
-    const db = await openDb({ dataDir });
+    const db = await openDb({ dataDir, embedded: "pglite" });
     await migrate(db, [{ id: "test/001", sql: TABLE }]);
     const before = await db.query<{ path: string }>("SELECT pg_relation_filepath('notes_pkey') AS path");
     await assert.rejects(stat(join(pgdata, `${before[0]!.path}_fsm`)), "a new index has no free space map");
@@ -49,7 +49,7 @@ it("an index's empty free space map is written once and then used by PostgreSQL 
     await db.exec("CHECKPOINT");
     await db.close();
 
-    const again = await openDb({ dataDir });
+    const again = await openDb({ dataDir, embedded: "pglite" });
     try {
       await insert(again, 35_001, 36_000);
       await again.exec("SET enable_seqscan = off");

@@ -9,14 +9,14 @@ import { initializeInOwnProcess } from "../../src/store/pglite.ts";
 it("PGlite keeps its data across close and reopen of the same data dir", async () => {
   const dataDir = await mkdtemp(join(tmpdir(), "svc-store-"));
   try {
-    const first = await openDb({ dataDir });
+    const first = await openDb({ dataDir, embedded: "pglite" });
     assert.equal(first.kind, "pglite");
     await migrate(first, [{ id: "test/001", sql: "CREATE TABLE kept (n bigint)" }]);
     await first.query("INSERT INTO kept VALUES ($1)", [2n ** 60n]);
     await first.close();
     assert.ok((await stat(join(dataDir, "pgdata"))).isDirectory());
 
-    const second = await openDb({ dataDir });
+    const second = await openDb({ dataDir, embedded: "pglite" });
     try {
       assert.deepEqual(await second.query("SELECT n FROM kept"), [{ n: 2n ** 60n }]);
       assert.deepEqual(await migrate(second, [{ id: "test/001", sql: "CREATE TABLE kept (n bigint)" }]), []);

@@ -13,6 +13,7 @@ import { NONCE_TTL_MS } from "../../src/web/sessions.ts";
 import { formatSignInMessage } from "../../src/web/index.ts";
 import { migratedTestDb, startTestGateway, type TestGateway } from "../support/service.ts";
 import { postSignIn, signInInput } from "./sign-in.ts";
+import { minusMs } from "../../src/store/index.ts";
 
 /** POST /app/api/session/nonce from `localAddress` (any 127.x.y.z reaches a loopback server). */
 function nonceFrom(origin: string, localAddress: string, path = "/session/nonce"): Promise<{ status: number; body: Record<string, any>; retryAfter: string | undefined }> {
@@ -29,8 +30,8 @@ function nonceFrom(origin: string, localAddress: string, path = "/session/nonce"
 }
 
 async function nonceRows(gateway: TestGateway): Promise<number> {
-  const [row] = await gateway.service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM web_sign_in_nonces");
-  return row!.n;
+  const [row] = await gateway.service.db.query<{ n: bigint }>("SELECT count(*) AS n FROM web_sign_in_nonces");
+  return Number(row!.n);
 }
 
 describe("with the default limits", () => {
@@ -62,8 +63,8 @@ describe("with the default limits", () => {
     for (let i = 0; i < 11; i++) answers.push(await nonceFrom(origin, "127.0.0.5", "/session/dev"));
     assert.deepEqual(answers.map((a) => a.status), [...Array(10).fill(200), 429]);
     assert.equal(answers.at(-1)!.body.error.code, "rate_limited");
-    const [row] = await gateway.service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM web_sessions");
-    assert.equal(row!.n, 10);
+    const [row] = await gateway.service.db.query<{ n: bigint }>("SELECT count(*) AS n FROM web_sessions");
+    assert.equal(row!.n, 10n);
   });
 
   test("a message valid until 2099, or issued far in the future or past, is refused; the app's own message signs in", async () => {
@@ -109,7 +110,7 @@ describe("with at most 3 nonces outstanding", () => {
 
   test("past the cap every address is refused until a nonce is used; expired rows are swept", async () => {
     const { db } = gateway.service;
-    await db.query("INSERT INTO web_sign_in_nonces (nonce, expires_at) VALUES ('stale', now() - interval '1 minute')");
+    await db.query(`INSERT INTO web_sign_in_nonces (nonce, expires_at) VALUES ('stale', ${minusMs(db, "now()", "60000")})`);
     const inputs = [];
     for (let i = 0; i < 3; i++) inputs.push(await signInInput(origin));
     const rows = await db.query<{ nonce: string }>("SELECT nonce FROM web_sign_in_nonces ORDER BY nonce");
