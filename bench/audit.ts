@@ -31,8 +31,8 @@ async function run(auditShare: number): Promise<{ ms: number; service: Service }
   }
   // Audits run after each settlement; wait until every one has an outcome.
   for (;;) {
-    const [open] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled' AND audit_outcome IS NULL");
-    if (auditShare === 0 || open!.n === 0) break;
+    const [open] = await service.db.query<{ n: number }>("SELECT CAST(count(*) AS integer) AS n FROM jobs WHERE status = 'settled' AND audit_outcome IS NULL");
+    if (auditShare === 0 || Number(open!.n) === 0) break;
     await new Promise((r) => setTimeout(r, 20));
   }
   return { ms: performance.now() - started, service };
@@ -41,7 +41,7 @@ async function run(auditShare: number): Promise<{ ms: number; service: Service }
 const plain = await run(0);
 await plain.service.close();
 const audited = await run(1);
-const outcomes = await audited.service.db.query<{ audit_outcome: string; n: number }>("SELECT audit_outcome, count(*)::int AS n FROM jobs WHERE status = 'settled' GROUP BY audit_outcome");
+const outcomes = await audited.service.db.query<{ audit_outcome: string; n: number }>("SELECT audit_outcome, CAST(count(*) AS integer) AS n FROM jobs WHERE status = 'settled' GROUP BY audit_outcome");
 const slashed = await audited.service.db.query("SELECT 1 FROM events WHERE name = 'worker.slashed'");
 await audited.service.close();
 console.log(`jobs: ${JOBS} (temperatures ${TEMPERATURES.join(", ")}; half with a caller's seed; 4 at a time; 3 honest workers)`);

@@ -1,8 +1,8 @@
 /**
  * What the gateway adds to requests whose upstream takes a while to its first token, as a real
  * model does while it reads the prompt: sequential requests straight to an upstream that waits
- * that long before it answers, and through the gateway (svc dev's defaults, PGlite on disk; and
- * PostgreSQL when DATABASE_URL is set), alternated and sent from a child process (latency.ts).
+ * that long before it answers, and through the gateway (svc dev's defaults, SQLite on disk;
+ * STORES=pglite for PGlite; PostgreSQL too when DATABASE_URL is set), alternated and sent from a child process (latency.ts).
  * The worker and the upstream run in another process, as they do in production
  * (worker-process.ts), so neither shares the gateway's thread or clock.
  * bench/load.ts measures the same against an upstream that answers at once, where nothing the
@@ -15,14 +15,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startService } from "../src/service.ts";
 import { latencyLine, measureLatency } from "./latency.ts";
-import { benchStorage, fundedClient, settled } from "./support.ts";
+import { benchStorage, embeddedStores, fundedClient, settled } from "./support.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess, UPSTREAM_MODEL } from "./worker-process.ts";
 
 const FIRST_TOKEN_MS = Number(process.argv[2] ?? 20);
 const COUNT = Number(process.argv[3] ?? 100);
 
 /** Both kinds of request straight to the upstream and through one gateway on `kind`'s storage. */
-async function measure(kind: "pglite" | "postgres", dir: string): Promise<string[]> {
+async function measure(kind: "sqlite" | "pglite" | "postgres", dir: string): Promise<string[]> {
   const storage = await benchStorage(kind, join(dir, kind));
   const service = await startService({ port: 0, ...storage.options, rateLimit: false });
   const worker = await startWorkerProcess({ gateway: service.origin, firstTokenMs: FIRST_TOKEN_MS }).catch(async (error: unknown) => {
@@ -51,7 +51,7 @@ async function measure(kind: "pglite" | "postgres", dir: string): Promise<string
 const dir = await mkdtemp(join(tmpdir(), "svc-first-token-"));
 const lines: string[] = [];
 try {
-  for (const kind of process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const)) {
+  for (const kind of [...embeddedStores(), ...(process.env.DATABASE_URL ? (["postgres"] as const) : [])]) {
     lines.push(...(await measure(kind, dir)));
   }
 } finally {

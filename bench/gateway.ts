@@ -7,7 +7,7 @@
  *
  *   node --import tsx bench/gateway.ts [requests=200] [memory|disk|postgres]
  *
- * memory: PGlite and the chain in memory; disk: both under a data dir (as `svc dev` runs);
+ * memory: the embedded database and the chain in memory; disk: both under a data dir (as `svc dev` runs);
  * postgres: the database at DATABASE_URL (a fresh schema, dropped afterwards), chain in memory.
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -60,7 +60,7 @@ async function viaGatewayJson(): Promise<number> {
   return performance.now() - start;
 }
 
-// Warm up both paths (first-request JIT, PGlite caches).
+// Warm up both paths (first-request JIT, database caches).
 for (let i = 0; i < 10; i++) {
   await viaEngine();
   await viaGatewayStream();

@@ -10,7 +10,7 @@
  * tables, the same for jobs in full tables of 128, batched as full as a transaction allows.
  *
  * The whole service at given request rates: for each rate a fresh service on svc dev's embedded
- * defaults (PGlite and the chain in a new data dir) with a seed worker on the wiring model, driven
+ * defaults (SQLite and the chain in a new data dir) with a seed worker on the wiring model, driven
  * open-loop for `seconds` by a caller in a process of its own (paced-client.ts); then every job
  * settled, and the same figures read from the chain, per job: what the service chose to batch or
  * not under load is what it costs. Also the rent parked in the escrow program's job accounts at
@@ -267,8 +267,8 @@ async function settledWithin(service: Service, timeoutMs: number): Promise<numbe
 }
 
 async function jobStatuses(service: Service): Promise<Record<string, number>> {
-  const rows = await service.db.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM jobs GROUP BY status ORDER BY status");
-  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  const rows = await service.db.query<{ status: string; n: number }>("SELECT status, CAST(count(*) AS integer) AS n FROM jobs GROUP BY status ORDER BY status");
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
 }
 
 /** One rate on a service of its own, closed before this returns. */
@@ -327,7 +327,7 @@ function rateLines(c: RateCost): string[] {
 
 await chainApiCost();
 const served = JOB_MS === undefined ? `a seed worker on ${MODEL}` : `a worker process on ${BENCH_MODEL} whose upstream answers after ${JOB_MS} ms`;
-console.log(`\nthe whole service (embedded chain and PGlite, ${served}), ${SECONDS} s at each rate, max_tokens ${MAX_TOKENS}:`);
+console.log(`\nthe whole service (embedded chain and SQLite, ${served}), ${SECONDS} s at each rate, max_tokens ${MAX_TOKENS}:`);
 for (const rate of RATES) for (const design of DESIGNS) for (const line of rateLines(await measureRate(rate, SECONDS, design))) console.log(line);
 // The engine the seed workers share keeps llama.cpp's threads alive.
 process.exit(0);

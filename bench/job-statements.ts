@@ -1,7 +1,8 @@
 /**
  * The database work of one paid JSON completion: the statements and transactions it runs, by
  * statement, and the time spent awaiting them, measured over N sequential requests through the
- * gateway on svc dev's defaults (PGlite on disk; PostgreSQL when DATABASE_URL is set) with a
+ * gateway on svc dev's defaults (SQLite on disk; STORES=pglite for PGlite; PostgreSQL when
+ * DATABASE_URL is set) with a
  * worker serving Qwen/Qwen3-1.7B through an instant upstream. Counts are per job, including the
  * settlement's confirmation, which finishes after the reply.
  *
@@ -10,8 +11,8 @@
  * request is also printed for each tenth of the run: one that grows says a cost grows with the
  * tables (as plans made on empty tables do when nothing analyzes them).
  *
- * On PGlite it also prints what each statement costs inside the database: the time of PGlite's
- * synchronous run of each exchange, which under concurrency the awaiting time overstates (it
+ * On an embedded database it also prints what each statement costs inside it: the time of its
+ * synchronous run of each statement (PGlite: each exchange), which under concurrency the awaiting time overstates (it
  * includes the queue before the statement's turn).
  *
  * On PostgreSQL it also prints the write-ahead log's bytes per job by table or index and record
@@ -34,7 +35,7 @@ import type { Db } from "../src/store/index.ts";
 import { TxHandle } from "../src/store/tx.ts";
 import { WorkerNode } from "../src/worker/worker-node.ts";
 import { startUpstream } from "../test/support/upstream-server.ts";
-import { benchStorage, fundedClient, observePgliteExchanges } from "./support.ts";
+import { benchStorage, embeddedStores, fundedClient, observePgliteExchanges, observeSqliteStatements } from "./support.ts";
 
 const JOBS = Number(process.argv[2] ?? 100);
 const CONCURRENCY = Number(process.argv[3] ?? 1);
@@ -43,11 +44,11 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
 /** A statement's text on one line, as far as the tables show it. */
 const shortText = (sql: string) => sql.replace(/\s+/g, " ").trim().slice(0, 80);
 
-const pgliteTime = timeInsidePglite();
+const embeddedTime = timeInsideEmbedded();
 const upstream = await startUpstream("vllm", { model: "qwen3-1.7b", reply: ["Hello", " there", "."], contextWindow: 32_768, splitWrites: false });
 const engine = await OpenAiEngine.connect({ baseUrl: upstream.baseUrl, model: "qwen3-1.7b" });
 const dir = await mkdtemp(join(tmpdir(), "svc-statements-"));
-const storage = await benchStorage(process.env.DATABASE_URL ? "postgres" : "pglite", dir);
+const storage = await benchStorage(process.env.DATABASE_URL ? "postgres" : embeddedStores()[0]!, dir);
 const service = await startService({
   port: 0,
   ...storage.options,
@@ -131,8 +132,10 @@ async function walByRelation(from: string, to: string): Promise<string[]> {
 
 /** Where the database's write-ahead log stands: its growth is what the jobs made it write. */
 const walPosition = async () => (await service.db.query<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn"))[0]!.lsn;
-const walBefore = await walPosition();
-pgliteTime.counting = true;
+/** PostgreSQL's log (PGlite's too); SQLite's is not read here. */
+const readsLog = storage.kind !== "sqlite";
+const walBefore = readsLog ? await walPosition() : "";
+embeddedTime.counting = true;
 const started = performance.now();
 let asked = 0;
 /** When each tenth of the jobs had been answered: a cost that grows with the tables shows as later tenths taking longer. */
@@ -150,8 +153,8 @@ await Promise.all(
 const wallMs = performance.now() - started;
 await settle();
 counting = false;
-pgliteTime.counting = false;
-const [wal] = await service.db.query<{ bytes: string }>("SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes", [await walPosition(), walBefore]);
+embeddedTime.counting = false;
+const [wal] = readsLog ? await service.db.query<{ bytes: string }>("SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes", [await walPosition(), walBefore]) : [];
 
 console.log(`${JOBS} jobs, ${CONCURRENCY} at a time; storage: ${storage.label}`);
 console.log("per job  ms/job  statement");
@@ -167,9 +170,9 @@ console.log(
     `${(savepoints / JOBS).toFixed(1)} savepoints, ` +
     `${(awaitedMs / JOBS).toFixed(1)} ms awaiting them; ${(wallMs / JOBS).toFixed(1)} ms of wall time per request`,
 );
-console.log(`write-ahead log: ${(Number(wal!.bytes) / JOBS / 1024).toFixed(1)} KB per job`);
+if (wal) console.log(`write-ahead log: ${(Number(wal.bytes) / JOBS / 1024).toFixed(1)} KB per job`);
 if (storage.kind === "postgres") for (const line of await walByRelation(walBefore, await walPosition())) console.log(line);
-if (storage.kind === "pglite") pgliteTime.report(JOBS);
+if (storage.kind !== "postgres") embeddedTime.report(JOBS, storage.kind === "sqlite" ? "SQLite" : "PGlite");
 if (JOBS >= 100) {
   const perTenth = tenths.slice(0, 10).map((at, i) => (at - (i === 0 ? started : tenths[i - 1]!)) / Math.floor(JOBS / 10));
   console.log(`ms of wall time per request, by tenth of the run: ${perTenth.map((ms) => ms.toFixed(1)).join(" ")}`);
@@ -182,14 +185,20 @@ await rm(dir, { recursive: true, force: true });
 process.exit(0);
 
 /**
- * What each exchange with PGlite cost the thread (observePgliteExchanges). An exchange is
- * named by its first message: a simple query by its text, a prepared statement's run (Bind) by
- * the text its Parse carried, a Parse by "prepare".
+ * What each statement of the embedded database cost the thread: SQLite's statements
+ * (observeSqliteStatements), by their text; PGlite's exchanges (observePgliteExchanges), by their
+ * first message: a simple query by its text, a prepared statement's run (Bind) by the text its
+ * Parse carried, a Parse by "prepare".
  */
-function timeInsidePglite(): { counting: boolean; report(jobs: number): void } {
+function timeInsideEmbedded(): { counting: boolean; report(jobs: number, engine: string): void } {
   const texts = new Map<string, string>();
   const costs = new Map<string, { n: number; ms: number }>();
   const state = { counting: false, report };
+  const add = (name: string, ms: number) => {
+    const key = shortText(name);
+    const c = costs.get(key) ?? { n: 0, ms: 0 };
+    costs.set(key, { n: c.n + 1, ms: c.ms + ms });
+  };
   const cString = (bytes: Uint8Array, at: number): [string, number] => {
     const end = bytes.indexOf(0, at);
     return [Buffer.from(bytes.subarray(at, end)).toString(), end + 1];
@@ -208,19 +217,19 @@ function timeInsidePglite(): { counting: boolean; report(jobs: number): void } {
   observePgliteExchanges((message, ms) => {
     // Named even when not counting: a Parse names the statement its later runs (Binds) execute.
     const name = nameOf(message);
-    if (!state.counting) return;
-    const key = shortText(name);
-    const c = costs.get(key) ?? { n: 0, ms: 0 };
-    costs.set(key, { n: c.n + 1, ms: c.ms + ms });
+    if (state.counting) add(name, ms);
   });
-  function report(jobs: number): void {
-    console.log("inside PGlite, per job: ms  runs  statement");
+  observeSqliteStatements((sql, ms) => {
+    if (state.counting) add(sql, ms);
+  });
+  function report(jobs: number, engine: string): void {
+    console.log(`inside ${engine}, per job: ms  runs  statement`);
     let ms = 0;
     for (const [key, c] of [...costs].sort((a, b) => b[1].ms - a[1].ms)) {
       ms += c.ms;
       if (c.ms / jobs >= 0.02) console.log(`${(c.ms / jobs).toFixed(3).padStart(9)} ${(c.n / jobs).toFixed(2).padStart(5)}  ${key}`);
     }
-    console.log(`inside PGlite: ${(ms / jobs).toFixed(2)} ms per job`);
+    console.log(`inside ${engine}: ${(ms / jobs).toFixed(2)} ms per job`);
   }
   return state;
 }

@@ -12,9 +12,10 @@
  * plain hop (hop.ts) is measured beside them: a proxy that forwards each request over a WebSocket
  * to the worker's process, which asks the same upstream, so the network's shape with no money
  * path and no protocol rules. The
- * service runs on svc dev's defaults (PGlite on disk, the embedded chain on disk), and then again
- * on PostgreSQL when DATABASE_URL is set; ESCROWS=records,tables drives each storage with both
- * escrow designs (a record per job, and the wallets' escrow tables), a service each.
+ * service runs on svc dev's defaults (SQLite on disk, the embedded chain on disk), and then again
+ * on PostgreSQL when DATABASE_URL is set; STORES=sqlite,pglite picks the embedded engines to drive
+ * (PGlite: a data dir made before SQLite was the default); ESCROWS=records,tables drives each
+ * storage with both escrow designs (a record per job, and the wallets' escrow tables), a service each.
  *
  * Before all of that, each service and the proxy take WARM_UP seconds of unmeasured load (10 by
  * default), so the figures are a warm node's.
@@ -38,15 +39,15 @@ import { startService, type Service } from "../src/service.ts";
 import { startHopProxy } from "./hop.ts";
 import { type Latencies, latencyLine, measureLatencies } from "./latency.ts";
 import { runLoad } from "./load-generator.ts";
-import { type BenchStorage, benchStorage, fundedClient, observePgliteExchanges, percentile, settled } from "./support.ts";
+import { type BenchStorage, benchStorage, embeddedStores, fundedClient, observePgliteExchanges, observeSqliteStatements, percentile, settled } from "./support.ts";
 import { startProfile } from "./profile.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess, UPSTREAM_MODEL, type WorkerProcess } from "./worker-process.ts";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 /**
  * PROFILE=<file>: CPU profiles over each gateway's run at 32 connections, of this process's main
- * thread (<file>-pglite.cpuprofile, <file>-postgres.cpuprofile) and of the worker's process
- * (<file>-pglite-worker.cpuprofile, ...).
+ * thread (<file>-sqlite.cpuprofile, <file>-postgres.cpuprofile) and of the worker's process
+ * (<file>-sqlite-worker.cpuprofile, ...).
  */
 const PROFILE = process.env.PROFILE;
 /** PROFILE_CONNECTIONS=<n>: profile the run at 1 or 256 connections instead. */
@@ -126,10 +127,11 @@ interface Row {
   /** The load generator's process's CPU time per request answered. */
   loadGeneratorCpuMsPerRequest: number;
   /**
-   * The main thread's time inside PGlite's exchanges per request answered (the node's own upkeep
-   * included). Wall time: a moment the thread waits for a core in the middle of one counts too.
+   * The main thread's time inside the embedded database's statements (PGlite's exchanges, SQLite's
+   * statements) per request answered, the node's own upkeep included. Wall time: a moment the
+   * thread waits for a core in the middle of one counts too.
    */
-  pgliteMsPerRequest: number;
+  embeddedMsPerRequest: number;
   /** Every process's CPU time on this machine per request answered: the above, PostgreSQL's backends and anything else running. */
   machineCpuMsPerRequest: number;
   /** The share of the machine's time its hypervisor gave to others while this machine wanted to run (steal). */
@@ -169,7 +171,7 @@ async function drive(target: string, url: string, connections: number, headers: 
   const cpuBefore = process.cpuUsage();
   const mainCpuBefore = mainThreadCpuMs();
   const workerCpuBefore = await worker.cpuMs();
-  const pgliteBefore = pgliteMs;
+  const embeddedBefore = embeddedMs;
   const machineBefore = machineCpuTicks();
   const r = await load(url, connections, headers, model, SECONDS);
   const requests = Math.max(1, r.requests);
@@ -188,7 +190,7 @@ async function drive(target: string, url: string, connections: number, headers: 
     mainCpuMsPerRequest: (mainThreadCpuMs() - mainCpuBefore) / requests,
     workerCpuMsPerRequest: ((await worker.cpuMs()) - workerCpuBefore) / requests,
     loadGeneratorCpuMsPerRequest: r.cpuMs / requests,
-    pgliteMsPerRequest: (pgliteMs - pgliteBefore) / requests,
+    embeddedMsPerRequest: (embeddedMs - embeddedBefore) / requests,
     ...machineShares(machineBefore, machineCpuTicks(), requests),
   };
 }
@@ -246,9 +248,10 @@ function machineShares(before: ReturnType<typeof machineCpuTicks>, after: Return
 }
 
 const dir = await mkdtemp(join(tmpdir(), "svc-load-"));
-/** The time this process has spent inside PGlite's exchanges (the PGlite services' and the bench's own queries). */
-let pgliteMs = 0;
-observePgliteExchanges((_, ms) => (pgliteMs += ms));
+/** The time this process has spent inside the embedded databases' statements (the services' and the bench's own queries). */
+let embeddedMs = 0;
+observePgliteExchanges((_, ms) => (embeddedMs += ms));
+observeSqliteStatements((_, ms) => (embeddedMs += ms));
 /** The threads this process had before any service started. */
 const threadsOfTheBench = new Set(threadIds());
 
@@ -313,7 +316,7 @@ function targetLines(rows: Row[], sequential: readonly SequentialLatencies[]): s
  * What 1,000 requests a second would leave for the gateway's own work, per database, at 32
  * connections: this machine's cores allow (cores) ms of CPU a request, and the main thread 1 ms.
  * The parts that are not the gateway's own code: the chain's thread, the worker's process (with the
- * bench's upstream), the database (PGlite's time on the main thread; PostgreSQL's processes, read as
+ * bench's upstream), the database (an embedded one's time on the main thread; PostgreSQL's processes, read as
  * the machine's CPU less this process's, the worker's and the load generator's), and the load
  * generator (its own process's CPU).
  */
@@ -322,17 +325,17 @@ function budgetLines(rows: Row[]): string[] {
   const lines = [`what 1,000 requests a second would leave on this machine (${cores} cores: ${cores.toFixed(1)} ms of CPU a request; one thread: 1.0 ms), at 32 connections:`];
   for (const r of rows) {
     if (!r.target.startsWith("gateway") || r.connections !== 32) continue;
-    const pglite = r.pgliteMsPerRequest > 0;
+    const embedded = r.embeddedMsPerRequest > 0;
     const loadGenerator = r.loadGeneratorCpuMsPerRequest;
-    const database = pglite ? r.pgliteMsPerRequest : r.machineCpuMsPerRequest - r.cpuMsPerRequest - r.workerCpuMsPerRequest - loadGenerator;
+    const database = embedded ? r.embeddedMsPerRequest : r.machineCpuMsPerRequest - r.cpuMsPerRequest - r.workerCpuMsPerRequest - loadGenerator;
     const parts = r.chainCpuMsPerJob! + r.workerCpuMsPerRequest + database + loadGenerator;
-    const mainBesidesDatabase = r.mainCpuMsPerRequest - (pglite ? r.pgliteMsPerRequest : 0);
+    const mainBesidesDatabase = r.mainCpuMsPerRequest - (embedded ? r.embeddedMsPerRequest : 0);
     lines.push(
       `${r.target.replace(/^gateway, /, "")}: chain's thread ${r.chainCpuMsPerJob!.toFixed(2)} + worker's process ${r.workerCpuMsPerRequest.toFixed(2)} + ` +
-        `${pglite ? "PGlite" : "PostgreSQL's processes"} ${database.toFixed(2)} + load generator ${loadGenerator.toFixed(2)} = ${parts.toFixed(2)} ms, ` +
+        `${embedded ? "the embedded database" : "PostgreSQL's processes"} ${database.toFixed(2)} + load generator ${loadGenerator.toFixed(2)} = ${parts.toFixed(2)} ms, ` +
         `${parts <= cores ? `leaving ${(cores - parts).toFixed(2)}` : `${(parts - cores).toFixed(2)} over, leaving nothing`} for the rest of the gateway, ` +
         `which took ${mainBesidesDatabase.toFixed(2)} on its main thread alone` +
-        (pglite ? `; on the main thread PGlite ${r.pgliteMsPerRequest.toFixed(2)} of the 1.0` : ""),
+        (embedded ? `; on the main thread the embedded database ${r.embeddedMsPerRequest.toFixed(2)} of the 1.0` : ""),
     );
   }
   return lines;
@@ -340,14 +343,14 @@ function budgetLines(rows: Row[]): string[] {
 
 /** The escrow locks recorded so far, and the transactions carrying them. */
 async function escrowLocks(service: Service): Promise<{ locks: number; transactions: number }> {
-  const [row] = await service.db.query<{ locks: number; transactions: number }>(
-    "SELECT count(*)::int AS locks, count(DISTINCT signature)::int AS transactions FROM chain_actions WHERE kind = 'escrow'",
+  const [row] = await service.db.query<{ locks: bigint; transactions: bigint }>(
+    "SELECT count(*) AS locks, count(DISTINCT signature) AS transactions FROM chain_actions WHERE kind = 'escrow'",
   );
-  return row!;
+  return { locks: Number(row!.locks), transactions: Number(row!.transactions) };
 }
 
 const settledJobs = async (service: Service) =>
-  (await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status = 'settled'"))[0]!.n;
+  Number((await service.db.query<{ n: number | bigint }>("SELECT count(*) AS n FROM jobs WHERE status = 'settled'"))[0]!.n);
 
 /** What a Portkey request carries: the upstream it forwards to, as an OpenAI-compatible provider. */
 const portkeyHeaders = (upstreamUrl: string) => ({ "x-portkey-provider": "openai", "x-portkey-custom-host": upstreamUrl, authorization: "Bearer unused" });
@@ -465,7 +468,7 @@ function scrapeEvery(url: string): { count: number; failed: number; stop(): void
 const rows: Row[] = [];
 const latencyLines: string[] = [];
 const latencies: SequentialLatencies[] = [];
-const kinds = process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const);
+const kinds = [...embeddedStores(), ...(process.env.DATABASE_URL ? (["postgres"] as const) : [])];
 /** ESCROWS=records,tables: the service's escrow designs to drive, each a service of its own (default: tables, the service's default). */
 const designs = (process.env.ESCROWS ?? "tables").split(",");
 if (!designs.every((d) => d === "records" || d === "tables")) throw new RangeError(`ESCROWS takes records and/or tables, got ${process.env.ESCROWS}`);

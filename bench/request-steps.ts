@@ -1,7 +1,7 @@
 /**
  * Where a sequential paid JSON completion's time goes, step by step. The gateway runs on svc dev's
- * defaults (PGlite on disk; PostgreSQL instead when DATABASE_URL is set), its worker and an instant
- * upstream in a process of their own (worker-process.ts). Requests go one after another, each once
+ * defaults (SQLite on disk, STORES=pglite for PGlite; PostgreSQL too when DATABASE_URL is set),
+ * its worker and an instant upstream in a process of their own (worker-process.ts). Requests go one after another, each once
  * the last one's settlement has confirmed, and each step is marked relative to the moment the job
  * service took the request: the escrow lock's and the settlement's builds, every database
  * transaction and every statement in or outside one, every chain send, and the end of the reply. A
@@ -32,7 +32,7 @@ import { join } from "node:path";
 import { WebSocket } from "ws";
 import { Channel } from "../src/core/index.ts";
 import { startService } from "../src/service.ts";
-import { benchStorage, fundedClient, percentile, settled } from "./support.ts";
+import { benchStorage, embeddedStores, fundedClient, percentile, settled } from "./support.ts";
 import { BENCH_MODEL as MODEL, startWorkerProcess } from "./worker-process.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 150);
@@ -134,7 +134,7 @@ function statementName(args: unknown[]): string {
   return `statement ${step ? step[1] : sql.split(" ").slice(0, 4).join(" ")}`;
 }
 
-async function measure(kind: "pglite" | "postgres", dir: string): Promise<void> {
+async function measure(kind: "sqlite" | "pglite" | "postgres", dir: string): Promise<void> {
   const storage = await benchStorage(kind, join(dir, kind));
   const service = await startService({ port: 0, ...storage.options, rateLimit: false });
   const worker = await startWorkerProcess({ gateway: service.origin, firstTokenMs: Number(process.env.FIRST_TOKEN_MS ?? 0) });
@@ -256,7 +256,7 @@ function print(title: string, byMark: Map<string, number[]>): void {
 
 const dir = await mkdtemp(join(tmpdir(), "svc-request-steps-"));
 try {
-  for (const kind of process.env.DATABASE_URL ? (["pglite", "postgres"] as const) : (["pglite"] as const)) await measure(kind, dir);
+  for (const kind of [...embeddedStores(), ...(process.env.DATABASE_URL ? (["postgres"] as const) : [])]) await measure(kind, dir);
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

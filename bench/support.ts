@@ -6,7 +6,8 @@ import { issueApiKey } from "../src/accounts/accounts.ts";
 import { generateKeypair } from "../src/core/keys.ts";
 import type { Engine, GenerationRequest } from "../src/inference/engine.ts";
 import type { Service } from "../src/service.ts";
-import { type Db, openDb } from "../src/store/index.ts";
+import Database from "better-sqlite3";
+import { type Db, type EmbeddedEngine, openDb } from "../src/store/index.ts";
 import { distantDatabase } from "./database-distance.ts";
 
 export const BENCH_MESSAGES = [{ role: "user" as const, content: "Hello" }];
@@ -49,22 +50,32 @@ export function signedMs(ms: number): string {
   return `${ms >= 0 ? "+" : ""}${ms.toFixed(2)} ms`;
 }
 
-/** Where a bench's service keeps its data: PGlite on disk, or a fresh schema of DATABASE_URL's database. */
+/** Where a bench's service keeps its data: an embedded database on disk, or a fresh schema of DATABASE_URL's database. */
 export interface BenchStorage {
-  kind: "pglite" | "postgres";
+  kind: "sqlite" | "pglite" | "postgres";
   label: string;
   /** The chain and keys stay in `dataDir` either way. */
-  options: { dataDir: string; db?: Db; escrowTables?: boolean };
+  options: { dataDir: string; db?: Db; embedded?: EmbeddedEngine; escrowTables?: boolean };
   /** Drops the schema (PostgreSQL), once the service is closed; the caller removes its own data dir. */
   drop(): Promise<void>;
 }
 
 /**
- * PGlite on disk, or a fresh schema of DATABASE_URL's database; with DATABASE_DELAY_MS, reached
- * through a proxy that holds each chunk that long each way (bench/database-distance.ts).
+ * STORES=sqlite,pglite: the embedded engines a bench drives (default: the embedded default, SQLite).
+ * PGlite is what a data dir made before SQLite was the default still runs on.
  */
-export async function benchStorage(kind: "pglite" | "postgres", dataDir: string): Promise<BenchStorage> {
-  if (kind === "pglite") return { kind, label: "PGlite on disk", options: { dataDir }, drop: async () => undefined };
+export function embeddedStores(): ("sqlite" | "pglite")[] {
+  const stores = (process.env.STORES ?? "sqlite").split(",");
+  if (!stores.every((s) => s === "sqlite" || s === "pglite")) throw new RangeError(`STORES takes sqlite and/or pglite, got ${process.env.STORES}`);
+  return stores as ("sqlite" | "pglite")[];
+}
+
+/**
+ * SQLite or PGlite on disk, or a fresh schema of DATABASE_URL's database; with DATABASE_DELAY_MS,
+ * reached through a proxy that holds each chunk that long each way (bench/database-distance.ts).
+ */
+export async function benchStorage(kind: BenchStorage["kind"], dataDir: string): Promise<BenchStorage> {
+  if (kind !== "postgres") return { kind, label: `${kind === "sqlite" ? "SQLite" : "PGlite"} on disk`, options: { dataDir, embedded: kind }, drop: async () => undefined };
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error("PostgreSQL needs DATABASE_URL");
   const delayMs = Number(process.env.DATABASE_DELAY_MS ?? 0);
@@ -86,8 +97,8 @@ export async function benchStorage(kind: "pglite" | "postgres", dataDir: string)
 
 /** Jobs of the service not yet in a final state. */
 export async function openJobCount(service: Service): Promise<number> {
-  const [open] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
-  return open!.n;
+  const [open] = await service.db.query<{ n: number | bigint }>("SELECT count(*) AS n FROM jobs WHERE status IN ('pending', 'processing', 'settling')");
+  return Number(open!.n);
 }
 
 /** Milliseconds until no job of the service is still open. */
@@ -113,6 +124,38 @@ export function observePgliteExchanges(observe: (message: Uint8Array, ms: number
       return run.call(this, message, ...rest);
     } finally {
       observe(message, performance.now() - startedAt);
+    }
+  };
+}
+
+/**
+ * Calls `observe` with each statement SQLite runs in this process and the ms it took. better-sqlite3
+ * runs a statement synchronously on the calling thread, so the time is how long it held that
+ * thread (wall time, as observePgliteExchanges measures PGlite's).
+ */
+export function observeSqliteStatements(observe: (sql: string, ms: number) => void): void {
+  const probe = new Database(":memory:");
+  const statementProto = Object.getPrototypeOf(probe.prepare("SELECT 1")) as Record<string, (...args: unknown[]) => unknown>;
+  probe.close();
+  for (const method of ["run", "all", "get", "iterate"]) {
+    const original = statementProto[method]!;
+    statementProto[method] = function (this: { source: string }, ...args: unknown[]) {
+      const startedAt = performance.now();
+      try {
+        return original.apply(this, args);
+      } finally {
+        observe(this.source, performance.now() - startedAt);
+      }
+    };
+  }
+  const databaseProto = Database.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const exec = databaseProto.exec!;
+  databaseProto.exec = function (this: unknown, sql: unknown) {
+    const startedAt = performance.now();
+    try {
+      return exec.call(this, sql);
+    } finally {
+      observe(String(sql), performance.now() - startedAt);
     }
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The gateway assembled: database (PGlite or PostgreSQL), the chain (embedded LiteSVM), the
+ * The gateway assembled: database (SQLite, PGlite or PostgreSQL), the chain (embedded LiteSVM), the
  * catalog, the worker pool with the worker protocol's endpoint, the job service and the HTTP
  * server. `svc dev` and the tests both start it through `startService`.
  */
@@ -35,7 +35,7 @@ import { NETWORK_MIGRATIONS, NodeBridge, WorkerGateway, type WorkerHandle, type 
 import { type Bus, connectBus } from "./bus/index.ts";
 import { NODES_MIGRATIONS, NodeLease, deploymentId, loadNodeId } from "./nodes/index.ts";
 import { ADMIN_MIGRATIONS, type AdminSocket, serveAdminSocket } from "./admin/index.ts";
-import { type Db, isEmbedded, migrate, openDb } from "./store/index.ts";
+import { type Db, type EmbeddedEngine, isEmbedded, migrate, openDb } from "./store/index.ts";
 import { IDEMPOTENCY_MIGRATIONS } from "./idempotency/index.ts";
 import { WEB_MIGRATIONS, type WebOptions, registerWebApp } from "./web/index.ts";
 import { startTracing, type TracingHandle, type TracingOptions, tracingWanted } from "./tracing/index.ts";
@@ -49,9 +49,11 @@ const STALE_ACTION_MS = 60_000;
 export interface ServiceOptions {
   /** An open database to use (the service takes it over and closes it); else one is opened. */
   db?: Db;
-  /** Where PGlite and the chain keep their files; without it everything lives in memory. */
+  /** Where the embedded database and the chain keep their files; without it everything lives in memory. */
   dataDir?: string;
-  /** Use PostgreSQL instead of PGlite. */
+  /** The engine a new embedded database is made with (default SQLite); one already in the data dir keeps its own. */
+  embedded?: EmbeddedEngine;
+  /** Use PostgreSQL instead of an embedded database. */
   databaseUrl?: string;
   /** This gateway's id among nodes sharing a database (default: kept in the data dir, else new each start). */
   nodeId?: string;
@@ -402,6 +404,7 @@ function openServiceDb(options: ServiceOptions): Promise<Db> {
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
+    ...(options.embedded ? { embedded: options.embedded } : {}),
   });
 }
 
@@ -418,8 +421,8 @@ function readinessProbes(db: Db, chain: Chain, pool: WorkerPool, bus: Bus | unde
 
 /**
  * The embedded chain keeps its records as long as the database keeps its commits: PostgreSQL
- * syncs each commit, and then so does the chain; PGlite does not (docs/architecture.md, "Why a
- * crash loses nothing"), and there a sync of the chain's log would be the longest part of the
+ * syncs each commit, and then so does the chain; an embedded database does not (docs/architecture.md,
+ * "Why a crash loses nothing"), and there a sync of the chain's log would be the longest part of the
  * escrow lock's landing, which each reply waits for, without making the node survive a power cut.
  */
 function chainOptions(options: ServiceOptions, logger: Logger): OpenChainOptions {

@@ -1,5 +1,5 @@
 /**
- * `svc dev`: the whole service on one machine with embedded defaults (PGlite and LiteSVM under
+ * `svc dev`: the whole service on one machine with embedded defaults (SQLite and LiteSVM under
  * the data dir), a seed-pool worker running the model in this process, and a dev wallet with
  * credits. The seed worker joins through the worker protocol over loopback, exactly as a remote
  * `svc worker` would, so the default path exercises the network.

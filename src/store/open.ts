@@ -16,8 +16,12 @@ export async function openDb(options: OpenDbOptions = {}): Promise<Db> {
   return engine === "sqlite" ? openSqlite(options.dataDir) : openPglite(options.dataDir);
 }
 
-/** The engine a new embedded database is made with. */
-export const DEFAULT_EMBEDDED_ENGINE: EmbeddedEngine = "pglite";
+/**
+ * The engine a new embedded database is made with. SQLite runs a statement in microseconds where
+ * PGlite's WebAssembly PostgreSQL takes a tenth of a millisecond or more, all of it on the node's
+ * main thread (docs/performance.md). A data dir PGlite made keeps PGlite: its data stays where it is.
+ */
+export const DEFAULT_EMBEDDED_ENGINE: EmbeddedEngine = "sqlite";
 
 /** The engine whose database `dataDir` holds, if it holds one. */
 export function embeddedEngineIn(dataDir: string | undefined): EmbeddedEngine | undefined {

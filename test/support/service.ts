@@ -15,7 +15,7 @@ import { LlamaEngine } from "../../src/inference/llama-engine.ts";
 import { ensureWiringModel } from "../../src/inference/wiring-model.ts";
 import type { WorkerHandle } from "../../src/network/worker-handle.ts";
 import { SERVICE_MIGRATIONS, startService, type Service, type ServiceOptions } from "../../src/service.ts";
-import type { Db } from "../../src/store/db.ts";
+import { DEFAULT_EMBEDDED_ENGINE, type Db, type EmbeddedEngine } from "../../src/store/index.ts";
 import { WorkerNode } from "../../src/worker/worker-node.ts";
 import { testDatabases } from "./db.ts";
 
@@ -44,12 +44,13 @@ export async function testWorker(options: { staked?: boolean } = {}): Promise<Wo
 }
 
 /**
- * An empty in-memory PGlite with the service's tables, loaded from the shared image instead of a
- * fresh initdb: a gateway given it (`startTestGateway({ db: await migratedTestDb() })`) starts
- * seconds sooner.
+ * An empty in-memory database of the embedded default's engine with the service's tables; on
+ * PGlite (`engine`), loaded from the shared image instead of a fresh initdb, so a gateway given
+ * it (`startTestGateway({ db: await migratedTestDb("pglite") })`) starts seconds sooner.
  */
-export function migratedTestDb(): Promise<Db> {
-  return testDatabases()[0]!.open({ migrations: SERVICE_MIGRATIONS });
+export function migratedTestDb(engine: EmbeddedEngine = DEFAULT_EMBEDDED_ENGINE): Promise<Db> {
+  const backend = testDatabases({ sqlite: true }).find((database) => database.name === engine)!;
+  return backend.open({ migrations: SERVICE_MIGRATIONS });
 }
 
 export interface TestGateway {
