@@ -4,8 +4,9 @@
  * they were. What needs no phrase here: a cast of a parameter (`$1::bigint`), which the SQLite
  * backend drops (./sqlite.ts); `CAST(x AS type)`, which both read.
  *
- * SQLite keeps a timestamp as ISO 8601 text in UTC (./sqlite-values.ts), which compares as time
- * does; the phrases below do their arithmetic on that text.
+ * SQLite keeps a timestamp as ISO 8601 text in UTC with six digits of fractional seconds
+ * (./sqlite-values.ts), which compares as time does; the phrases below do their arithmetic on that
+ * text and give it back in that form (strftime's `%f` gives three digits, to the millisecond).
  */
 import type { Db, DbKind } from "./db.ts";
 
@@ -40,7 +41,7 @@ export function valuesTable(dialect: Dialect, list: string, alias: string, colum
 export function plusMs(dialect: Dialect, at: string, ms: string): string {
   return spelled(dialect, {
     postgres: `${at} + ${ms} * interval '1 millisecond'`,
-    sqlite: `strftime('%Y-%m-%dT%H:%M:%fZ', julianday(${at}) + (${ms}) / 86400000.0)`,
+    sqlite: `(strftime('%Y-%m-%dT%H:%M:%f', julianday(${at}) + (${ms}) / 86400000.0) || '000Z')`,
   });
 }
 
@@ -48,7 +49,7 @@ export function plusMs(dialect: Dialect, at: string, ms: string): string {
 export function minusMs(dialect: Dialect, at: string, ms: string): string {
   return spelled(dialect, {
     postgres: `${at} - ${ms} * interval '1 millisecond'`,
-    sqlite: `strftime('%Y-%m-%dT%H:%M:%fZ', julianday(${at}) - (${ms}) / 86400000.0)`,
+    sqlite: `(strftime('%Y-%m-%dT%H:%M:%f', julianday(${at}) - (${ms}) / 86400000.0) || '000Z')`,
   });
 }
 

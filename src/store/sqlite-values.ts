@@ -2,8 +2,9 @@
  * How values cross into and out of SQLite so that a part reads the same JavaScript types as on
  * PostgreSQL (./db.ts): SQLite keeps five storage classes, and the declared type of a result's
  * column (which SQLite follows through aliases, subqueries, CTEs and RETURNING) says which
- * JavaScript type a stored value stands for. Timestamps are stored as ISO 8601 text in UTC, which
- * sorts as time does; JSON and arrays as JSON text; booleans as 0 and 1.
+ * JavaScript type a stored value stands for. Timestamps are stored as ISO 8601 text in UTC with
+ * six digits of fractional seconds (timestampText), which sorts as time does; JSON and arrays as
+ * JSON text; booleans as 0 and 1.
  */
 import type Database from "better-sqlite3";
 
@@ -57,7 +58,7 @@ export function namedParameters(params: readonly unknown[]): Record<string, unkn
 function toSqlite(value: unknown): unknown {
   if (value === undefined || value === null) return null;
   if (typeof value === "boolean") return value ? 1 : 0;
-  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Date) return timestampText(value.getTime());
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   if (Array.isArray(value) || (typeof value === "object" && value.constructor === Object)) return jsonText(value);
   return value;
@@ -75,4 +76,21 @@ export function jsonText(value: unknown): string {
     return `{${Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => `${JSON.stringify(k)}:${jsonText(v)}`).join(",")}}`;
   }
   return JSON.stringify(value ?? null);
+}
+
+/**
+ * A time as stored: `YYYY-MM-DDTHH:MM:SS.ssssssZ`, microseconds like PostgreSQL's timestamptz, so
+ * that rows written in one millisecond still order by their times (the latest of a wallet's keys,
+ * say). Every stored time has this one length, so comparing the text compares the times. `ms`
+ * may have a fraction, down to the microsecond.
+ */
+export function timestampText(ms: number): string {
+  const whole = Math.floor(ms);
+  const micros = Math.min(999, Math.round((ms - whole) * 1000));
+  return `${new Date(whole).toISOString().slice(0, 23)}${String(micros).padStart(3, "0")}Z`;
+}
+
+/** Now, to the microsecond: the wall clock at this process's start plus its monotonic clock since. */
+export function nowText(): string {
+  return timestampText(performance.timeOrigin + performance.now());
 }

@@ -20,7 +20,7 @@ import Database from "better-sqlite3";
 import { BoundedMap } from "../core/index.ts";
 import type { Db, NotificationListener } from "./db.ts";
 import { inPostgresTerms } from "./sqlite-errors.ts";
-import { decodersOf, namedParameters, type Decoder } from "./sqlite-values.ts";
+import { decodersOf, namedParameters, nowText, type Decoder } from "./sqlite-values.ts";
 import { TxHandle } from "./tx.ts";
 
 /** The database's file in a data directory. */
@@ -78,7 +78,7 @@ class SqliteDb implements Db {
   readonly #listeners = new Map<string, NotificationListener[]>();
 
   constructor(private readonly db: Database.Database) {
-    db.function("now", () => this.#transactionStartedAt ?? new Date().toISOString());
+    db.function("now", () => this.#transactionStartedAt ?? nowText());
     db.function("pg_notify", (channel: unknown, payload: unknown) => {
       this.#notifications.push([String(channel), String(payload)]);
       return null;
@@ -106,7 +106,7 @@ class SqliteDb implements Db {
         exec: async (sql) => this.#exec(sql),
       });
       this.#exec("BEGIN");
-      this.#transactionStartedAt = new Date().toISOString();
+      this.#transactionStartedAt = nowText();
       try {
         const result = await currentTransaction.run(state, () => fn(handle));
         this.#exec("COMMIT");

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { migrate, sqlState, violatedConstraint, type Db } from "../../src/store/index.ts";
+import { migrate, minusMs, plusMs, sqlState, violatedConstraint, type Db } from "../../src/store/index.ts";
 import { openSqlite } from "../../src/store/sqlite.ts";
 
 describe("store on SQLite", () => {
@@ -95,6 +95,20 @@ describe("store on SQLite", () => {
       return [a[0]!.at, (await tx.query<{ at: string }>("SELECT now() AS at"))[0]!.at];
     });
     assert.equal(first, second);
+  });
+
+  it("keeps times to the microsecond, so transactions of one millisecond still order by their times", async () => {
+    await db.exec("CREATE TABLE stamped (n integer PRIMARY KEY, at timestamptz NOT NULL DEFAULT (now()))");
+    for (let n = 0; n < 50; n++) await db.transaction((tx) => tx.query("INSERT INTO stamped (n) VALUES ($1)", [n]));
+    const texts = await db.query<{ n: number; at: string }>("SELECT n, at || '' AS at FROM stamped ORDER BY at, n DESC");
+    assert.deepEqual(texts.map((row) => row.n), [...Array(50).keys()], "later transactions, later times");
+    assert.ok(texts.every((row) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(row.at)), texts[0]!.at);
+    // A time given by the caller and one computed in SQL have the same form, so they compare as times.
+    const [row] = await db.query<{ later: bigint }>(
+      `SELECT ${plusMs(db, "$1", "1")} > $1 AND ${minusMs(db, "$1", "1")} < $1 AS later`,
+      [new Date("2026-12-06T17:00:00.123Z")],
+    );
+    assert.equal(row!.later, 1n);
   });
 
   it("reports a refused write with PostgreSQL's SQLSTATE and constraint name", async () => {
