@@ -39,17 +39,18 @@ export function valuesTable(dialect: Dialect, list: string, alias: string, colum
 
 /** The time `ms` milliseconds (an expression: `$3`, `$3::float8`) after the time `at`. */
 export function plusMs(dialect: Dialect, at: string, ms: string): string {
-  return spelled(dialect, {
-    postgres: `${at} + ${ms} * interval '1 millisecond'`,
-    sqlite: `(strftime('%Y-%m-%dT%H:%M:%f', julianday(${at}) + (${ms}) / 86400000.0) || '000Z')`,
-  });
+  return shiftedMs(dialect, at, "+", ms);
 }
 
 /** The time `ms` milliseconds before the time `at`. */
 export function minusMs(dialect: Dialect, at: string, ms: string): string {
+  return shiftedMs(dialect, at, "-", ms);
+}
+
+function shiftedMs(dialect: Dialect, at: string, sign: "+" | "-", ms: string): string {
   return spelled(dialect, {
-    postgres: `${at} - ${ms} * interval '1 millisecond'`,
-    sqlite: `(strftime('%Y-%m-%dT%H:%M:%f', julianday(${at}) - (${ms}) / 86400000.0) || '000Z')`,
+    postgres: `${at} ${sign} ${ms} * interval '1 millisecond'`,
+    sqlite: `(strftime('%Y-%m-%dT%H:%M:%f', julianday(${at}) ${sign} (${ms}) / 86400000.0) || '000Z')`,
   });
 }
 

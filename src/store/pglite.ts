@@ -6,7 +6,6 @@
  * callback that awaits a query on the root Db instead of on its `tx` waits for itself forever,
  * so that is refused with an error (see `#startStatement`).
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
@@ -19,7 +18,7 @@ import type { Db, NotificationListener } from "./db.ts";
 import { checkpointIfDue } from "./pglite-checkpoint.ts";
 import { giveIndexesFreeSpaceMaps } from "./pglite-free-space.ts";
 import { PreparedStatements } from "./pglite-statements.ts";
-import { TxHandle } from "./tx.ts";
+import { asOwnTransaction, refuseInOwnTransaction, TxHandle } from "./tx.ts";
 
 const runFile = promisify(execFile);
 
@@ -147,13 +146,6 @@ export async function pgliteImage(): Promise<Blob> {
   }
 }
 
-interface OpenTransaction {
-  db: PgliteDb;
-  open: boolean;
-}
-
-const currentTransaction = new AsyncLocalStorage<OpenTransaction>();
-
 /**
  * A VACUUM here holds the node's thread while it reads every page changed since the last one, so
  * it runs in steps of this many dead or new rows of a table (auto-vacuum.ts), a few seconds of a
@@ -204,23 +196,19 @@ class PgliteDb implements Db, Quietness {
 
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
     this.#startStatement();
-    const state: OpenTransaction = { db: this, open: true };
-    return currentTransaction.run(state, () =>
-      this.pg.transaction(async (raw) => {
-        const handle = new TxHandle("pglite", {
-          query: async (sql, params) => (await this.statements.query(sql, params)) ?? (await raw.query(sql, params)).rows,
-          exec: async (sql) => {
-            await raw.exec(sql);
-          },
-        });
-        try {
-          return await fn(handle);
-        } finally {
-          handle.end();
-          state.open = false;
-        }
-      }),
-    );
+    return this.pg.transaction(async (raw) => {
+      const handle = new TxHandle("pglite", {
+        query: async (sql, params) => (await this.statements.query(sql, params)) ?? (await raw.query(sql, params)).rows,
+        exec: async (sql) => {
+          await raw.exec(sql);
+        },
+      });
+      try {
+        return await asOwnTransaction(this, () => fn(handle));
+      } finally {
+        handle.end();
+      }
+    });
   }
 
   /** One process holds the embedded database, so its listener is never lost. */
@@ -236,9 +224,6 @@ class PgliteDb implements Db, Quietness {
   /** Every statement and transaction starts here: noted for `quietForMs`, refused inside its own transaction. */
   #startStatement(): void {
     this.lastStatementAtMs = performance.now();
-    const state = currentTransaction.getStore();
-    if (state?.open && state.db === this) {
-      throw new Error("query on the Db inside its own transaction: use the `tx` handle (PGlite would wait forever)");
-    }
+    refuseInOwnTransaction(this);
   }
 }

@@ -81,7 +81,7 @@ export function unpadded(list: string, condition = "true"): string {
  */
 export class CombinedStatement {
   readonly params: unknown[] = [];
-  readonly #steps: { name: string; sql: string; columns?: readonly string[] }[] = [];
+  readonly #steps: { name: string; sql: string; columns?: readonly string[]; readBy: RegExp }[] = [];
   #result: string | undefined;
   /** The kind of database the statement will run on, whose dialect its steps are written in. */
   readonly kind: DbKind;
@@ -112,7 +112,7 @@ export class CombinedStatement {
    */
   step(name: string, sql: string, columns?: readonly string[]): void {
     if (this.#steps.some((s) => s.name === name)) throw new Error(`the statement has a step named ${name} already`);
-    this.#steps.push({ name, sql, ...(columns ? { columns } : {}) });
+    this.#steps.push({ name, sql, ...(columns ? { columns } : {}), readBy: new RegExp(`\\b${name}\\b`) });
   }
 
   /** The SELECT over the steps that the statement returns; one part's, the only one that reads its result. */
@@ -125,22 +125,24 @@ export class CombinedStatement {
   async run<T = Record<string, unknown>>(db: Db): Promise<T[]> {
     if (this.#steps.length === 0) return [];
     if ((db.kind === "sqlite") !== (this.kind === "sqlite")) throw new Error(`a statement written for ${this.kind} run on ${db.kind}`);
-    if (db.kind === "sqlite") return isTransaction(db) ? this.#runInTurn<T>(db) : db.transaction((tx) => this.#runInTurn<T>(tx));
+    if (db.kind === "sqlite") return isTransaction(db) ? this.#runStepByStep<T>(db) : db.transaction((tx) => this.#runStepByStep<T>(tx));
     const steps = this.#steps.map((s) => `${s.name} AS (${s.sql})`);
     return db.query<T>(`WITH ${steps.join(",\n")}\n${this.#result ?? "SELECT 1 WHERE false"}`, this.params);
   }
 
   /** SQLite: each step on its own, then the result, each given what the earlier steps returned. */
-  async #runInTurn<T>(tx: Db): Promise<T[]> {
+  async #runStepByStep<T>(tx: Db): Promise<T[]> {
     const returned = new Map<string, { columns: readonly string[]; rows: Record<string, unknown>[] }>();
     const withEarlier = async <R>(sql: string): Promise<R[]> => {
-      const unnamed = this.#steps.find((s) => !s.columns && new RegExp(`\\b${s.name}\\b`).test(sql));
+      const read = this.#steps.filter((s) => s.readBy.test(sql));
+      const unnamed = read.find((s) => !s.columns);
       if (unnamed) throw new Error(`step ${unnamed.name} is read after it: name the columns it returns`);
       const params = [...this.params];
-      const earlier = [...returned].filter(([name]) => new RegExp(`\\b${name}\\b`).test(sql)).map(([name, { columns, rows }]) => {
+      const earlier = read.filter(({ name }) => returned.has(name)).map(({ name }) => {
+        const { columns, rows } = returned.get(name)!;
         params.push(rows.map((row) => columns.map((c) => row[c])));
-        const read = columns.map((c, i) => `value ->> ${i} AS ${c}`).join(", ");
-        return `${name} (${columns.join(", ")}) AS (SELECT ${read} FROM json_each($${params.length}))`;
+        const values = columns.map((c, i) => `value ->> ${i} AS ${c}`).join(", ");
+        return `${name} (${columns.join(", ")}) AS (SELECT ${values} FROM json_each($${params.length}))`;
       });
       return tx.query<R>(earlier.length > 0 ? `WITH ${earlier.join(", ")} ${sql}` : sql, params);
     };

@@ -13,7 +13,6 @@
  * synced (synchronous=NORMAL), so a killed process loses nothing and a power cut may lose the
  * last commits. The file is locked for this process alone (locking_mode=EXCLUSIVE).
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -21,7 +20,7 @@ import { BoundedMap } from "../core/index.ts";
 import type { Db, NotificationListener } from "./db.ts";
 import { inPostgresTerms } from "./sqlite-errors.ts";
 import { decodersOf, namedParameters, nowText, type Decoder } from "./sqlite-values.ts";
-import { TxHandle } from "./tx.ts";
+import { asOwnTransaction, refuseInOwnTransaction, TxHandle } from "./tx.ts";
 
 /** The database's file in a data directory. */
 export const SQLITE_FILE = "svc.sqlite";
@@ -56,13 +55,6 @@ interface Prepared {
   columns?: { names: string[]; decoders: Decoder[] };
 }
 
-interface OpenTransaction {
-  db: SqliteDb;
-  open: boolean;
-}
-
-const currentTransaction = new AsyncLocalStorage<OpenTransaction>();
-
 class SqliteDb implements Db {
   readonly kind = "sqlite" as const;
 
@@ -86,21 +78,20 @@ class SqliteDb implements Db {
   }
 
   async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
-    this.#refuseInsideOwnTransaction();
+    refuseInOwnTransaction(this);
     if (this.#holdersOrWaiting === 0) return this.#statement<T>(sql, params, true);
     return this.#inTurn(async () => this.#statement<T>(sql, params, true));
   }
 
   async exec(sql: string): Promise<void> {
-    this.#refuseInsideOwnTransaction();
+    refuseInOwnTransaction(this);
     await this.#inTurn(async () => this.#exec(sql));
     this.#deliverNotifications();
   }
 
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
-    this.#refuseInsideOwnTransaction();
+    refuseInOwnTransaction(this);
     return this.#inTurn(async () => {
-      const state: OpenTransaction = { db: this, open: true };
       const handle = new TxHandle("sqlite", {
         query: async (sql, params) => this.#statement(sql, params ?? [], false),
         exec: async (sql) => this.#exec(sql),
@@ -108,7 +99,7 @@ class SqliteDb implements Db {
       this.#exec("BEGIN");
       this.#transactionStartedAt = nowText();
       try {
-        const result = await currentTransaction.run(state, () => fn(handle));
+        const result = await asOwnTransaction(this, () => fn(handle));
         this.#exec("COMMIT");
         this.#deliverNotifications();
         return result;
@@ -118,7 +109,6 @@ class SqliteDb implements Db {
         throw error;
       } finally {
         handle.end();
-        state.open = false;
         this.#transactionStartedAt = undefined;
       }
     });
@@ -195,13 +185,6 @@ class SqliteDb implements Db {
     if (sent.length === 0) return;
     this.#notifications = [];
     for (const [channel, payload] of sent) for (const listener of this.#listeners.get(channel) ?? []) listener.notified(payload);
-  }
-
-  #refuseInsideOwnTransaction(): void {
-    const state = currentTransaction.getStore();
-    if (state?.open && state.db === this) {
-      throw new Error("query on the Db inside its own transaction: use the `tx` handle (it would wait for itself forever)");
-    }
   }
 }
 

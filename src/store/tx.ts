@@ -3,6 +3,7 @@
  * how to run one statement on its transaction's connection, and this adds savepoints and the
  * guards that turn misuse into an error instead of silently running outside the transaction.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Db, DbKind } from "./db.ts";
 
 export interface TxConnection {
@@ -70,4 +71,28 @@ export class TxHandle implements Db {
 /** Whether `db` is a transaction's handle (from either backend), not the database itself. */
 export function isTransaction(db: Db): boolean {
   return db instanceof TxHandle;
+}
+
+/** The transaction of a one-connection database (PGlite, SQLite) that the current async context runs in. */
+const ownTransaction = new AsyncLocalStorage<{ db: Db; open: boolean }>();
+
+/** Runs `fn`, the callback of a transaction of `db`, as that transaction (refuseInOwnTransaction). */
+export async function asOwnTransaction<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+  const state = { db, open: true };
+  try {
+    return await ownTransaction.run(state, fn);
+  } finally {
+    state.open = false;
+  }
+}
+
+/**
+ * Refuses a statement on `db` itself from inside one of its own transactions: one connection runs
+ * one transaction at a time, so the statement would wait for the transaction, which waits for it.
+ */
+export function refuseInOwnTransaction(db: Db): void {
+  const state = ownTransaction.getStore();
+  if (state?.open && state.db === db) {
+    throw new Error("query on the Db inside its own transaction: use the `tx` handle (it would wait for itself forever)");
+  }
 }
