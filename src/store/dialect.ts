@@ -6,7 +6,8 @@
  *
  * SQLite keeps a timestamp as ISO 8601 text in UTC with six digits of fractional seconds
  * (./sqlite-values.ts), which compares as time does; the phrases below do their arithmetic on that
- * text and give it back in that form (strftime's `%f` gives three digits, to the millisecond).
+ * text through functions the SQLite backend defines (./sqlite.ts), to the microsecond, where
+ * SQLite's own date functions keep milliseconds.
  */
 import type { Db, DbKind } from "./db.ts";
 
@@ -50,7 +51,7 @@ export function minusMs(dialect: Dialect, at: string, ms: string): string {
 function shiftedMs(dialect: Dialect, at: string, sign: "+" | "-", ms: string): string {
   return spelled(dialect, {
     postgres: `${at} ${sign} ${ms} * interval '1 millisecond'`,
-    sqlite: `(strftime('%Y-%m-%dT%H:%M:%f', julianday(${at}) ${sign} (${ms}) / 86400000.0) || '000Z')`,
+    sqlite: `svc_plus_ms(${at}, ${sign === "-" ? "-" : ""}(${ms}))`,
   });
 }
 
@@ -58,7 +59,7 @@ function shiftedMs(dialect: Dialect, at: string, sign: "+" | "-", ms: string): s
 export function msBetween(dialect: Dialect, from: string, to: string): string {
   return spelled(dialect, {
     postgres: `(extract(epoch FROM (${to}) - (${from})) * 1000)::float8`,
-    sqlite: `((julianday(${to}) - julianday(${from})) * 86400000.0)`,
+    sqlite: `svc_ms_between(${from}, ${to})`,
   });
 }
 

@@ -94,3 +94,9 @@ export function timestampText(ms: number): string {
 export function nowText(): string {
   return timestampText(performance.timeOrigin + performance.now());
 }
+
+/** The milliseconds since the epoch, with their fraction to the microsecond, of a stored time. */
+export function timestampMs(text: string): number {
+  const fraction = /\.(\d+)Z$/.exec(text)?.[1] ?? "";
+  return Date.parse(text) + Number(`0.${fraction.slice(3, 6).padEnd(3, "0")}`);
+}

@@ -19,7 +19,7 @@ import Database from "better-sqlite3";
 import { BoundedMap } from "../core/index.ts";
 import type { Db, NotificationListener } from "./db.ts";
 import { inPostgresTerms } from "./sqlite-errors.ts";
-import { decodersOf, namedParameters, nowText, type Decoder } from "./sqlite-values.ts";
+import { decodersOf, namedParameters, nowText, timestampMs, timestampText, type Decoder } from "./sqlite-values.ts";
 import { asOwnTransaction, refuseInOwnTransaction, TxHandle } from "./tx.ts";
 
 /** The database's file in a data directory. */
@@ -71,6 +71,14 @@ class SqliteDb implements Db {
 
   constructor(private readonly db: Database.Database) {
     db.function("now", () => this.#transactionStartedAt ?? nowText());
+    // Time arithmetic to the microsecond (store/dialect.ts), where SQLite's own date functions
+    // keep milliseconds: a row written a moment ago must not read as later than now.
+    db.function("svc_plus_ms", { deterministic: true }, (at: unknown, ms: unknown) =>
+      at === null || ms === null ? null : timestampText(timestampMs(String(at)) + Number(ms)),
+    );
+    db.function("svc_ms_between", { deterministic: true }, (from: unknown, to: unknown) =>
+      from === null || to === null ? null : timestampMs(String(to)) - timestampMs(String(from)),
+    );
     db.function("pg_notify", (channel: unknown, payload: unknown) => {
       this.#notifications.push([String(channel), String(payload)]);
       return null;

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { migrate, minusMs, plusMs, sqlState, violatedConstraint, type Db } from "../../src/store/index.ts";
+import { migrate, minusMs, msBetween, plusMs, sqlState, violatedConstraint, type Db } from "../../src/store/index.ts";
 import { openSqlite } from "../../src/store/sqlite.ts";
 
 describe("store on SQLite", () => {
@@ -109,6 +109,12 @@ describe("store on SQLite", () => {
       [new Date("2026-12-06T17:00:00.123Z")],
     );
     assert.equal(row!.later, 1n);
+    // The arithmetic keeps the microseconds: a time a moment ago never reads as later than now.
+    const [shifted] = await db.query<{ plus: string; minus: string; ms: number }>(
+      `SELECT ${plusMs(db, "$1", "1")} AS plus, ${minusMs(db, "$1", "0")} AS minus, ${msBetween(db, "$1", plusMs(db, "$1", "2.5"))} AS ms`,
+      ["2026-12-06T17:00:00.123456Z"],
+    );
+    assert.deepEqual(shifted, { plus: "2026-12-06T17:00:00.124456Z", minus: "2026-12-06T17:00:00.123456Z", ms: 2.5 });
   });
 
   it("reports a refused write with PostgreSQL's SQLSTATE and constraint name", async () => {
