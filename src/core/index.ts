@@ -12,7 +12,7 @@ export { MIN_ACTIVE_STAKE, STAKED_WORKER_SHARE_BPS, WORKER_SHARE_BPS, splitPayou
 export { DEFAULT_COMPLETION_CAP, TIERS, completionCost, planEscrow } from "./pricing.ts";
 export type { Tier } from "./pricing.ts";
 export { outputHash, proofMessage, proofVerifies } from "./proof.ts";
-export { auditPath, leafBytes, leafHash, merkleRoot, parseSettlementMessage, rootFromPath, settlementMessage, settlementMessageOf, settlementMessageTail, SETTLEMENT_DOMAIN } from "./settlement-proof.ts";
+export { auditPath, auditPaths, leafBytes, leafHash, merkleRoot, parseSettlementMessage, rootFromPath, settlementMessage, settlementMessageOf, settlementMessageTail, SETTLEMENT_DOMAIN } from "./settlement-proof.ts";
 export type { SettlementEntry, SettlementLeaf } from "./settlement-proof.ts";
 export { MAX_MESSAGES, MAX_STOP_SEQUENCES, MAX_TOKENS, PENALTY_RANGE, SEED_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE } from "./request-limits.ts";
 export { NATIVE_DECIMALS, USDC_DECIMALS, baseUnitsToCredits, creditsToBaseUnits, usdcValue } from "./units.ts";

@@ -67,11 +67,26 @@ export function merkleRoot(hashes: readonly Uint8Array[]): Uint8Array {
 /** The audit path of leaf `index`: the sibling hashes from the leaf up to the root. */
 export function auditPath(hashes: readonly Uint8Array[], index: number): Uint8Array[] {
   if (index < 0 || index >= hashes.length) throw new RangeError(`no leaf ${index} in a tree of ${hashes.length}`);
-  if (hashes.length === 1) return [];
+  return auditPaths(hashes)[index]!;
+}
+
+/**
+ * Every leaf's audit path, in leaf order. Each node is hashed once, so a settlement of n jobs
+ * costs about 2n hashes, where n calls of auditPath would hash each subtree again for each leaf.
+ */
+export function auditPaths(hashes: readonly Uint8Array[]): Uint8Array[][] {
+  return hashes.length === 0 ? [] : subtree(hashes).paths;
+}
+
+/** A subtree's root, and each of its leaves' path up to that root. */
+function subtree(hashes: readonly Uint8Array[]): { root: Uint8Array; paths: Uint8Array[][] } {
+  if (hashes.length === 1) return { root: hashes[0]!, paths: [[]] };
   const k = splitOf(hashes.length);
-  return index < k
-    ? [...auditPath(hashes.slice(0, k), index), merkleRoot(hashes.slice(k))]
-    : [...auditPath(hashes.slice(k), index - k), merkleRoot(hashes.slice(0, k))];
+  const left = subtree(hashes.slice(0, k));
+  const right = subtree(hashes.slice(k));
+  for (const path of left.paths) path.push(right.root);
+  for (const path of right.paths) path.push(left.root);
+  return { root: nodeHash(left.root, right.root), paths: [...left.paths, ...right.paths] };
 }
 
 /** The root that leaf hash `hash` at `index` of a tree of `size` leaves and `path` lead to (RFC 9162, 2.1.3.2). */

@@ -9,7 +9,7 @@
  * unsettled: their senders refund them (`refund_slots`), and the worker is not paid.
  */
 import { MAX_TABLE_SETTLEMENTS_PER_TRANSACTION, settlementLeaf, type Chain, type ChainAction, type ChainJournal } from "../chain/index.ts";
-import { auditPath, creditsToBaseUnits, leafBytes, leafHash, LingeringBatches } from "../core/index.ts";
+import { auditPaths, creditsToBaseUnits, leafBytes, leafHash, LingeringBatches } from "../core/index.ts";
 import type { WorkerHandle } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
 import type { JobRecord } from "./job-record.ts";
@@ -77,7 +77,8 @@ export class TableSettlements {
     }));
     const prepared = await this.deps.chain.prepareTableSettlement({ wallet, tableId, worker: worker.address, signature, jobs: settled });
     const leaves = settled.map((job) => leafHash(leafBytes(settlementLeaf(job))));
-    const leafOf = (i: number) => ({ leafIndex: i, treeSize: leaves.length, path: auditPath(leaves, i).map((hash) => Buffer.from(hash).toString("hex")) });
+    const paths = auditPaths(leaves);
+    const leafOf = (i: number) => ({ leafIndex: i, treeSize: leaves.length, path: paths[i]!.map((hash) => Buffer.from(hash).toString("hex")) });
     const shared = jobs.length > 1;
     const actions: ChainAction[] = jobs.map((job) => ({ kind: "settlement", subject: job.id, signature: prepared.signature, wire: prepared.wire, ...(shared ? { shared } : {}) }));
     const changes = jobs.map((_, i) => ({ settlementTx: prepared.signature, settlementLeaf: leafOf(i) }));

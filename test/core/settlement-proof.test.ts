@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { newId } from "../../src/core/ids.ts";
 import { jobIdOfKey, jobKey } from "../../src/core/index.ts";
-import { auditPath, leafBytes, leafHash, merkleRoot, rootFromPath, settlementMessage } from "../../src/core/settlement-proof.ts";
+import { auditPath, auditPaths, leafBytes, leafHash, merkleRoot, rootFromPath, settlementMessage } from "../../src/core/settlement-proof.ts";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const bytes = (h: string) => new Uint8Array(Buffer.from(h, "hex"));
@@ -44,6 +44,18 @@ describe("settlement proofs", () => {
         assert.equal(hex(rootFromPath(tree[i]!, i, size, auditPath(tree, i))!), CT_ROOTS[size - 1], `leaf ${i} of ${size}`);
       }
     }
+  });
+
+  test("every leaf's path at once leads back to the root, for trees of 1 to 70 leaves", () => {
+    const hashes = Array.from({ length: 70 }, (_, i) => leafHash(Uint8Array.of(i)));
+    for (let size = 1; size <= 70; size++) {
+      const tree = hashes.slice(0, size);
+      const root = hex(merkleRoot(tree));
+      const paths = auditPaths(tree);
+      assert.equal(paths.length, size);
+      paths.forEach((path, i) => assert.equal(hex(rootFromPath(tree[i]!, i, size, path)!), root, `leaf ${i} of ${size}`));
+    }
+    assert.deepEqual(auditPaths([]), []);
   });
 
   test("a changed leaf, a swapped position, a changed path or a wrong size does not lead to the root", () => {
