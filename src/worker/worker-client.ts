@@ -359,7 +359,11 @@ export class WorkerClient {
 
   private forgetOverdueSettlements(): void {
     const cutoff = Date.now() - SETTLEMENT_EXPECTED_WITHIN_MS;
-    for (const [jobId, finishedAt] of this.unsettled) if (finishedAt < cutoff) this.unsettled.delete(jobId);
+    // A Map iterates in insertion order, which is the order the jobs finished in: the overdue ones come first.
+    for (const [jobId, finishedAt] of this.unsettled) {
+      if (finishedAt >= cutoff) return;
+      this.unsettled.delete(jobId);
+    }
   }
 
   private send(message: WorkerMessage): void {
