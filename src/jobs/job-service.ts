@@ -698,7 +698,8 @@ export class JobService {
     const times = driven.started.workerRun;
     if (times) times.dispatchedAt = performance.now();
     try {
-      for await (const event of lease.worker.run({ jobId: driven.job.id, model: driven.job.model, request: limits.generation }, watch.signal)) {
+      const workerJob = { jobId: driven.job.id, model: driven.job.model, request: limits.generation, stream: driven.request.stream === true };
+      for await (const event of lease.worker.run(workerJob, watch.signal)) {
         if (job.timedOut()) break;
         if (event.type === "delta") {
           if ((bytes += utf8Bytes(event.text)) > limits.outputLimitBytes) {

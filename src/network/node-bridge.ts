@@ -210,7 +210,7 @@ export class NodeBridge {
     const lease = await this.o.pool.lease(job.model, { address: worker.address }, { waitMs: JOB_TIMEOUT_MS, signal: controller.signal });
     try {
       if (lease === undefined) throw new Error(`no slot on the worker at gateway node ${this.o.nodeId}`);
-      for await (const event of worker.run({ jobId: job.jobId, model: job.model, request: job.request }, controller.signal)) {
+      for await (const event of worker.run({ jobId: job.jobId, model: job.model, request: job.request, ...(job.stream === false ? { stream: false } : {}) }, controller.signal)) {
         if (event.type === "delta") reply({ type: "delta", jobId: job.jobId, text: event.text });
         else reply({ ...event, jobId: job.jobId, signature: Buffer.from(event.signature).toString("base64") });
       }

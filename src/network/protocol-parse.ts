@@ -74,6 +74,12 @@ function number(fields: Fields, key: string, min: number, max: number): number {
   return value;
 }
 
+function boolean(fields: Fields, key: string): boolean {
+  const value = fields[key];
+  if (typeof value !== "boolean") throw new ProtocolError(`${key} must be true or false`);
+  return value;
+}
+
 function array(fields: Fields, key: string, max: number): unknown[] {
   const value = fields[key];
   if (!Array.isArray(value)) throw new ProtocolError(`${key} must be an array`);
@@ -175,6 +181,7 @@ export function parseWorkerMessage(data: string): WorkerMessage {
         },
         outputHash,
         signature: bytes(m, "signature", 64),
+        ...(m.text !== undefined ? { text: string(m, "text", MAX_WORKER_MESSAGE_BYTES) } : {}),
       };
     }
     case "job_error": {
@@ -239,7 +246,11 @@ export function parseGatewayMessage(data: string): GatewayMessage {
     }
     case "job": {
       const jobId = nonEmpty(m, "jobId", MAX_ID);
-      return concerning({ jobId }, () => ({ type: "job", jobId, model: nonEmpty(m, "model", MAX_ID), request: generationRequest(m.request) }));
+      return concerning({ jobId }, () => {
+        const job: Extract<GatewayMessage, { type: "job" }> = { type: "job", jobId, model: nonEmpty(m, "model", MAX_ID), request: generationRequest(m.request) };
+        if (m.stream !== undefined) job.stream = boolean(m, "stream");
+        return job;
+      });
     }
     case "cancel":
       return { type: "cancel", jobId: nonEmpty(m, "jobId", MAX_ID), reason: string(m, "reason", MAX_MESSAGE_TEXT) };

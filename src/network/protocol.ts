@@ -18,6 +18,14 @@ export const MAX_WORKER_MESSAGE_BYTES = 1 << 20;
 export const MAX_GATEWAY_MESSAGE_BYTES = 64 << 20;
 /** Either side cuts off a peer that has not answered its close frame after this. */
 export const CLOSE_GRACE_MS = 2_000;
+/**
+ * A worker holds the output of a job sent with `stream: false` for at most this long before it
+ * sends what it has: the gateway still sees the job is alive, and a fast upstream's tokens go in
+ * one message rather than one each.
+ */
+export const HELD_OUTPUT_MS = 100;
+/** ...or until it holds this many characters of it. */
+export const HELD_OUTPUT_CHARS = 64 << 10;
 /** Jobs one settlement request may name: a table's slots are numbered 0-254. */
 export const MAX_SETTLEMENT_JOBS = 255;
 
@@ -79,7 +87,11 @@ export type GatewayMessage =
   | { type: "registered"; address: string; models: ModelOffer[]; refused: RefusedModel[] }
   /** Sent just before a refusal closes the connection, with the full reasons a close frame cannot hold. */
   | { type: "refused"; reason: string; refused: RefusedModel[] }
-  | { type: "job"; jobId: string; model: string; request: GenerationRequest }
+  /**
+   * `stream: false` when the caller reads the output only at its end (a JSON reply): the worker
+   * may then send it in fewer, larger pieces (see HELD_OUTPUT_MS), the last one in the `done`.
+   */
+  | { type: "job"; jobId: string; model: string; request: GenerationRequest; stream?: boolean }
   /**
    * Stop generating, and answer with a `done` whose finishReason is "cancelled" and whose proof
    * covers exactly the deltas sent (or a `job_error` when there were none). The gateway charges
@@ -121,6 +133,8 @@ export type WorkerMessage =
       outputHash: string;
       /** Base64 Ed25519 signature over `<job id>:<outputHash>`. */
       signature: string;
+      /** The output's last piece, when the worker held it back rather than send it as a delta. */
+      text?: string;
     }
   /**
    * `fault` says whose fault the failure is: `request` when the job cannot run as given (the

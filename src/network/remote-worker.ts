@@ -118,7 +118,7 @@ export class RemoteWorkerHandle implements WorkerHandle {
     signal.addEventListener("abort", onAbort, { once: true });
     let finished = false;
     try {
-      this.send({ type: "job", jobId: job.jobId, model: job.model, request: job.request });
+      this.send({ type: "job", jobId: job.jobId, model: job.model, request: job.request, ...(job.stream === false ? { stream: false } : {}) });
       for await (const event of events) {
         if (event.type === "done") finished = true;
         yield event;
@@ -147,6 +147,8 @@ export class RemoteWorkerHandle implements WorkerHandle {
         const events = this.jobs.get(message.jobId);
         if (!events) return;
         this.jobs.delete(message.jobId);
+        // The job service reads output as deltas, whichever message carried it.
+        if (message.text) events.push({ type: "delta", text: message.text });
         events.push({
           type: "done",
           finishReason: message.finishReason,

@@ -8,6 +8,8 @@ export interface WorkerJob {
   jobId: string;
   model: string;
   request: GenerationRequest;
+  /** False when the caller reads the output only at its end: a remote worker may then send it in fewer pieces. */
+  stream?: boolean;
 }
 
 export type WorkerEvent =

@@ -29,6 +29,7 @@ import {
   type WorkerMessage,
 } from "../network/index.ts";
 import { Backoff, type BackoffOptions } from "../core/index.ts";
+import { HeldOutput } from "./held-output.ts";
 import { WorkerNode } from "./worker-node.ts";
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
@@ -332,24 +333,31 @@ export class WorkerClient {
   private runJob(message: Extract<GatewayMessage, { type: "job" }>, send: (m: WorkerMessage) => void, forget: () => void): void {
     const abort = new AbortController();
     const { jobId } = message;
+    const sendDelta = (text: string) => send({ type: "delta", jobId, text });
+    const held = message.stream === false ? new HeldOutput(sendDelta) : undefined;
     const finished = (async () => {
       let answered = false;
       try {
         for await (const event of this.node.run({ jobId, model: message.model, request: message.request }, abort.signal)) {
           if (event.type === "delta") {
-            send({ type: "delta", jobId, text: event.text });
+            if (held) held.add(event.text);
+            else sendDelta(event.text);
           } else {
             this.forgetOverdueSettlements();
             this.unsettled.set(jobId, Date.now());
-            send({ type: "done", jobId, finishReason: event.finishReason, usage: event.usage, outputHash: event.outputHash, signature: Buffer.from(event.signature).toString("base64") });
+            const text = held?.take();
+            const signature = Buffer.from(event.signature).toString("base64");
+            send({ type: "done", jobId, finishReason: event.finishReason, usage: event.usage, outputHash: event.outputHash, signature, ...(text ? { text } : {}) });
             answered = true;
           }
         }
         // A cancel is answered: with the proof of the partial output above, or by saying there is none.
         if (!answered) send({ type: "job_error", jobId, message: "stopped with no output to prove" });
       } catch (error) {
+        held?.flush();
         if (!abort.signal.aborted) send({ type: "job_error", jobId, message: errorText(error), fault: faultOf(error) });
       } finally {
+        held?.take();
         this.running.delete(jobId);
         forget();
       }

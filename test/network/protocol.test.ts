@@ -15,6 +15,7 @@ describe("worker messages", () => {
     assert.deepEqual(parseWorkerMessage(JSON.stringify(hello)), { ...hello, models: [{ id: "m", contextWindow: 2048 }] });
     const done = { type: "done", jobId: "job_1", finishReason: "length", usage: { promptTokens: 3, completionTokens: 4 }, outputHash: hash, signature };
     assert.deepEqual(parseWorkerMessage(JSON.stringify(done)), done);
+    assert.deepEqual(parseWorkerMessage(JSON.stringify({ ...done, text: "the rest" })), { ...done, text: "the rest" });
     assert.deepEqual(parseWorkerMessage('{"type":"heartbeat","junk":true}'), { type: "heartbeat" });
   });
 
@@ -28,6 +29,7 @@ describe("worker messages", () => {
       [`{"type":"done","jobId":"j","finishReason":"stop","usage":{"promptTokens":1,"completionTokens":1},"outputHash":"${hash}","signature":"AAAA"}`, /64 bytes/],
       [`{"type":"hello","protocol":1,"address":"x","signature":"${signature}","models":[],"concurrency":0}`, /concurrency/],
       [`{"type":"hello","protocol":1,"address":"x","signature":"${signature}","models":[{"id":"m","contextWindow":1.5}],"concurrency":1}`, /contextWindow/],
+      [`{"type":"done","jobId":"j","finishReason":"stop","usage":{"promptTokens":1,"completionTokens":1},"outputHash":"${hash}","signature":"${signature}","text":7}`, /text must be a string/],
       ['{"type":"count_result","requestId":1,"tokens":"9"}', /tokens/],
       ['{"type":"become_gateway"}', /unknown message type/],
     ];
@@ -39,6 +41,8 @@ describe("gateway messages", () => {
   test("a job's request is checked before an engine sees it", () => {
     const request = { messages: [{ role: "user", content: "Hi" }], maxTokens: 5, temperature: 0, topP: 1, stop: [], frequencyPenalty: 0, presencePenalty: 0, seed: 3 };
     assert.deepEqual(parseGatewayMessage(JSON.stringify({ type: "job", jobId: "job_1", model: "m", request })), { type: "job", jobId: "job_1", model: "m", request });
+    assert.deepEqual(parseGatewayMessage(JSON.stringify({ type: "job", jobId: "job_1", model: "m", request, stream: false })), { type: "job", jobId: "job_1", model: "m", request, stream: false });
+    assert.throws(() => parseGatewayMessage(JSON.stringify({ type: "job", jobId: "job_1", model: "m", request, stream: "no" })), /stream must be true or false/);
     for (const change of [{ maxTokens: 0 }, { temperature: 3 }, { messages: [{ role: "tool", content: "x" }] }, { stop: [1] }, { seed: 1.5 }]) {
       assert.throws(() => parseGatewayMessage(JSON.stringify({ type: "job", jobId: "job_1", model: "m", request: { ...request, ...change } })), ProtocolError);
     }

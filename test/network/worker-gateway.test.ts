@@ -60,11 +60,16 @@ function hosting(): string[] {
 /** Answer the gateway's job (and its count, if asked) like an honest worker, with `text` as the output. */
 async function serveJob(worker: RawWorker, text: string): Promise<string> {
   const job = await worker.nextJob(10);
-  worker.send({ type: "delta", jobId: job.jobId, text });
-  const hash = outputHash(text);
-  const signature = worker.signer.sign(proofMessage(job.jobId, hash));
-  worker.send({ type: "done", jobId: job.jobId, finishReason: "stop", usage: { promptTokens: 10, completionTokens: 3 }, outputHash: hash, signature: Buffer.from(signature).toString("base64") });
+  serveRest(worker, job.jobId, text);
   return job.jobId;
+}
+
+/** Finish a job the worker has taken with `text` as one delta and an honest proof. */
+function serveRest(worker: RawWorker, jobId: string, text: string): void {
+  worker.send({ type: "delta", jobId, text });
+  const hash = outputHash(text);
+  const signature = worker.signer.sign(proofMessage(jobId, hash));
+  worker.send({ type: "done", jobId, finishReason: "stop", usage: { promptTokens: 10, completionTokens: 3 }, outputHash: hash, signature: Buffer.from(signature).toString("base64") });
 }
 
 describe("the handshake", () => {
@@ -236,6 +241,36 @@ describe("a job's life over the wire", () => {
     });
     assert.ok(Date.now() - started >= COUNT_TIMEOUT_MS - 50);
     assert.equal(await credits(), balance);
+    worker.close();
+  });
+
+  test("a JSON request's job says stream false, and an output sent whole in its done is the reply", async () => {
+    const worker = await raw();
+    await worker.register();
+    const text = "All of it at once";
+    const answer = (async () => {
+      const job = await worker.nextJob(10);
+      const hash = outputHash(text);
+      const signature = Buffer.from(worker.signer.sign(proofMessage(job.jobId, hash))).toString("base64");
+      worker.send({ type: "done", jobId: job.jobId, finishReason: "stop", usage: { promptTokens: 10, completionTokens: 5 }, outputHash: hash, signature, text });
+      return job;
+    })();
+    const completion = await gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 20 });
+    const job = await answer;
+    assert.equal(job.stream, false);
+    assert.equal(completion.choices[0]!.message.content, text);
+    await jobConcluded(gateway.service, job.jobId);
+    assert.equal((await api<{ status: string }>(`/jobs/${job.jobId}`)).body.status, "settled");
+
+    const stream = gateway.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 20, stream: true });
+    const streamedJob = await worker.nextJob(10);
+    assert.equal(streamedJob.stream, undefined, "a streamed job leaves the field out, as gateways always did");
+    await serveRest(worker, streamedJob.jobId, "Piece by piece");
+    let streamedText = "";
+    for await (const chunk of await stream) streamedText += chunk.choices[0]?.delta.content ?? "";
+    assert.equal(streamedText, "Piece by piece");
+    // Settled before the next test reads the balance.
+    await jobConcluded(gateway.service, streamedJob.jobId);
     worker.close();
   });
 
