@@ -157,6 +157,8 @@ async function measure(kind: "sqlite" | "pglite" | "postgres", dir: string): Pro
     // Every lock is built here, alone or with the locks of jobs admitted beside it.
     wrap(marks, service.chain, "prepareLockEscrows", () => "escrow lock build");
     wrap(marks, service.chain, "prepareSettle", () => "settlement build");
+    wrap(marks, service.chain, "prepareTableLock", () => "table lock build");
+    wrap(marks, service.chain, "prepareTableSettlement", () => "table settlement build");
     wrap(marks, service.chain, "send", () => "chain send");
     markStatementsInTransactions(marks, service.db);
     wrap(marks, service.db, "transaction", () => "transaction");
