@@ -1,9 +1,10 @@
 /**
  * The output of a job whose caller reads it only at its end (a JSON reply). What the engine
  * produces in one turn of the event loop goes to the gateway in one delta, later pieces at most
- * every HELD_OUTPUT_MS (or once HELD_OUTPUT_CHARS characters are held), and what is held when the job ends
- * rides in its `done`. A fast upstream's whole answer then costs one message instead of one per
- * token, and the gateway still hears from a long job often enough to know it is alive.
+ * every HELD_OUTPUT_MS (or as soon as HELD_OUTPUT_CHARS characters are held), and what is held
+ * when the job ends rides in its `done`. A fast upstream's whole answer then costs one message
+ * instead of one per token, and the gateway still hears from a long job often enough to know it
+ * is alive.
  */
 import { HELD_OUTPUT_CHARS, HELD_OUTPUT_MS } from "../network/index.ts";
 

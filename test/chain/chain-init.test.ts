@@ -37,8 +37,23 @@ const keyIn = (dir: string, name: string) => {
   return loadOrCreateKeypair(dir, name).then((k) => k.address);
 };
 
+/**
+ * An RPC read that waits out the server's per-address rate limit: `svc chain init` writes the
+ * program from this same address, and can leave its budget spent for a moment.
+ */
+async function read<T>(ask: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ask();
+    } catch (error) {
+      if (attempt >= 5 || !/\(429\)/.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
 async function account(rpc: ReturnType<typeof createSolanaRpc>, address: Address) {
-  const { value } = await rpc.getAccountInfo(address, { encoding: "base64" }).send();
+  const { value } = await read(() => rpc.getAccountInfo(address, { encoding: "base64" }).send());
   return value && { ...value, bytes: new Uint8Array(Buffer.from(value.data[0], "base64")) };
 }
 
@@ -81,7 +96,7 @@ describe("svc chain init on a fresh cluster", () => {
     assert.equal(decodeConfig(config.bytes).serviceAuthority, await keyIn(keys.path, "custody"));
 
     const feePayer = await keyIn(keys.path, "fee-payer");
-    const history = async () => (await rpc.getSignaturesForAddress(feePayer).send()).map((s) => s.signature);
+    const history = async () => (await read(() => rpc.getSignaturesForAddress(feePayer).send())).map((s) => s.signature);
     const sent = await history();
     const second = await runSvc(init(server.url, keys.path));
     assert.equal(second.code, 0, second.stdout + second.stderr);
