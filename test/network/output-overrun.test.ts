@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { outputHash, proofMessage } from "../../src/core/proof.ts";
 import { creditsRemaining } from "../support/gateway-api.ts";
-import { jobConcluded } from "../support/eventually.ts";
+import { jobConcluded, until } from "../support/eventually.ts";
 import { MODEL } from "../support/service.ts";
 import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixture.ts";
 
@@ -65,6 +65,7 @@ test("within the bytes but past max_tokens by the gateway's count: charged for m
   assert.equal(data.choices[0]!.message.content, text);
   assert.ok(data.usage!.completion_tokens <= 10);
   await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
-  assert.equal(gateway.service.pool.health(worker.signer.address)?.stats.overstated, 1);
+  // The strike is recorded once the settlement's confirmation is back in the job's driver, a moment after its row reads concluded.
+  await until(async () => gateway.service.pool.health(worker.signer.address)?.stats.overstated, (n) => n === 1, "the overstated claim to be struck");
   worker.close();
 });
