@@ -122,6 +122,8 @@ export interface ServiceOptions {
   skipProofCheck?: boolean;
   /** Callers answered before their settlements confirm, at most (default 64; JobServiceOptions). */
   maxAnsweredUnconfirmed?: number;
+  /** How long a job whose lock the credit book granted waits at most for its output before it is recorded (default 5 ms; JobServiceOptions). */
+  admissionDeferMs?: number;
   /** Disputes: the filing window after the final token, arbitration's wait for workers and retry, the slashed share. */
   disputes?: { windowMs?: number; arbitrationWindowMs?: number; arbitrationRetryMs?: number; slashShareBps?: bigint; auditShare?: number; provenAuditShare?: number };
   /** The escrow program's rules when the chain is new (tests shorten its job timeout). */
@@ -351,6 +353,7 @@ function assembleParts(options: ServiceOptions, db: Db, chain: Chain, logger: Lo
     ...(options.queueWaitMs !== undefined ? { queueWaitMs: options.queueWaitMs } : {}),
     ...(options.skipProofCheck ? { skipProofCheck: true } : {}),
     ...(options.maxAnsweredUnconfirmed !== undefined ? { maxAnsweredUnconfirmed: options.maxAnsweredUnconfirmed } : {}),
+    ...(options.admissionDeferMs !== undefined ? { admissionDeferMs: options.admissionDeferMs } : {}),
     ...(options.escrowTables !== undefined ? { escrowTables: options.escrowTables } : {}),
     onSettled: (jobId, workerAddress) => arbitration.maybeAudit(jobId, workerAddress),
     probation: new Probation({ pool, trust, logger, timeoutMs: options.jobTimeoutMs ?? JOB_TIMEOUT_MS, firstTokenTimeoutMs: options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS }),

@@ -9,6 +9,9 @@ export class Channel<T> implements AsyncIterable<T> {
   private closed = false;
   private failure: { error: unknown } | undefined;
 
+  /** `onClose` is told once, when the stream ends. */
+  constructor(private readonly onClose?: () => void) {}
+
   push(item: T): void {
     if (this.closed) return;
     if (this.waiting) {
@@ -24,6 +27,7 @@ export class Channel<T> implements AsyncIterable<T> {
   close(error?: unknown): void {
     if (this.closed) return;
     this.closed = true;
+    this.onClose?.();
     if (error !== undefined) this.failure = { error };
     if (this.waiting) {
       const resolve = this.waiting;

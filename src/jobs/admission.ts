@@ -14,7 +14,8 @@ import { CombinedStatement, GroupCommit, type Db } from "../store/index.ts";
 import { jobEventFacts, type JobRecord } from "./job-record.ts";
 import type { EscrowTables } from "./escrow-tables.ts";
 import { escrowPlace, prepareEscrows, type EscrowAction } from "./job-chain.ts";
-import { addAssignedJobs } from "./job-repo.ts";
+import { recordSettlements, type RecordedSettlement } from "./job-ending.ts";
+import { addAssignedJobs, type JobChanges } from "./job-repo.ts";
 import { traceAdmission } from "./job-spans.ts";
 import * as money from "./money.ts";
 
@@ -40,6 +41,12 @@ export interface Admission {
    * redone job by job, and a lock already shown is not signed again).
    */
   granted?: true;
+  /**
+   * The job's charge, when its output was in before its group's statements began (set before
+   * `recordAfter` resolves): recorded in the same transaction, after the job's row
+   * (job-ending.ts chargeAtAdmission). The job is then `settling` once admitted.
+   */
+  charge?: JobChanges;
 }
 
 /**
@@ -96,15 +103,15 @@ export class Admissions {
    * turns `processing`), committed with the rest of its group. Resolves with the wallet's
    * credits available after this job's lock, and the lock; rejects as the ledger refused it.
    */
-  async admit(admission: Admission): Promise<{ creditsAfterLock: number; escrow: EscrowAction | undefined }> {
+  async admit(admission: Admission): Promise<Omit<Admitted, "row">> {
     // Committed or not, its table lock is no longer the group's to give back.
     const groups = admission.granted ? this.grantedGroups : this.groups;
-    const { row, creditsAfterLock, escrow } = await traceAdmission(admission.job, admission.granted === true, () => groups.run(admission)).finally(() => {
+    const { row, ...admitted } = await traceAdmission(admission.job, admission.granted === true, () => groups.run(admission)).finally(() => {
       this.tableLocks.delete(admission);
       this.locks.delete(admission);
     });
     Object.assign(admission.job, row);
-    return { creditsAfterLock, escrow };
+    return admitted;
   }
 
   /**
@@ -136,10 +143,13 @@ export class Admissions {
 
 /** A job as its group committed it: its row, its wallet's credits after its lock, and the lock. */
 interface Admitted {
+  /** As charged, for a job charged with its admission (Admission.charge). */
   row: JobRecord;
   creditsAfterLock: number;
   /** Undefined for a job whose lock is signed later. */
   escrow: EscrowAction | undefined;
+  /** For a job charged with its admission: its wallet's credits after the charge. */
+  charged?: { creditsRemaining: number };
 }
 
 /**
@@ -151,7 +161,8 @@ interface Admitted {
  * ledger's accounts, the order every transaction touching both takes) with the keys to confirm;
  * and one statement of all the writes that need nothing read back (the rows, the escrow actions,
  * the flags flipped, the events). On PostgreSQL each is a round trip, as are BEGIN and COMMIT,
- * and a caller's first byte waits for all five.
+ * and a caller's first byte waits for all five. Then the charges of the jobs whose output was
+ * already in (Admission.charge), as job-ending.ts records any other's.
  */
 async function admitAll(tx: Db, admissions: readonly Admission[], escrows: readonly (EscrowAction | undefined)[], journal: ChainJournal, nodeId: string | undefined): Promise<Admitted[]> {
   // A refused key fails the group, which is redone job by job: only its own jobs are refused.
@@ -177,7 +188,20 @@ async function admitAll(tx: Db, admissions: readonly Admission[], escrows: reado
   });
   const written = addEvents(writes, events);
   written(await writes.run<EventsWritten>(tx));
-  return rows.map((row, i) => ({ row, creditsAfterLock: creditsAfter[i]!, escrow: escrows[i]! }));
+  const charged = await chargeAtAdmission(tx, journal, admissions, rows);
+  return rows.map((row, i) => {
+    const recorded = charged.get(row.id);
+    const admitted = { row: recorded?.job ?? row, creditsAfterLock: creditsAfter[i]!, escrow: escrows[i]! };
+    return recorded ? { ...admitted, charged: { creditsRemaining: recorded.creditsRemaining } } : admitted;
+  });
+}
+
+/** The charges of the jobs whose output was in before the group began (Admission.charge), recorded after their rows, by job id. */
+async function chargeAtAdmission(tx: Db, journal: ChainJournal, admissions: readonly Admission[], rows: readonly JobRecord[]): Promise<Map<string, RecordedSettlement>> {
+  const records = admissions.flatMap(({ charge }, i) => (charge ? [{ job: rows[i]!, changes: charge }] : []));
+  if (records.length === 0) return new Map();
+  const recorded = await recordSettlements(tx, journal, records);
+  return new Map(recorded.map((r) => [r.job.id, r]));
 }
 
 /**

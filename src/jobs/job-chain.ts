@@ -135,25 +135,30 @@ async function emitReleased(tx: Db, job: JobRecord, remaining: number): Promise<
   await money.checkCreditLow(tx, job.wallet, remaining, false);
 }
 
-/** The escrow never reached the chain, or the chain refused it: nothing left the wallet, so the reservation goes back. */
+/**
+ * The escrow never reached the chain, or the chain refused it: nothing left the wallet, so the
+ * reservation goes back, or the charge of a job charged with its admission (admission.ts).
+ */
 async function giveUpEscrow(tx: Db, action: ChainAction, reason: string, ended?: JobEnded): Promise<void> {
   const job = await jobOf(tx, action);
   const wasUnfinished = UNFINISHED_STATUSES.includes(job.status);
   const remaining = await money.refund(tx, job);
-  await mustMoveJob(tx, job, "escrow_given_up", { failureReason: reason, completedAt: new Date() });
+  await mustMoveJob(tx, job, "escrow_given_up", { failureReason: reason, completedAt: new Date(), creditsCharged: 0 });
   await emitReleased(tx, job, remaining);
   if (wasUnfinished) ended?.(job.id, job.status);
 }
 
 /**
  * A job admitted without its lock whose lock was never recorded (its signing or record failed, or
- * the node stopped first): nothing left the wallet, so its reservation goes back and it ends.
+ * the node stopped first): nothing left the wallet, so its reservation (or the charge recorded
+ * with its admission) goes back and it ends.
  */
 export async function releaseUnlocked(db: Db, jobId: string, reason: string, ended?: JobEnded): Promise<void> {
   const endedNow = await db.transaction(async (tx) => {
     const job = await getJob(tx, jobId);
     const wasUnfinished = job !== undefined && UNFINISHED_STATUSES.includes(job.status);
-    if (!job || !(await moveJob(tx, job, "escrow_given_up", { failureReason: job.failureReason ?? reason, completedAt: job.completedAt ?? new Date() }))) return false;
+    const changes = { failureReason: job?.failureReason ?? reason, completedAt: job?.completedAt ?? new Date(), creditsCharged: 0 };
+    if (!job || !(await moveJob(tx, job, "escrow_given_up", changes))) return false;
     await emitReleased(tx, job, await money.refund(tx, job));
     return wasUnfinished;
   });

@@ -76,8 +76,12 @@ export const MAX_ANSWERED_UNCONFIRMED = 64;
 /** A job's proof and settlement transaction, to record before the settlement is sent. */
 export interface SettlementRecord {
   job: JobRecord;
-  /** With the escrow's slot: the job's row takes it here when the escrow's confirmation is folded in. */
-  changes: JobChanges & { slot: number };
+  /**
+   * With the escrow's slot once it landed: the job's row takes it here when the escrow's
+   * confirmation is folded in. A charge recorded with its admission comes before its escrow lands:
+   * the row takes the slot when it does.
+   */
+  changes: JobChanges;
   /** Absent for an escrow table's job: its batch's settlement is recorded later (TableSettlements). */
   settlement?: ChainAction;
   /** The job's escrow, landed, when its confirmation is written with this record (EscrowLanding). */
@@ -101,18 +105,21 @@ export interface RecordedSettlement {
  * until the caller takes the jobs returned (the group may be retried).
  */
 export function settlementRecords(db: Db, journal: ChainJournal): GroupCommit<SettlementRecord, RecordedSettlement> {
-  return new GroupCommit(db, async (tx, records) => {
-    // The charge reads what the proof's changes set (the credits charged); the move then writes them.
-    const moved: JobRecord[] = records.map(({ job, changes }) => ({ ...job, ...changes, status: job.status }));
-    const creditsRemaining = await money.chargeAll(tx, moved);
-    const writes = new CombinedStatement(tx);
-    const checkMoved = addJobMoves(writes, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
-    journal.addRecords(writes, records.flatMap((r) => r.settlement ?? []));
-    journal.addConfirmed(writes, records.flatMap((r) => r.escrowLanded ?? []));
-    addCreditLowSides(writes, moved.map((job, i) => ({ wallet: job.wallet, availableCredits: creditsRemaining[i]! })));
-    checkMoved(await writes.run<{ id: string }>(tx));
-    return moved.map((job, i) => ({ job, creditsRemaining: creditsRemaining[i]! }));
-  });
+  return new GroupCommit(db, (tx, records) => recordSettlements(tx, journal, records));
+}
+
+/** Inside `tx`: the records of `settlementRecords`, or the charges of jobs being admitted in `tx` (admission.ts). */
+export async function recordSettlements(tx: Db, journal: ChainJournal, records: readonly SettlementRecord[]): Promise<RecordedSettlement[]> {
+  // The charge reads what the proof's changes set (the credits charged); the move then writes them.
+  const moved: JobRecord[] = records.map(({ job, changes }) => ({ ...job, ...changes, status: job.status }));
+  const creditsRemaining = await money.chargeAll(tx, moved);
+  const writes = new CombinedStatement(tx);
+  const checkMoved = addJobMoves(writes, records.map(({ changes }, i) => ({ job: moved[i]!, changes })), "proof_recorded");
+  journal.addRecords(writes, records.flatMap((r) => r.settlement ?? []));
+  journal.addConfirmed(writes, records.flatMap((r) => r.escrowLanded ?? []));
+  addCreditLowSides(writes, moved.map((job, i) => ({ wallet: job.wallet, availableCredits: creditsRemaining[i]! })));
+  checkMoved(await writes.run<{ id: string }>(tx));
+  return moved.map((job, i) => ({ job, creditsRemaining: creditsRemaining[i]! }));
 }
 
 /** The driver's view of a job being ended: where its news goes, and its escrow's fate. */
@@ -132,7 +139,8 @@ type Charged =
 
 type Confirmed =
   | { ok: true; slot: number }
-  | { ok: false; reason: "rejected" | "unconfirmed" | "escrow_refunded"; creditsRemaining?: number };
+  /** `escrow_failed`: a job charged with its admission whose lock then never landed (the lock's outcome gave the charge back). */
+  | { ok: false; reason: "rejected" | "unconfirmed" | "escrow_refunded" | "escrow_failed"; creditsRemaining?: number };
 
 /**
  * Settle what the worker produced, or give the escrow back when it produced nothing to charge.
@@ -145,7 +153,13 @@ export async function conclude(
   deps: EndingDeps,
   ending: EndingJob,
   run: WorkerRun,
-  how: { timedOut: boolean; callerLeft: boolean; metered: (done: NonNullable<WorkerRun["done"]>) => Promise<{ usage: Usage; outcome: JobOutcome }> },
+  how: {
+    timedOut: boolean;
+    callerLeft: boolean;
+    metered: (done: NonNullable<WorkerRun["done"]>) => Promise<{ usage: Usage; outcome: JobOutcome }>;
+    /** The job was charged in its admission's transaction (chargeAtAdmission): its credits after that. */
+    chargedAtAdmission?: { creditsRemaining: number };
+  },
 ): Promise<void> {
   const { job, channel } = ending;
   const { done, text } = run;
@@ -166,11 +180,13 @@ export async function conclude(
     return fail(deps, ending, refund, new ApiError("internal_error", "The worker stopped before finishing the job; nothing was charged. Retrying usually succeeds."));
   }
   const metered = await how.metered(done);
-  const proven = proofHolds(deps, job, text, done);
+  const atAdmission = how.chargedAtAdmission;
+  // A charge recorded with the admission was made for a proof checked then.
+  const proven = atAdmission !== undefined || proofHolds(deps, job, text, done);
   // A cancelled job's caller is gone: there is nobody to tell how it finished. A proof over other
   // text fails the job, and a stream told it finished would have sent its [DONE] already.
   if (proven && done.finishReason !== "cancelled") channel.push({ type: "finished", finishReason: done.finishReason, usage: metered.usage });
-  const charged = await charge(deps, job, text, { ...done, usage: metered.usage }, ending.escrow, proven);
+  const charged: Charged = atAdmission ? { ok: true, settlement: null, ...atAdmission } : await charge(deps, job, text, { ...done, usage: metered.usage }, ending.escrow, proven);
   if (!charged.ok && charged.escrowFailed) {
     run.lease.outcome(metered.outcome);
     return fail(deps, ending, charged, new ApiError("internal_error", "The job's escrow lock did not reach the chain; nothing was charged. Retrying usually succeeds."));
@@ -200,11 +216,15 @@ export async function conclude(
   }
   if (answeredFirst) return;
   if (confirmed.ok || confirmed.reason === "unconfirmed") return answer();
-  const why = confirmed.reason === "escrow_refunded"
-    ? "The job's escrow was refunded on-chain, past the escrow program's timeout, before the service settled it; nothing was charged."
-    : "The worker's proof of this output did not verify; nothing was charged.";
-  return fail(deps, ending, confirmed, new ApiError("internal_error", why));
+  return fail(deps, ending, confirmed, new ApiError("internal_error", UNSETTLED_WHY[confirmed.reason]));
 }
+
+/** What a caller still waiting is told when its job's settlement did not confirm. */
+const UNSETTLED_WHY = {
+  escrow_refunded: "The job's escrow was refunded on-chain, past the escrow program's timeout, before the service settled it; nothing was charged.",
+  escrow_failed: "The job's escrow lock did not reach the chain; nothing was charged. Retrying usually succeeds.",
+  rejected: "The worker's proof of this output did not verify; nothing was charged.",
+} as const;
 
 /**
  * Send the job's recorded settlement and confirm it; an escrow table's job's settlement is first
@@ -214,6 +234,9 @@ export async function conclude(
 async function settleAndConfirm(deps: EndingDeps, job: JobRecord, recorded: ChainAction | null, run: WorkerRun, escrowLanded: Promise<number>): Promise<Confirmed> {
   let settlement = recorded;
   if (settlement === null) {
+    // A job charged with its admission is charged before its escrow lands; the batch needs it on
+    // the chain. A lock that never landed had its outcome give the charge back.
+    if (!(await escrowLanded.then(() => true, () => false))) return { ok: false, reason: "escrow_failed" };
     try {
       settlement = await deps.tableSettlements!.settle(job, run.lease.worker);
     } catch (error) {
@@ -277,6 +300,18 @@ async function charge(deps: EndingDeps, job: JobRecord, text: string, done: Fini
   }
   Object.assign(job, charged.recorded.job);
   return { ok: true, settlement: charged.settlement, creditsRemaining: charged.recorded.creditsRemaining };
+}
+
+/**
+ * The changes charging a finished job in its admission's transaction (Admission.charge), for one
+ * whose output was in before that transaction began: one commit for both. Undefined when its
+ * proof does not hold for the text (it is refunded after its admission, as any other), or when
+ * the node locks no escrow tables: only a table's job is settled later, in its worker's batch,
+ * which waits for the escrow to land.
+ */
+export function chargeAtAdmission(deps: EndingDeps, job: JobRecord, text: string, done: Finished): JobChanges | undefined {
+  if (deps.tableSettlements === undefined || !proofHolds(deps, job, text, done)) return undefined;
+  return provedChanges(deps, job, text, done);
 }
 
 /**

@@ -32,15 +32,15 @@ import { AccountNotFoundError, ExceedsCreditsError } from "../ledger/index.ts";
 import type { CreditBook, CreditChange } from "../wallets/index.ts";
 import { CALLER_LEFT, JobRequestError, type JobOutcome, type LeaseWanted, type WorkerLease, type WorkerPool } from "../network/index.ts";
 import type { Db } from "../store/index.ts";
-import { Admissions } from "./admission.ts";
+import { Admissions, type Admission } from "./admission.ts";
 import { contextWanted, fitUncounted, type Fit } from "./prompt-fit.ts";
 import { EscrowTables, LockWithdrawnError } from "./escrow-tables.ts";
 import { TableRefunds } from "./table-refunds.ts";
 import { TableSettlements } from "./table-settlements.ts";
 import { EscrowLanding, escrowPlace, jobAwaitingRefund, jobsAwaitingRefund, registerJobActions, releaseUnlocked, type EscrowAction } from "./job-chain.ts";
-import { conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
+import { chargeAtAdmission, conclude, MAX_ANSWERED_UNCONFIRMED, refundJob, settlementRecords, type EndingDeps, type JobEvent, type WorkerRun } from "./job-ending.ts";
 import { newPendingJob, type JobRecord, type JobStatus } from "./job-record.ts";
-import { adoptJobs, getJob, updateJob, updateJobs } from "./job-repo.ts";
+import { adoptJobs, getJob, updateJob, updateJobs, type JobChanges } from "./job-repo.ts";
 import * as money from "./money.ts";
 import type { Probation, ProbationCheck } from "./probation.ts";
 import { RequestBlame } from "./request-blame.ts";
@@ -104,6 +104,8 @@ export interface JobServiceOptions {
   queueWaitMs?: number;
   /** Callers answered before their settlements confirm, at most; the next wait for the chain (default MAX_ANSWERED_UNCONFIRMED). */
   maxAnsweredUnconfirmed?: number;
+  /** How long a granted job's admission waits at most for its output (default ADMISSION_DEFER_MS). */
+  admissionDeferMs?: number;
   /** Tokenizers the gateway holds itself, to count relayed output and bound prompts by length. */
   vocabularies?: ModelVocabularies;
   /**
@@ -151,11 +153,23 @@ interface GrantedJob {
 }
 
 /**
- * How long a granted stream's admission waits at most for its first output to be relayed before
- * it is recorded: a moment, so a job stays unrecorded no longer than that (its id answers 404 at
- * GET /jobs until then), and long enough for an upstream that answers at once.
+ * How long a granted job's admission waits at most before it is recorded: for a stream's first
+ * output to be relayed, for a JSON reply's whole output to be in (HeldAdmission). A moment, so a
+ * job stays unrecorded no longer than that (its id answers 404 at GET /jobs until then), and long
+ * enough for an upstream that answers at once.
  */
 const ADMISSION_DEFER_MS = 5;
+
+/**
+ * A granted JSON job's admission, held open for a moment (ADMISSION_DEFER_MS): a job whose output
+ * is in by then is charged in its admission's transaction, one commit instead of two on its
+ * reply's way. Its driver claims it when the output is in before it opened (false: the admission
+ * went ahead alone), and then opens it, with the charge or without.
+ */
+interface HeldAdmission {
+  claim(): boolean;
+  open(charge: JobChanges | undefined): void;
+}
 
 /** A job on its way, as its driver carries it. */
 interface DrivenJob {
@@ -171,6 +185,8 @@ interface DrivenJob {
   started: StartedJob;
   /** Told when the job's output has begun to flow, or an attempt at it ended: a deferred admission is recorded then. */
   outputBegun: () => void;
+  /** A granted JSON job's admission, held for its charge; with what that charge left the wallet, once admitted. */
+  held?: { admission: HeldAdmission; charged: Promise<{ creditsRemaining: number } | undefined> };
 }
 
 /** Who asks for a job: the wallet, and the hash of a key its admission must confirm (accounts.authenticate). */
@@ -183,6 +199,8 @@ export interface JobCaller {
 interface Admitted {
   creditsAfterLock: number;
   escrow: ChainAction | undefined;
+  /** For a job charged with its admission (HeldAdmission): the wallet's credits after the charge. */
+  charged?: { creditsRemaining: number };
 }
 
 /** The signal a job's workers run under: the caller leaving, or the job's timeout. */
@@ -237,6 +255,7 @@ export class JobService {
   private readonly timeoutMs: number;
   private readonly firstTokenTimeoutMs: number;
   private readonly queueWaitMs: number;
+  private readonly admissionDeferMs: number;
   private readonly vocabularies: ModelVocabularies | undefined;
   private readonly probation: Probation | undefined;
   private readonly ending: EndingDeps;
@@ -246,8 +265,8 @@ export class JobService {
   private readonly book: CreditBook | undefined;
   /** Jobs being driven by this process, so shutdown can wait for them. */
   private readonly running = new Set<Promise<void>>();
-  /** How many of each wallet's jobs are running here (launched, not ended), by wallet. */
-  private readonly runningByWallet = new Map<string, number>();
+  /** How many of each wallet's jobs are on their way here (launched, their callers not answered yet), by wallet. */
+  private readonly unansweredByWallet = new Map<string, number>();
   /**
    * Each wallet's available credits after its latest admission here: a hint, never the authority
    * (the ledger is), that says whether its next job may start on its worker while its admission
@@ -266,6 +285,7 @@ export class JobService {
     this.timeoutMs = options.timeoutMs ?? JOB_TIMEOUT_MS;
     this.firstTokenTimeoutMs = options.firstTokenTimeoutMs ?? DEFAULT_FIRST_TOKEN_TIMEOUT_MS;
     this.queueWaitMs = options.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS;
+    this.admissionDeferMs = options.admissionDeferMs ?? ADMISSION_DEFER_MS;
     this.vocabularies = options.vocabularies;
     this.probation = options.probation;
     this.book = options.book;
@@ -355,11 +375,23 @@ export class JobService {
    * waits in the job's channel for its caller, who reads it once the job is admitted, or at once
    * when its lock was granted (reserve).
    */
-  private launch(job: JobRecord, admission: Promise<Admitted>, lease: WorkerLease, request: ChatRequest, clientSignal: AbortSignal, outputBegun: () => void = () => undefined): Launch {
+  private launch(
+    job: JobRecord,
+    admission: Promise<Admitted>,
+    lease: WorkerLease,
+    request: ChatRequest,
+    clientSignal: AbortSignal,
+    deferred: { outputBegun?: () => void; held?: HeldAdmission } = {},
+  ): Launch {
     const admitted = admission.then((a) => a.creditsAfterLock);
+    const held = deferred.held && { admission: deferred.held, charged: awaitedLater(admission.then((a) => a.charged)) };
     const tables = this.tables;
     const send = tables ? (lock: ChainAction) => tables.sendInTurn(lock, () => this.journal.sendUntilLanded(lock)) : undefined;
-    const lock = admission.then((a) => a.escrow ?? this.lockLater(job));
+    const lock = admission.then(async (a) => {
+      // Charged with its admission, its caller is answered in this turn: the reply leaves first.
+      if (a.charged) await new Promise((resolve) => setImmediate(resolve));
+      return a.escrow ?? this.lockLater(job);
+    });
     const escrow = new EscrowLanding(this.journal, lock, send, tables ? () => tables.hurry(job.wallet, job.id) : undefined, tables ? (reason: string) => tables.withdraw(job.wallet, job.id, reason) : undefined);
     // Sent again alone (the transaction it shared was refused), the lock has another signature.
     // A table's lock signed later, or sent again alone, also names the job's slot.
@@ -367,7 +399,15 @@ export class JobService {
       if ((landed as EscrowAction).escrowAddress !== undefined) Object.assign(job, escrowPlace(landed as EscrowAction));
       started.escrowTx = job.escrowTx = landed.signature;
     }, () => undefined);
-    const channel = new Channel<JobEvent>();
+    let answered = false;
+    const answer = () => {
+      if (answered) return;
+      answered = true;
+      const left = (this.unansweredByWallet.get(job.wallet) ?? 1) - 1;
+      if (left > 0) this.unansweredByWallet.set(job.wallet, left);
+      else this.unansweredByWallet.delete(job.wallet);
+    };
+    const channel = new Channel<JobEvent>(answer);
     const started: StartedJob = {
       id: job.id,
       model: job.model,
@@ -387,7 +427,8 @@ export class JobService {
       started.creditsRemaining = creditsAfterLock;
       return started;
     });
-    const drive = this.drive({ job, request, firstLease: lease, admitted, escrow, channel, clientSignal, started, outputBegun })
+    const outputBegun = deferred.outputBegun ?? (() => undefined);
+    const drive = this.drive({ job, request, firstLease: lease, admitted, escrow, channel, clientSignal, started, outputBegun, ...(held ? { held } : {}) })
       .catch(async (error: unknown) => {
         this.logger.error({ err: error, job: job.id }, "job failed unexpectedly");
         channel.close(new ApiError("internal_error", "The job failed inside the service; nothing was charged."));
@@ -395,12 +436,10 @@ export class JobService {
       })
       .finally(() => {
         this.running.delete(drive);
-        const left = (this.runningByWallet.get(job.wallet) ?? 1) - 1;
-        if (left > 0) this.runningByWallet.set(job.wallet, left);
-        else this.runningByWallet.delete(job.wallet);
+        answer();
       });
     this.running.add(drive);
-    this.runningByWallet.set(job.wallet, (this.runningByWallet.get(job.wallet) ?? 0) + 1);
+    this.unansweredByWallet.set(job.wallet, (this.unansweredByWallet.get(job.wallet) ?? 0) + 1);
     return { started, admitted: credited };
   }
 
@@ -500,11 +539,12 @@ export class JobService {
         request,
       });
       // A JSON reply is written at the end: its table lock can wait for the wallet's next jobs,
-      // when the wallet has others running to share its transaction. Alone, it is signed in the
-      // admission and lands while the job runs, off the reply's path; so is a stream's, whose
-      // headers name it at the first token.
-      const othersRunning = (this.runningByWallet.get(wallet) ?? 0) > 0;
-      const lockLater = this.tables !== undefined && request.stream !== true && othersRunning;
+      // when the wallet has others on their way to share its transaction. Alone, it is signed in
+      // the admission and lands while the job runs, off the reply's path (or after it, when its
+      // charge is recorded with the admission: HeldAdmission); so is a stream's, whose headers
+      // name it at the first token.
+      const othersUnanswered = (this.unansweredByWallet.get(wallet) ?? 0) > 0;
+      const lockLater = this.tables !== undefined && request.stream !== true && othersUnanswered;
       const granted = this.book?.grant(wallet, plan.lockCredits);
       if (granted) return await this.startGranted({ job, caller, request, held, clientSignal, lockLater, credit: granted });
       // The ledger decides the lock, once the wallet's granted ones in flight have committed: it could give it their credits first.
@@ -539,17 +579,29 @@ export class JobService {
    * stream names its escrow lock in its headers: its lock is signed as its admission's group
    * begins, and the group's statements wait for its first output to be relayed (at most
    * ADMISSION_DEFER_MS), so they do not hold the first token back: with PGlite they run on this
-   * thread. A JSON reply waits for its charge, which follows the admission: that one is recorded
-   * at once.
+   * thread. A JSON reply waits for its charge: its admission waits as long for the output to be
+   * in, to record the charge with it (HeldAdmission).
    */
   private async startGranted(g: GrantedJob): Promise<StartedJob> {
     const { job, request, credit } = g;
     const stream = request.stream === true;
     let showLock!: (lock: EscrowAction | undefined) => void;
     const lockSigned = new Promise<EscrowAction | undefined>((resolve) => (showLock = resolve));
-    const recordNow = stream ? admissionGate(ADMISSION_DEFER_MS) : undefined;
-    const shown = stream ? { signed: showLock, recordAfter: recordNow!.opened, granted: true as const } : {};
-    const admission = this.admissions.admit({ job, ...(g.lockLater ? { lockLater: true } : {}), worker: g.held.current.worker, keyToConfirm: g.caller.keyToConfirm, ...shown });
+    // A lock signed later is not known when the reply goes out, which must name it.
+    const holdsCharge = !stream && this.tables !== undefined && !g.lockLater;
+    const recordNow = stream || holdsCharge ? admissionGate(this.admissionDeferMs) : undefined;
+    const deferred = recordNow ? { recordAfter: recordNow.opened, granted: true as const } : {};
+    const admitting: Admission = { job, ...(g.lockLater ? { lockLater: true } : {}), worker: g.held.current.worker, keyToConfirm: g.caller.keyToConfirm, ...deferred, ...(stream ? { signed: showLock } : {}) };
+    const held: HeldAdmission | undefined = holdsCharge
+      ? {
+          claim: recordNow!.claim,
+          open: (charge) => {
+            if (charge) admitting.charge = charge;
+            recordNow!.open();
+          },
+        }
+      : undefined;
+    const admission = this.admissions.admit(admitting);
     admission.then(
       (a) => credit.done(true, a.creditsAfterLock),
       (error: unknown) => {
@@ -558,7 +610,7 @@ export class JobService {
       },
     );
     awaitedLater(admission);
-    const launch = this.launch(job, admission, g.held.current, request, g.clientSignal, recordNow?.open);
+    const launch = this.launch(job, admission, g.held.current, request, g.clientSignal, stream ? { outputBegun: recordNow!.open } : { ...(held ? { held } : {}) });
     awaitedLater(launch.admitted);
     launch.started.creditsAfterLock = launch.started.creditsRemaining = credit.creditsAfter!;
     if (!stream) return launch.started;
@@ -604,6 +656,7 @@ export class JobService {
     // A probation check is judged only against a whole answer of the job's last worker.
     if (run.done !== undefined && run.done.finishReason !== "cancelled" && !watch.timedOut()) check?.judge(outputHash(run.text));
     else check?.drop();
+    const atAdmission = driven.held && (await this.chargeWithAdmission(driven, driven.held, run, watch.timedOut()));
     // Refused: there is no job to end. Its caller has its answer from start(), unless its lock
     // was granted and it reads the job already: the admission failed in the database then.
     if (!(await driven.admitted.then(() => true, () => false))) {
@@ -613,8 +666,40 @@ export class JobService {
     await conclude(this.ending, driven, run, {
       timedOut: watch.timedOut(),
       callerLeft: driven.clientSignal.aborted,
-      metered: (done) => this.meterCompletion(driven.job, driven.request.stop, run.text, done),
+      metered: async (done) => (atAdmission ? atAdmission.metered : this.meterCompletion(driven.job, driven.request.stop, run.text, done)),
+      ...(atAdmission && atAdmission.charged ? { chargedAtAdmission: atAdmission.charged } : {}),
     });
+  }
+
+  /**
+   * A granted JSON job's charge, recorded in its admission's transaction when its output is in
+   * before that began (HeldAdmission). Undefined when the admission went ahead alone or the job
+   * ended without output; `charged` is unset when its charge is not made at once
+   * (chargeAtAdmission). The job then ends as any other, after its admission.
+   */
+  private async chargeWithAdmission(driven: DrivenJob, held: NonNullable<DrivenJob["held"]>, run: WorkerRun, timedOut: boolean) {
+    const { done } = run;
+    // A job moved to another worker waited for its admission (reassign): the gate opened then.
+    if (done === undefined || done.finishReason === "cancelled" || timedOut || run.lease !== driven.firstLease || !held.admission.claim()) {
+      held.admission.open(undefined);
+      return undefined;
+    }
+    let charge: JobChanges | undefined;
+    let giveBack: CreditChange | undefined;
+    let metered: Awaited<ReturnType<JobService["meterCompletion"]>>;
+    try {
+      metered = await this.meterCompletion(driven.job, driven.request.stop, run.text, done);
+      // Its row names its worker once admitted.
+      const job = { ...driven.job, workerAddress: run.lease.worker.address };
+      charge = chargeAtAdmission(this.ending, job, run.text, { ...done, usage: metered.usage });
+      // Taken before the commit, so the book counts it in flight with the job's lock.
+      if (charge) giveBack = this.book?.give(driven.job.wallet, driven.job.creditsLocked - charge.creditsCharged!);
+    } finally {
+      held.admission.open(charge);
+    }
+    const charged = await held.charged.catch(() => undefined);
+    giveBack?.done(charged !== undefined, charged?.creditsRemaining);
+    return { metered, ...(charged ? { charged } : {}) };
   }
 
   /**
@@ -918,16 +1003,28 @@ class OutputOverrunError extends Error {
   }
 }
 
-/** Opens once `open` is called, or `ms` after it was made, whichever comes first, at the end of that turn of the event loop. */
-function admissionGate(ms: number): { opened: Promise<void>; open: () => void } {
+/**
+ * Opens once `open` is called, or `ms` after it was made, whichever comes first, at the end of that
+ * turn of the event loop. `claim`, before it opened, stops the clock: only `open` opens it then.
+ */
+function admissionGate(ms: number): { opened: Promise<void>; open: () => void; claim: () => boolean } {
   let resolve!: () => void;
+  let opening = false;
   const opened = new Promise<void>((r) => (resolve = r));
   // At the end of the event loop's turn: the output relayed in this turn leaves the socket first
   // (Node writes a response's bytes on the next tick, which the statements' promises would hold back).
-  const open = () => void setImmediate(resolve);
+  const open = () => {
+    if (opening) return;
+    opening = true;
+    clearTimeout(timer);
+    setImmediate(resolve);
+  };
   const timer = setTimeout(open, ms);
-  void opened.then(() => clearTimeout(timer));
-  return { opened, open };
+  const claim = () => {
+    if (!opening) clearTimeout(timer);
+    return !opening;
+  };
+  return { opened, open, claim };
 }
 
 function noWorkers(model: string, pool: WorkerPool): never {

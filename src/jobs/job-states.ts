@@ -65,10 +65,10 @@ export const JOB_TRANSITIONS: readonly JobTransition[] = [
     also: "The job ended and its escrow never confirmed, so nothing is refunded on-chain: the reservation is released when the escrow transaction is given up.",
   },
   {
-    from: ["pending", "processing", "failed"],
+    from: ["pending", "processing", "settling", "failed"],
     trigger: "escrow_given_up",
     to: "failed",
-    also: "The escrow transaction was rejected on-chain or dropped unsent: the reservation is voided; event job.failed. From failed: a job that ended while its escrow was in doubt.",
+    also: "The escrow transaction was rejected on-chain or dropped unsent: the reservation is voided, or a charge recorded with the admission is given back; event job.failed. From failed: a job that ended while its escrow was in doubt.",
   },
   {
     from: ["settled"],

@@ -8,7 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { checkInvariants } from "../../src/ledger/index.ts";
+import OpenAI from "openai";
+import { issueApiKey } from "../../src/accounts/accounts.ts";
+import { signWalletSlot } from "../../src/chain/index.ts";
+import { generateKeypair } from "../../src/core/index.ts";
+import { checkInvariants, listTransfers } from "../../src/ledger/index.ts";
 import { checkJobInvariants } from "../../src/jobs/job-invariants.ts";
 import * as money from "../../src/jobs/money.ts";
 import { getJob } from "../../src/jobs/job-repo.ts";
@@ -91,3 +95,61 @@ async function charged(gateway: TestGateway): Promise<number> {
   const [row] = await gateway.service.db.query<{ charged: number | bigint }>("SELECT coalesce(sum(credits_charged), 0) AS charged FROM jobs WHERE wallet = $1", [gateway.wallet]);
   return Number(row!.charged);
 }
+
+/**
+ * A JSON reply whose lock the book granted, and whose output is in before its admission's
+ * statements begin, is charged in its admission's transaction, before its lock lands. Here the
+ * admission waits up to 2 s for the output, so a slow machine takes that path too.
+ */
+describe("a JSON reply charged with its admission", () => {
+  let gateway: TestGateway | undefined;
+  after(() => gateway?.close());
+
+  /** A funded wallet whose keypair the test holds, known to the book once it has run a job. */
+  async function knownWallet(credits: number) {
+    const keypair = generateKeypair();
+    await gateway!.service.deposits.deposit(keypair.address, credits);
+    const client = new OpenAI({ apiKey: await issueApiKey(gateway!.service.db, keypair.address), baseURL: gateway!.baseUrl, maxRetries: 0 });
+    await client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+    return { keypair, client };
+  }
+
+  async function jobOf(reply: { id: string }) {
+    const jobId = reply.id.replace(/^chatcmpl-/, "");
+    return (await getJob(gateway!.service.db, jobId))!;
+  }
+
+  test("settles and charges once, and the book keeps the ledger's figure", async () => {
+    gateway = await startTestGateway({ db: await migratedTestDb(), credits: 0, admissionDeferMs: 2_000 });
+    const { keypair, client } = await knownWallet(20);
+    for (let i = 0; i < 3; i++) {
+      const reply = await client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+      assert.ok(reply.choices[0]!.message.content);
+      const job = await jobOf(reply);
+      await until(() => getJob(gateway!.service.db, job.id), (j) => j?.status === "settled", "the job settled");
+    }
+    const [row] = await gateway.service.db.query<{ charged: number | bigint }>("SELECT coalesce(sum(credits_charged), 0) AS charged FROM jobs WHERE wallet = $1", [keypair.address]);
+    assert.equal(await money.availableCredits(gateway.service.db, keypair.address), 20 - Number(row!.charged));
+    assert.deepEqual(await checkInvariants(gateway.service.db), []);
+    assert.deepEqual(await checkJobInvariants(gateway.service.db), []);
+  });
+
+  test("its lock refused after the answer: the charge goes back and the job fails", async () => {
+    gateway ??= await startTestGateway({ db: await migratedTestDb(), credits: 0, admissionDeferMs: 2_000 });
+    const { keypair, client } = await knownWallet(20);
+    const db = gateway.service.db;
+    const before = await money.availableCredits(db, keypair.address);
+    // Out of the service's sight: the wallet withdraws its whole vault with its own signature.
+    const withdrawal = await gateway.service.chain.prepareWithdrawal({ wallet: keypair.address, credits: before });
+    await gateway.service.chain.send(signWalletSlot(withdrawal.wire, keypair));
+    const reply = await client.chat.completions.create({ model: MODEL, messages: hi, max_tokens: 8, temperature: 0 });
+    const job = await until(() => jobOf(reply), (j) => j.status === "failed", "the job failed");
+    assert.equal(job.failureReason, "escrow_failed");
+    // Charged before the lock landed, and given back when the chain refused it.
+    const returned = await listTransfers(db, { reference: job.id });
+    assert.ok(returned.some((t) => t.code === "charge_returned"), JSON.stringify(returned.map((t) => t.code)));
+    assert.equal(await money.availableCredits(db, keypair.address), before);
+    assert.deepEqual(await checkInvariants(db), []);
+    assert.deepEqual(await checkJobInvariants(db), []);
+  });
+});

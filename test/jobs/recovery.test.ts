@@ -76,6 +76,29 @@ async function settlingJob() {
   return { job, settlement };
 }
 
+/**
+ * A job charged in its admission's transaction (admission.ts, a JSON reply whose output was in
+ * first): recorded, assigned and charged at once; `sendEscrow` decides whether its lock then
+ * reached the chain. Its settlement comes later, in its worker's batch, which never happened.
+ */
+async function chargedAtAdmission(sendEscrow: boolean): Promise<JobRecord> {
+  const id = newId("job");
+  const escrow = await prepareEscrow(service.chain, { jobId: id, tier: "lite", wallet, credits: 4 });
+  const job = newPendingJob({ id, wallet, model: "svc-dev/wiring-model", tier: "lite", creditsLocked: 4, maxTokens: 1500, promptTokens: 10, escrowAddress: escrow.escrowAddress, escrowTx: escrow.signature });
+  const proofHash = outputHash("Hello from the svc wiring model.");
+  const changes = { proofHash, proofSignature: Buffer.from(worker.sign(proofMessage(id, proofHash))).toString("base64"), creditsCharged: 2, completionTokens: 7 };
+  await service.db.transaction(async (tx) => {
+    await money.reserve(tx, wallet, id, 4);
+    await insertJob(tx, job);
+    await service.journal.record(tx, escrow);
+    await mustMoveJob(tx, job, "worker_assigned", { workerAddress: worker.address });
+    await money.chargeAll(tx, [{ ...job, ...changes }]);
+    await mustMoveJob(tx, job, "proof_recorded", changes);
+  });
+  if (sendEscrow) await service.journal.send(escrow);
+  return job;
+}
+
 async function assertBooks(expectedCredits: number) {
   assert.equal(await money.availableCredits(service.db, wallet), expectedCredits, "ledger");
   assert.equal(await service.chain.tokenBalance(service.chain.creditAccountAddress(wallet)), creditsToBaseUnits(expectedCredits), "chain");
@@ -148,6 +171,26 @@ for (const onCluster of [false, true]) describe(`recover() after a crash, ${onCl
     await assertBooks(8);
     await restart();
     await assertBooks(8);
+  });
+
+  test("charged with its admission, its lock never sent: the charge goes back, nothing touched on-chain", async () => {
+    const job = await chargedAtAdmission(false);
+    await restart();
+    const after = (await getJob(service.db, job.id))!;
+    assert.equal(after.status, "failed");
+    assert.equal(after.creditsCharged, 0);
+    assert.equal(await service.chain.isProcessed(job.escrowTx!), false);
+    await assertBooks(10);
+  });
+
+  test("charged with its admission, its lock landed, no settlement: the escrow goes back with a refund", async () => {
+    const job = await chargedAtAdmission(true);
+    await restart();
+    const after = (await getJob(service.db, job.id))!;
+    assert.equal(after.status, "failed");
+    assert.equal(after.failureReason, "interrupted");
+    assert.ok(after.refundTx && (await service.chain.readTransaction(after.refundTx)).ok);
+    await assertBooks(10);
   });
 
   test("refund recorded but never sent: it is sent on the next start", async () => {
