@@ -22,8 +22,9 @@ let honestAddress: string;
 before(async () => {
   // Paid requests run back to back here for up to 20 s, faster than the default per-IP limit
   // allows (50 a second): that limit is not what this test is about. The worker endpoint keeps
-  // its own handshake limit.
-  fixture = await startWorkerFixture({ credits: 1000, rateLimit: false });
+  // its own handshake limit. At a couple of credits a request, 1,000 credits ran out within the
+  // 20 s on a quick machine.
+  fixture = await startWorkerFixture({ credits: 100_000, rateLimit: false });
   gateway = fixture.gateway;
   honestAddress = (await fixture.attach()).address;
 });
