@@ -188,7 +188,7 @@ async function admitAll(tx: Db, admissions: readonly Admission[], escrows: reado
   });
   const written = addEvents(writes, events);
   written(await writes.run<EventsWritten>(tx));
-  const charged = await chargeAtAdmission(tx, journal, admissions, rows);
+  const charged = await recordChargesAtAdmission(tx, journal, admissions, rows);
   return rows.map((row, i) => {
     const recorded = charged.get(row.id);
     const admitted = { row: recorded?.job ?? row, creditsAfterLock: creditsAfter[i]!, escrow: escrows[i]! };
@@ -197,7 +197,7 @@ async function admitAll(tx: Db, admissions: readonly Admission[], escrows: reado
 }
 
 /** The charges of the jobs whose output was in before the group began (Admission.charge), recorded after their rows, by job id. */
-async function chargeAtAdmission(tx: Db, journal: ChainJournal, admissions: readonly Admission[], rows: readonly JobRecord[]): Promise<Map<string, RecordedSettlement>> {
+async function recordChargesAtAdmission(tx: Db, journal: ChainJournal, admissions: readonly Admission[], rows: readonly JobRecord[]): Promise<Map<string, RecordedSettlement>> {
   const records = admissions.flatMap(({ charge }, i) => (charge ? [{ job: rows[i]!, changes: charge }] : []));
   if (records.length === 0) return new Map();
   const recorded = await recordSettlements(tx, journal, records);

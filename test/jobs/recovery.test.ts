@@ -99,6 +99,24 @@ async function chargedAtAdmission(sendEscrow: boolean): Promise<JobRecord> {
   return job;
 }
 
+/** After the restart: the job's lock never reached the chain, so it failed with nothing charged, on-chain or in the ledger. */
+async function assertLockGivenUp(job: JobRecord) {
+  const after = (await getJob(service.db, job.id))!;
+  assert.equal(after.status, "failed");
+  assert.equal(after.creditsCharged, 0);
+  assert.equal(await service.chain.isProcessed(job.escrowTx!), false);
+  await assertBooks(10);
+}
+
+/** After the restart: the job's escrow had landed with no settlement on its way, so a refund transaction sent it back. */
+async function assertRefundedOnChain(job: JobRecord) {
+  const after = (await getJob(service.db, job.id))!;
+  assert.equal(after.status, "failed");
+  assert.equal(after.failureReason, "interrupted");
+  assert.ok(after.refundTx && (await service.chain.readTransaction(after.refundTx)).ok);
+  await assertBooks(10);
+}
+
 async function assertBooks(expectedCredits: number) {
   assert.equal(await money.availableCredits(service.db, wallet), expectedCredits, "ledger");
   assert.equal(await service.chain.tokenBalance(service.chain.creditAccountAddress(wallet)), creditsToBaseUnits(expectedCredits), "chain");
@@ -130,20 +148,13 @@ for (const onCluster of [false, true]) describe(`recover() after a crash, ${onCl
   test("escrow recorded but never sent: the reservation is released, nothing touched on-chain", async () => {
     const job = await admittedJob(false);
     await restart();
-    const after = (await getJob(service.db, job.id))!;
-    assert.equal(after.status, "failed");
-    assert.equal(await service.chain.isProcessed(job.escrowTx!), false);
-    await assertBooks(10);
+    await assertLockGivenUp(job);
   });
 
   test("crash mid-generation: the escrow goes back with a refund transaction", async () => {
     const job = await admittedJob(true);
     await restart();
-    const after = (await getJob(service.db, job.id))!;
-    assert.equal(after.status, "failed");
-    assert.equal(after.failureReason, "interrupted");
-    assert.ok(after.refundTx && (await service.chain.readTransaction(after.refundTx)).ok);
-    await assertBooks(10);
+    await assertRefundedOnChain(job);
   });
 
   test("settlement recorded but never sent: it is rebuilt, sent, and charged once", async () => {
@@ -176,21 +187,13 @@ for (const onCluster of [false, true]) describe(`recover() after a crash, ${onCl
   test("charged with its admission, its lock never sent: the charge goes back, nothing touched on-chain", async () => {
     const job = await chargedAtAdmission(false);
     await restart();
-    const after = (await getJob(service.db, job.id))!;
-    assert.equal(after.status, "failed");
-    assert.equal(after.creditsCharged, 0);
-    assert.equal(await service.chain.isProcessed(job.escrowTx!), false);
-    await assertBooks(10);
+    await assertLockGivenUp(job);
   });
 
   test("charged with its admission, its lock landed, no settlement: the escrow goes back with a refund", async () => {
     const job = await chargedAtAdmission(true);
     await restart();
-    const after = (await getJob(service.db, job.id))!;
-    assert.equal(after.status, "failed");
-    assert.equal(after.failureReason, "interrupted");
-    assert.ok(after.refundTx && (await service.chain.readTransaction(after.refundTx)).ok);
-    await assertBooks(10);
+    await assertRefundedOnChain(job);
   });
 
   test("refund recorded but never sent: it is sent on the next start", async () => {
