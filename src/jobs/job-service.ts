@@ -610,7 +610,7 @@ export class JobService {
       },
     );
     awaitedLater(admission);
-    const launch = this.launch(job, admission, g.held.current, request, g.clientSignal, stream ? { outputBegun: recordNow!.open } : { ...(held ? { held } : {}) });
+    const launch = this.launch(job, admission, g.held.current, request, g.clientSignal, stream ? { outputBegun: recordNow!.open } : held ? { held } : {});
     awaitedLater(launch.admitted);
     launch.started.creditsAfterLock = launch.started.creditsRemaining = credit.creditsAfter!;
     if (!stream) return launch.started;
