@@ -13,6 +13,7 @@
 import { Worker } from "node:worker_threads";
 import { threadModule } from "../core/index.ts";
 import { DEFAULT_MAX_TOKEN_BYTES } from "./token-bounds.ts";
+import { tokenRange, type TokenRange } from "./token-pieces.ts";
 
 export type TokenizerFamily = "llama3" | "qwen" | "mistral" | "gemma3";
 
@@ -23,6 +24,8 @@ export interface TokenCounter {
   /** No token spans more bytes than this. */
   readonly maxTokenBytes: number;
   countTokens(text: string): Promise<number>;
+  /** Where the count of `text` must lie, known at once without counting; undefined where it is not. */
+  tokenRange?(text: string): TokenRange | undefined;
 }
 
 export class FamilyTokenizers {
@@ -33,7 +36,7 @@ export class FamilyTokenizers {
   /** A counter for one family; its tokenizer loads on its first count. */
   counter(family: TokenizerFamily): TokenCounter {
     // The families' vocabularies were not read for their longest token: the generic bound holds.
-    return { maxTokenBytes: DEFAULT_MAX_TOKEN_BYTES, countTokens: (text) => this.count(family, text) };
+    return { maxTokenBytes: DEFAULT_MAX_TOKEN_BYTES, countTokens: (text) => this.count(family, text), tokenRange: (text) => tokenRange(family, text) };
   }
 
   count(family: TokenizerFamily, text: string): Promise<number> {

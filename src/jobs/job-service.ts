@@ -854,6 +854,7 @@ export class JobService {
     const claimed = done.usage.completionTokens;
     const atMost = Math.min(job.maxTokens, completionTokensAtMost({ text, stop, finishReason: done.finishReason }));
     const counter = await this.vocabularies?.get(job.model);
+    if (counter && claimWithinFloor(counter, text, claimed, { chargeable: atMost, maxTokens: job.maxTokens })) return { usage: done.usage, outcome: "served" };
     let counted = atMost;
     let overran = false;
     const tokens = counter && (await this.countWith(counter, job.id, [text, ...(done.finishReason === "stop" ? stop : [])]));
@@ -1041,4 +1042,16 @@ function contextLengthExceeded(contextWindow: number, promptTokens: string, maxT
       (maxTokens !== undefined ? ` and max_tokens asks for ${maxTokens} more.` : "."),
     "messages",
   );
+}
+
+/**
+ * Whether the count would take the claim as it stands, known without counting: the claim is no
+ * higher than the text's floor of tokens (its pieces, each at least one) plus the silent ones, nor
+ * than the most the job can be charged, and the text's ceiling of tokens is within what its
+ * max_tokens allows (so it cannot have overrun).
+ */
+function claimWithinFloor(counter: TokenCounter, text: string, claimed: number, bounds: { chargeable: number; maxTokens: number }): boolean {
+  const range = counter.tokenRange?.(text);
+  if (range === undefined || range.atMost > bounds.maxTokens + SILENT_TOKENS) return false;
+  return claimed <= Math.min(bounds.chargeable, range.atLeast + SILENT_TOKENS);
 }

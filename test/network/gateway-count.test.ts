@@ -2,14 +2,16 @@
  * The gateway's own count of a catalog model's output, with the model family's tokenizer, on a
  * real gateway on loopback: a worker serving Qwen3 1.7B claims 4,144 tokens for 4,140 bytes of
  * English (what the byte bound alone would allow); the caller is charged for what the Qwen
- * tokenizer counts, and the worker is struck for the claim. Each family's tokenizer counts a
- * known text; Gemma 3's splits as Google documents its tokenizer.
+ * tokenizer counts, and the worker is struck for the claim. A short text's claim within its floor
+ * of tokens is charged as claimed, and one token above it is counted. Each family's tokenizer
+ * counts a known text; Gemma 3's splits as Google documents its tokenizer.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { completionCost, TIERS } from "../../src/core/pricing.ts";
 import { FamilyTokenizers } from "../../src/inference/family-tokenizers.ts";
 import { SILENT_TOKENS } from "../../src/inference/token-bounds.ts";
+import { tokenRange } from "../../src/inference/token-pieces.ts";
 import { creditsRemaining } from "../support/gateway-api.ts";
 import { jobConcluded } from "../support/eventually.ts";
 import { startWorkerFixture, type WorkerFixture } from "../support/worker-fixture.ts";
@@ -61,5 +63,27 @@ test("4,140 bytes claimed as 4,144 tokens of Qwen3 1.7B: charged for the tokeniz
   assert.ok(job.creditsCharged < completionCost(TIERS.lite, 4_144), `${job.creditsCharged} credits, not the claim's ${completionCost(TIERS.lite, 4_144)}`);
   assert.equal(await creditsRemaining(gateway), balance - job.creditsCharged);
   assert.equal(gateway.service.pool.health(worker.signer.address)?.stats.overstated, 1);
+  worker.close();
+});
+
+test("a claim within a short text's floor of tokens is charged as claimed; one token more is counted and struck", async () => {
+  const { gateway } = fixture;
+  const text = "The capital of France is Paris.";
+  const floor = tokenRange("qwen", text)!.atLeast;
+  const counted = (await tokenizers.count("qwen", text)) + SILENT_TOKENS;
+  const worker = await fixture.raw({ vouched: true });
+  await worker.register({ models: [{ id: QWEN, contextWindow: 32_768 }] });
+  for (const [claimed, charged, overstated] of [
+    [floor + SILENT_TOKENS, floor + SILENT_TOKENS, 0],
+    [floor + SILENT_TOKENS + 1, counted, 1],
+  ] as const) {
+    const serving = (async () => worker.finish((await worker.nextJob(12)).jobId, text, claimed))();
+    const { data, response } = await gateway.client.chat.completions.create({ model: QWEN, messages: [{ role: "user", content: "Capital of France?" }], max_tokens: 64 }).withResponse();
+    await serving;
+    assert.equal(data.usage!.completion_tokens, charged, `claimed ${claimed}`);
+    const job = await jobConcluded(gateway.service, response.headers.get("x-svc-job-id")!);
+    assert.equal(job.creditsCharged, completionCost(TIERS.lite, charged));
+    assert.equal(gateway.service.pool.health(worker.signer.address)?.stats.overstated, overstated);
+  }
   worker.close();
 });
