@@ -843,7 +843,8 @@ export class JobService {
   /**
    * The completion tokens the caller pays for, counted by the gateway from the text it relayed:
    * with the model's tokenizer where it holds one, else by what the text's bytes can hold. The
-   * worker's figure is taken only when lower. A worker that claims more than that is recorded.
+   * worker's figure is taken only when lower, and without a count where the text's floor of
+   * tokens already shows it is (claimWithinFloor). A worker that claims more is recorded.
    */
   private async meterCompletion(
     job: JobRecord,
