@@ -8,6 +8,8 @@
  * tokenizer.json files, with the case-insensitive group spelled out (JavaScript's patterns take
  * no inline flags).
  */
+import { utf8Bytes } from "./token-bounds.ts";
+
 const CONTRACTION = "'(?:[sS]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])";
 const REST = "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|NUMBER| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
@@ -45,5 +47,5 @@ export function tokenRange(family: string, text: string): TokenRange | undefined
   let pieces = 0;
   preTokenizer.pattern.lastIndex = 0;
   while (preTokenizer.pattern.exec(seen) !== null) pieces++;
-  return { atLeast: pieces, atMost: Buffer.byteLength(seen, "utf8") };
+  return { atLeast: pieces, atMost: utf8Bytes(seen) };
 }
